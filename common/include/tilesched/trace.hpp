@@ -1,0 +1,37 @@
+// The Trace: the hinge between simulator, GPU and tool (DESIGN.md). One event per processed tile.
+// Plain data only; reading and writing it as JSON lives in sim/ (trace_io).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "tilesched/workload.hpp"
+
+namespace tilesched {
+
+struct TraceEvent {
+  u32 cta = 0;            // block index (x for persistent; linearised x + T*(y + H*z) for transient)
+  u32 step = 0;           // 0 for the CTA's first tile, then 1, 2, ...
+  u32 linear_idx = 0;     // the work index (SPEC §3)
+  u32 prompt_offset = 0;  // token offset of the tile in its sequence
+  u32 head_idx = 0;
+  u32 prompt_idx = 0;
+  u32 query_rows = 0;   // rows the tile wrote (faithful mode: what upstream would write)
+  u32 kv_blocks = 0;    // KV blocks processed
+  double start_us = 0;  // predicted (sim) or %globaltimer relative to the kernel's start (GPU)
+  double end_us = 0;
+  std::int32_t sm_id = -1;  // GPU only
+};
+
+struct Trace {
+  static constexpr int kFormatVersion = 1;
+  std::string source;   // "sim" or "gpu"
+  std::string device;   // cost profile (sim) or device name (GPU)
+  std::string created;  // ISO 8601 UTC
+  Workload workload;
+  u32 launched_ctas = 0;           // grid size actually launched
+  std::vector<TraceEvent> events;  // ordered by (cta, step)
+};
+
+}  // namespace tilesched
