@@ -1,0 +1,27 @@
+// Traces as JSON: "format": "tilesched-trace", "version": 1 (docs/trace-format.md).
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "tilesched/trace.hpp"
+
+namespace tilesched::sim {
+
+inline constexpr const char* kTraceFormatName = "tilesched-trace";
+
+nlohmann::json trace_to_json(const Trace& t);
+
+// Checks the format name and version, required fields and their types, the workload, that every
+// event names a CTA below launched_ctas and that events are ordered by (cta, step) with steps
+// 0, 1, 2, ... per CTA. Throws std::invalid_argument naming the field (and event index) at fault.
+Trace trace_from_json(const nlohmann::json& j);
+
+// trace_to_json written atomically (compact JSON, one event per line for diff-friendliness).
+void write_trace(const std::string& path, const Trace& t);
+
+// read_file + parse + trace_from_json. std::invalid_argument for bad content (message names the
+// path), std::runtime_error when the file cannot be read.
+Trace read_trace(const std::string& path);
+
+}  // namespace tilesched::sim
