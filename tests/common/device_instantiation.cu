@@ -31,8 +31,8 @@ template __global__ void walk_kernel<runtime::QueuedTileScheduler, true, Schedul
     runtime::QueuedTileScheduler, TileSummary, u32*, u32);
 template __global__ void walk_kernel<runtime::TransientScheduler, true, SchedulerSync::Default>(
     runtime::TransientScheduler, TileSummary, u32*, u32);
-template __global__ void walk_kernel<TileScheduler<128, 32, 132, Schedule::PromptRotate>, true,
-                                     SchedulerSync::Default>(
+template __global__ void
+walk_kernel<TileScheduler<128, 32, 132, Schedule::PromptRotate>, true, SchedulerSync::Default>(
     TileScheduler<128, 32, 132, Schedule::PromptRotate>, TileSummary, u32*, u32);
 template __global__ void walk_kernel<QueuedTileScheduler<1, 8, true>, true, SchedulerSync::All>(
     QueuedTileScheduler<1, 8, true>, TileSummary, u32*, u32);

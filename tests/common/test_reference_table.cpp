@@ -36,18 +36,28 @@ TEST_CASE("reference table: DEFAULT") {
   CHECK(summary.max_num_prompt_tiles == 4);
   CHECK(summary.max_idx(3) == 12);
   CHECK(sched.grid_dim(summary).x == 8);
-  const std::vector<std::string> expected = {
-      "(0,0,0,T) (0,2,0,T)", "(32,0,0,T) (32,2,0,T)", "(64,0,0,T) (64,2,0,T)",
-      "(96,0,0,T) (96,2,0,T)", "(0,1,0,T)", "(32,1,0,T)", "(64,1,0,T)", "(96,1,0,T)"};
+  const std::vector<std::string> expected = {"(0,0,0,T) (0,2,0,T)",
+                                             "(32,0,0,T) (32,2,0,T)",
+                                             "(64,0,0,T) (64,2,0,T)",
+                                             "(96,0,0,T) (96,2,0,T)",
+                                             "(0,1,0,T)",
+                                             "(32,1,0,T)",
+                                             "(64,1,0,T)",
+                                             "(96,1,0,T)"};
   CHECK(walk(sched, summary) == expected);
 }
 
 TEST_CASE("reference table: PROMPT_ROTATE") {
   const TileScheduler<32, 3, 8, Schedule::PromptRotate> sched;
   const TileSummary summary = TileSummary::make(1, 100, 32);
-  const std::vector<std::string> expected = {
-      "(0,0,0,T) (0,2,0,T)", "(32,0,0,T) (32,2,0,T)", "(64,0,0,T) (64,2,0,T)",
-      "(96,0,0,T) (96,2,0,T)", "(96,1,0,T)", "(64,1,0,T)", "(32,1,0,T)", "(0,1,0,T)"};
+  const std::vector<std::string> expected = {"(0,0,0,T) (0,2,0,T)",
+                                             "(32,0,0,T) (32,2,0,T)",
+                                             "(64,0,0,T) (64,2,0,T)",
+                                             "(96,0,0,T) (96,2,0,T)",
+                                             "(96,1,0,T)",
+                                             "(64,1,0,T)",
+                                             "(32,1,0,T)",
+                                             "(0,1,0,T)"};
   CHECK(walk(sched, summary) == expected);
 }
 

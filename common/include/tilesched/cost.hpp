@@ -19,7 +19,7 @@ struct TileCost {
 TS_HOST_DEVICE constexpr TileCost tile_cost(u32 prompt_offset, u32 query_rows, u32 seq_len,
                                             u32 num_keys, u32 block_m, u32 block_n, Mask mask) {
   if (query_rows == 0 || num_keys == 0) return TileCost{};
-  u32 key_end = num_keys;  // one past the last key any row of the tile sees
+  u32 key_end = num_keys;       // one past the last key any row of the tile sees
   u32 unmasked_end = num_keys;  // keys every row of the tile sees
   if (mask == Mask::Causal) {
     const u32 row0 = prompt_offset + (num_keys - seq_len);  // first row's position in key space

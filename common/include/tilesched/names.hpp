@@ -20,8 +20,12 @@ inline const char* to_string(SchedulerKind k) {
   }
   return "?";
 }
-inline const char* to_string(RaggedMode r) { return r == RaggedMode::Faithful ? "faithful" : "safe"; }
-inline const char* to_string(Mask m) { return m == Mask::Causal ? "causal" : "none"; }
+inline const char* to_string(RaggedMode r) {
+  return r == RaggedMode::Faithful ? "faithful" : "safe";
+}
+inline const char* to_string(Mask m) {
+  return m == Mask::Causal ? "causal" : "none";
+}
 inline const char* to_string(SchedulerSync s) {
   switch (s) {
     case SchedulerSync::None: return "none";

@@ -16,7 +16,8 @@
 //
 // The processing loop, the same on the GPU and in the simulator:
 //   TileState st = sched.initial_state(sidx, summary, block);
-//   for (auto s = sched.first_work<P, S>(summary, st, 0); s; s = sched.advance<P, S>(summary, st, p))
+//   for (auto s = sched.first_work<P, S>(summary, st, 0); s; s = sched.advance<P, S>(summary, st,
+//   p))
 //     process(*s);
 #pragma once
 
@@ -268,7 +269,8 @@ class TransientScheduler {
   }
 
   template <bool producer = true, SchedulerSync sync = SchedulerSync::Default>
-  TS_HOST_DEVICE constexpr Optional<SeqInfo> advance(const TileSummary&, TileState&, u32 = 0) const {
+  TS_HOST_DEVICE constexpr Optional<SeqInfo> advance(const TileSummary&, TileState&,
+                                                     u32 = 0) const {
     return {};
   }
 };

@@ -14,8 +14,12 @@ struct TileMapping {
   Schedule schedule = Schedule::Default;
 };
 
-TS_HOST_DEVICE constexpr u32 ceil_div(u32 a, u32 b) { return (a + b - 1) / b; }
-TS_HOST_DEVICE constexpr u32 min_u32(u32 a, u32 b) { return a < b ? a : b; }
+TS_HOST_DEVICE constexpr u32 ceil_div(u32 a, u32 b) {
+  return (a + b - 1) / b;
+}
+TS_HOST_DEVICE constexpr u32 min_u32(u32 a, u32 b) {
+  return a < b ? a : b;
+}
 
 // What the problem is (SPEC §2). valid_length, when set, points at B+1 exclusive prefix-sum row
 // offsets of the query rows (ragged batch); when null the batch is padded with S_max rows each.
@@ -95,10 +99,10 @@ struct TileRows {
 
 TS_HOST_DEVICE constexpr TileRows tile_rows(const TileSummary& summary, const SeqInfo& s,
                                             u32 tile_shape) {
-  const u32 base = summary.valid_length != nullptr ? s.start_of_seq
-                                                   : s.prompt_idx * summary.max_seq_len;
-  const u32 rows = s.seq_len > s.prompt_offset ? min_u32(s.seq_len - s.prompt_offset, tile_shape)
-                                               : 0u;
+  const u32 base =
+      summary.valid_length != nullptr ? s.start_of_seq : s.prompt_idx * summary.max_seq_len;
+  const u32 rows =
+      s.seq_len > s.prompt_offset ? min_u32(s.seq_len - s.prompt_offset, tile_shape) : 0u;
   return TileRows{base + s.prompt_offset, rows};
 }
 

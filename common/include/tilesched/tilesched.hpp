@@ -6,4 +6,3 @@
 #include "tilesched/scheduler.hpp"
 #include "tilesched/tile_summary.hpp"
 #include "tilesched/types.hpp"
-

@@ -11,9 +11,9 @@
 namespace tilesched {
 
 struct TraceEvent {
-  u32 cta = 0;            // block index (x for persistent; linearised x + T*(y + H*z) for transient)
-  u32 step = 0;           // 0 for the CTA's first tile, then 1, 2, ...
-  u32 linear_idx = 0;     // the work index (SPEC §3)
+  u32 cta = 0;         // block index (x for persistent; linearised x + T*(y + H*z) for transient)
+  u32 step = 0;        // 0 for the CTA's first tile, then 1, 2, ...
+  u32 linear_idx = 0;  // the work index (SPEC §3)
   u32 prompt_offset = 0;  // token offset of the tile in its sequence
   u32 head_idx = 0;
   u32 prompt_idx = 0;

@@ -41,7 +41,9 @@ struct Workload {
   u32 group_size() const { return num_q_heads / num_kv_heads; }  // query heads per KV head
 
   // Exclusive prefix sums (B+1 entries). Padded batches use b * S_max for every sequence.
-  std::vector<u32> q_row_offsets() const { return offsets_of([&](u32 b) { return row_span(b); }); }
+  std::vector<u32> q_row_offsets() const {
+    return offsets_of([&](u32 b) { return row_span(b); });
+  }
   std::vector<u32> kv_row_offsets() const {
     return offsets_of([&](u32 b) { return padded ? max_key_len() : key_len(b); });
   }
@@ -71,10 +73,12 @@ struct Workload {
     if (num_q_heads % num_kv_heads != 0)
       return "query heads (" + std::to_string(num_q_heads) + ") must be a multiple of KV heads (" +
              std::to_string(num_kv_heads) + ")";
-    if (head_dim == 0 || head_dim > 1024) return "head dim must be in 1..1024, got " +
-                                                 std::to_string(head_dim);
-    if (block_m == 0 || block_m > 4096) return "BM must be in 1..4096, got " + std::to_string(block_m);
-    if (block_n == 0 || block_n > 4096) return "BN must be in 1..4096, got " + std::to_string(block_n);
+    if (head_dim == 0 || head_dim > 1024)
+      return "head dim must be in 1..1024, got " + std::to_string(head_dim);
+    if (block_m == 0 || block_m > 4096)
+      return "BM must be in 1..4096, got " + std::to_string(block_m);
+    if (block_n == 0 || block_n > 4096)
+      return "BN must be in 1..4096, got " + std::to_string(block_n);
     if (num_ctas == 0) return "number of CTAs must be at least 1";
     std::uint64_t q_total = 0, kv_total = 0;
     for (u32 b = 0; b < batch_size(); ++b) {
