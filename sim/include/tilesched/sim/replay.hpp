@@ -12,6 +12,8 @@
 //   event.
 // Events carry query_rows = tile_rows() rows (faithful mode: faithful_query_rows(), what upstream
 // would write), kv_blocks from tile_cost(), and start/end in µs; they are ordered by (cta, step).
+// The trace's `created` is left empty so that the same inputs give the same trace; whoever saves
+// it may stamp it.
 #pragma once
 
 #include "tilesched/sim/cost_model.hpp"

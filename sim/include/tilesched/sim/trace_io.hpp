@@ -13,8 +13,9 @@ inline constexpr const char* kTraceFormatName = "tilesched-trace";
 nlohmann::json trace_to_json(const Trace& t);
 
 // Checks the format name and version, required fields and their types, the workload, that every
-// event names a CTA below launched_ctas and that events are ordered by (cta, step) with steps
-// 0, 1, 2, ... per CTA. Throws std::invalid_argument naming the field (and event index) at fault.
+// event names a CTA below launched_ctas (and a prompt and head inside the workload), ends no
+// earlier than it starts, and that events are strictly ordered by (cta, step). Throws
+// std::invalid_argument naming the field (and event index) at fault.
 Trace trace_from_json(const nlohmann::json& j);
 
 // trace_to_json written atomically (compact JSON, one event per line for diff-friendliness).

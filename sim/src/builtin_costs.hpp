@@ -1,0 +1,12 @@
+// The cost tables compiled into the library (profile name, JSON text of sim/data/cost_<name>.json).
+#pragma once
+
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace tilesched::sim::detail {
+
+const std::vector<std::pair<std::string, std::string>>& builtin_cost_tables();
+
+}  // namespace tilesched::sim::detail

@@ -1,0 +1,180 @@
+#include "tilesched/sim/cost_model.hpp"
+
+#include <cmath>
+#include <stdexcept>
+
+#include <Eigen/Dense>
+
+#include "builtin_costs.hpp"
+#include "json_read.hpp"
+#include "tilesched/sim/io.hpp"
+
+namespace tilesched::sim {
+
+using nlohmann::json;
+
+namespace {
+
+CostCoefficients scaled(const CostCoefficients& c, double f) {
+  return CostCoefficients{c.fixed_us * f, c.us_per_block * f, c.us_per_masked_block * f};
+}
+
+}  // namespace
+
+CostCoefficients CostModel::coefficients(u32 head_dim) const {
+  if (by_head_dim.empty())
+    throw std::logic_error("cost model '" + device + "' has no coefficients");
+  const auto hi = by_head_dim.lower_bound(head_dim);
+  if (hi != by_head_dim.end() && hi->first == head_dim) return hi->second;
+  if (hi == by_head_dim.begin()) return scaled(hi->second, double(head_dim) / hi->first);
+  const auto lo = std::prev(hi);
+  if (hi == by_head_dim.end()) return scaled(lo->second, double(head_dim) / lo->first);
+  const double f = double(head_dim - lo->first) / double(hi->first - lo->first);
+  const CostCoefficients& a = lo->second;
+  const CostCoefficients& b = hi->second;
+  return CostCoefficients{a.fixed_us + f * (b.fixed_us - a.fixed_us),
+                          a.us_per_block + f * (b.us_per_block - a.us_per_block),
+                          a.us_per_masked_block + f * (b.us_per_masked_block - a.us_per_masked_block)};
+}
+
+double CostModel::tile_time_us(const Workload& w, const TileCost& c) const {
+  const CostCoefficients k = coefficients(w.head_dim);
+  return k.fixed_us + k.us_per_block * double(c.kv_blocks - c.masked_blocks) +
+         k.us_per_masked_block * double(c.masked_blocks);
+}
+
+CostModel CostModel::from_json(const json& j) {
+  using namespace detail;
+  require_object(j, "a cost table");
+  check_known_fields(j, {"format", "version", "device", "units", "note", "head_dims"}, "");
+  const std::string format = as_string(require(j, "format", ""), "format");
+  if (format != "tilesched-cost") fail("format", "expected \"tilesched-cost\", got \"" + format + "\"");
+  const u32 version = as_u32(require(j, "version", ""), "version");
+  if (version != 1) fail("version", "unsupported cost table version " + std::to_string(version));
+  CostModel m;
+  m.device = as_string(require(j, "device", ""), "device");
+  const json& dims = require(j, "head_dims", "");
+  require_object(dims, "field 'head_dims'");
+  if (dims.empty()) fail("head_dims", "needs at least one head_dim entry");
+  for (auto it = dims.begin(); it != dims.end(); ++it) {
+    const std::string prefix = "head_dims." + it.key() + ".";
+    u32 d = 0;
+    try {
+      std::size_t used = 0;
+      const unsigned long v = std::stoul(it.key(), &used);
+      if (used != it.key().size() || v == 0 || v > 1024) throw std::invalid_argument("range");
+      d = static_cast<u32>(v);
+    } catch (const std::exception&) {
+      fail("head_dims." + it.key(), "key must be a head_dim in 1..1024");
+    }
+    require_object(it.value(), "field 'head_dims." + it.key() + "'");
+    check_known_fields(it.value(), {"fixed_us", "us_per_block", "us_per_masked_block"}, prefix);
+    CostCoefficients c;
+    c.fixed_us = as_double(require(it.value(), "fixed_us", prefix), prefix + "fixed_us");
+    c.us_per_block = as_double(require(it.value(), "us_per_block", prefix), prefix + "us_per_block");
+    c.us_per_masked_block =
+        as_double(require(it.value(), "us_per_masked_block", prefix), prefix + "us_per_masked_block");
+    if (c.fixed_us < 0) fail(prefix + "fixed_us", "must not be negative");
+    if (c.us_per_block < 0) fail(prefix + "us_per_block", "must not be negative");
+    if (c.us_per_masked_block < 0) fail(prefix + "us_per_masked_block", "must not be negative");
+    m.by_head_dim[d] = c;
+  }
+  return m;
+}
+
+json CostModel::to_json() const {
+  json dims = json::object();
+  for (const auto& [d, c] : by_head_dim)
+    dims[std::to_string(d)] = json{{"fixed_us", c.fixed_us},
+                                   {"us_per_block", c.us_per_block},
+                                   {"us_per_masked_block", c.us_per_masked_block}};
+  return json{{"format", "tilesched-cost"},
+              {"version", 1},
+              {"device", device},
+              {"units",
+               "microseconds per tile on one SM; time = fixed_us + us_per_block * "
+               "unmasked_kv_blocks + us_per_masked_block * masked_kv_blocks"},
+              {"head_dims", dims}};
+}
+
+CostModel CostModel::builtin(const std::string& profile) {
+  std::string names;
+  for (const auto& [name, text] : detail::builtin_cost_tables()) {
+    if (name == profile) return from_json(json::parse(text));
+    names += (names.empty() ? "" : ", ") + name;
+  }
+  throw std::invalid_argument("unknown cost profile \"" + profile + "\" (built in: " + names +
+                              "; or load a cost file)");
+}
+
+CostModel CostModel::load(const std::string& path) {
+  const std::string text = read_file(path);
+  try {
+    return from_json(json::parse(text));
+  } catch (const json::parse_error& e) {
+    throw std::invalid_argument("'" + path + "' is not valid JSON: " + e.what());
+  } catch (const std::invalid_argument& e) {
+    throw std::invalid_argument("'" + path + "': " + e.what());
+  }
+}
+
+TileCost event_tile_cost(const Workload& w, const TraceEvent& e) {
+  const u32 seq_len = w.q_lens.at(e.prompt_idx);
+  const u32 num_keys = w.key_len(e.prompt_idx);
+  // A faithful-mode tile past its sequence is processed with BM rows whose positions lie past
+  // every key: it sees all keys of its sequence.
+  if (e.prompt_offset >= seq_len) {
+    if (e.query_rows == 0 || num_keys == 0) return TileCost{};
+    const u32 blocks = ceil_div(num_keys, w.block_n);
+    return TileCost{blocks, num_keys % w.block_n != 0 ? 1u : 0u};
+  }
+  const u32 rows = min_u32(seq_len - e.prompt_offset, w.block_m);
+  return tile_cost(e.prompt_offset, rows, seq_len, num_keys, w.block_m, w.block_n, w.mask);
+}
+
+CostFit fit_cost(const std::vector<Trace>& traces, u32 head_dim) {
+  std::size_t n = 0;
+  for (const Trace& t : traces)
+    if (t.workload.head_dim == head_dim) n += t.events.size();
+  if (n < 3)
+    throw std::invalid_argument("cannot fit head_dim " + std::to_string(head_dim) + ": " +
+                                std::to_string(n) + " measured tiles, need at least 3");
+  // One row per tile: [1, unmasked blocks, masked blocks] * coefficients = measured time.
+  Eigen::MatrixXd A(n, 3);
+  Eigen::VectorXd y(n);
+  std::size_t r = 0;
+  for (const Trace& t : traces) {
+    if (t.workload.head_dim != head_dim) continue;
+    for (const TraceEvent& e : t.events) {
+      const TileCost c = event_tile_cost(t.workload, e);
+      A(r, 0) = 1.0;
+      A(r, 1) = double(c.kv_blocks - c.masked_blocks);
+      A(r, 2) = double(c.masked_blocks);
+      y(r) = e.end_us - e.start_us;
+      ++r;
+    }
+  }
+  const Eigen::ColPivHouseholderQR<Eigen::MatrixXd> qr(A);
+  if (qr.rank() < 3)
+    throw std::invalid_argument(
+        "cannot fit head_dim " + std::to_string(head_dim) +
+        ": the measured tiles do not determine all three coefficients (they need tiles with "
+        "different numbers of unmasked and of masked KV blocks)");
+  const Eigen::Vector3d x = qr.solve(y);
+  CostFit fit;
+  fit.coefficients = CostCoefficients{x(0), x(1), x(2)};
+  fit.rms_residual_us = std::sqrt((A * x - y).squaredNorm() / double(n));
+  fit.samples = n;
+  return fit;
+}
+
+CostModel CostModel::fit(const std::vector<Trace>& traces, const std::string& device) {
+  CostModel m;
+  m.device = device;
+  for (const Trace& t : traces) m.by_head_dim[t.workload.head_dim] = CostCoefficients{};
+  if (m.by_head_dim.empty()) throw std::invalid_argument("cannot fit a cost model: no traces");
+  for (auto& [d, c] : m.by_head_dim) c = fit_cost(traces, d).coefficients;
+  return m;
+}
+
+}  // namespace tilesched::sim

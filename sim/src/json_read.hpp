@@ -1,0 +1,51 @@
+// Checked reading of JSON objects: every failure throws std::invalid_argument with a message that
+// names the field (as a path like "workload.q_lens[3]") and what is wrong with it.
+#pragma once
+
+#include <cstdint>
+#include <initializer_list>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "tilesched/config.hpp"
+
+namespace tilesched::sim::detail {
+
+using nlohmann::json;
+
+[[noreturn]] void fail(const std::string& field, const std::string& problem);
+
+// "string \"abc\"", "number -3", "array", ... for error messages.
+std::string describe(const json& v);
+
+// `prefix` + name, e.g. field_path("workload.", "q_lens") == "workload.q_lens".
+inline std::string field_path(const std::string& prefix, const std::string& name) {
+  return prefix + name;
+}
+
+void require_object(const json& j, const std::string& what);
+// Rejects any key not in `known`, naming it and listing the accepted ones.
+void check_known_fields(const json& obj, std::initializer_list<const char*> known,
+                        const std::string& prefix);
+const json& require(const json& obj, const char* key, const std::string& prefix);
+
+std::uint64_t as_u64(const json& v, const std::string& field);
+u32 as_u32(const json& v, const std::string& field);
+std::int32_t as_i32(const json& v, const std::string& field);
+double as_double(const json& v, const std::string& field);  // finite
+bool as_bool(const json& v, const std::string& field);
+std::string as_string(const json& v, const std::string& field);
+std::vector<std::uint64_t> as_u64_list(const json& v, const std::string& field);
+
+}  // namespace tilesched::sim::detail
+
+namespace tilesched {
+struct Workload;
+}
+
+namespace tilesched::sim::detail {
+// workload_from_json with every field name prefixed (the trace reader passes "workload.").
+Workload workload_from_json_at(const nlohmann::json& j, const std::string& prefix);
+}  // namespace tilesched::sim::detail
