@@ -1,0 +1,73 @@
+// `tilesched sim`: replay one workload with the simulator, show it, write the pictures.
+#include <fmt/format.h>
+
+#include <cmath>
+#include <memory>
+
+#include "cli/attention_check.hpp"
+#include "cli/commands.hpp"
+#include "cli/errors.hpp"
+#include "cli/parse_values.hpp"
+#include "cli/view_flags.hpp"
+#include "cli/workload_flags.hpp"
+#include "tilesched/sim/metrics.hpp"
+#include "tilesched/sim/replay.hpp"
+
+namespace tilesched::cli {
+namespace {
+
+struct SimOptions {
+  WorkloadFlags workload;
+  ViewFlags view;
+  bool attention = false;
+  std::string seed = "1";
+};
+
+int run_sim(const SimOptions& o) {
+  validate_view_flags(o.view);
+  const std::uint64_t seed = parse_uint("--seed", o.seed);
+  const Workload w = resolve_workload(o.workload);
+  const sim::CostModel cost = resolve_cost_model(o.workload, w);
+  const Trace trace = sim::replay(w, cost);
+  show_and_write_trace(trace, sim::compute_metrics(trace), o.view);
+  if (!o.attention) return kExitOk;
+
+  const AttentionReport report = check_attention(trace, seed);
+  fmt::print("\n{}", format_attention_report(report));
+  const bool error_ok = report.o_error <= kAttentionTolerance &&
+                        report.lse_error <= kAttentionTolerance;  // false for NaN too
+  // Faithful mode exists to show upstream's overwrite, so its failures are the expected output.
+  if (w.ragged_mode == RaggedMode::Safe && (!report.coverage_ok() || !error_ok)) {
+    fmt::print(stderr, "tilesched sim: attention check failed: {}\n",
+               !report.coverage_ok()
+                   ? fmt::format("{} outputs never written, {} written more than once", report.gaps,
+                                 report.double_writes)
+                   : fmt::format("relative error O {:.3e} / LSE {:.3e} above {:.0e}",
+                                 report.o_error, report.lse_error, kAttentionTolerance));
+    return kExitFailure;
+  }
+  return kExitOk;
+}
+
+}  // namespace
+
+void add_sim_command(CLI::App& app, Action& action) {
+  auto options = std::make_shared<SimOptions>();
+  CLI::App* cmd = app.add_subcommand(
+      "sim",
+      "Simulate one workload: metrics, terminal view, schedule.html, trace.json, "
+      "perfetto.json");
+  add_workload_flags(*cmd, options->workload);
+  add_view_flags(*cmd, options->view);
+  cmd->add_flag("--attention", options->attention,
+                "Also compute attention tile by tile and check coverage and error against a naive "
+                "reference (exit 1 if it fails in safe mode)");
+  cmd->add_option("--seed", options->seed, "Seed of the random attention inputs")
+      ->capture_default_str();
+  cmd->footer(
+      "Exit status: 0 success, 1 a file could not be read or written (or the attention check "
+      "failed), 2 bad flags.");
+  cmd->callback([options, &action] { action = [options] { return run_sim(*options); }; });
+}
+
+}  // namespace tilesched::cli

@@ -1,0 +1,175 @@
+#include "cli/trace_diff.hpp"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <tuple>
+
+#include "tilesched/sim/workload_io.hpp"
+#include "viz/describe.hpp"
+
+namespace tilesched::cli {
+namespace {
+
+// A tile is identified by where it is in the problem; the linear index depends on the schedule.
+using TileKey = std::tuple<u32, u32, u32>;  // prompt, head, prompt offset
+TileKey key_of(const TraceEvent& e) {
+  return {e.prompt_idx, e.head_idx, e.prompt_offset};
+}
+
+bool same_tile(const TraceEvent& a, const TraceEvent& b) {
+  return key_of(a) == key_of(b) && a.linear_idx == b.linear_idx;
+}
+
+std::vector<std::string> workload_differences(const Workload& a, const Workload& b) {
+  const nlohmann::json ja = sim::workload_to_json(a), jb = sim::workload_to_json(b);
+  std::vector<std::string> names;
+  for (const auto& [name, value] : ja.items())
+    if (!jb.contains(name) || jb[name] != value) names.push_back(name);
+  for (const auto& [name, value] : jb.items())
+    if (!ja.contains(name)) names.push_back(name);
+  return names;
+}
+
+std::vector<const TraceEvent*> in_schedule_order(const Trace& t) {
+  std::vector<const TraceEvent*> events;
+  for (const TraceEvent& e : t.events) events.push_back(&e);
+  std::stable_sort(events.begin(), events.end(), [](const TraceEvent* x, const TraceEvent* y) {
+    return std::tie(x->cta, x->step) < std::tie(y->cta, y->step);
+  });
+  return events;
+}
+
+std::optional<FirstScheduleDifference> first_difference(const Trace& a, const Trace& b) {
+  const auto ea = in_schedule_order(a), eb = in_schedule_order(b);
+  std::size_t i = 0, j = 0;
+  while (i < ea.size() || j < eb.size()) {
+    const TraceEvent* x = i < ea.size() ? ea[i] : nullptr;
+    const TraceEvent* y = j < eb.size() ? eb[j] : nullptr;
+    const auto pos = [](const TraceEvent* e) { return std::make_pair(e->cta, e->step); };
+    if (x && y && pos(x) == pos(y)) {
+      if (!same_tile(*x, *y)) return FirstScheduleDifference{x->cta, x->step, *x, *y};
+      ++i, ++j;
+    } else if (x && (!y || pos(x) < pos(y))) {
+      return FirstScheduleDifference{x->cta, x->step, *x, std::nullopt};
+    } else {
+      return FirstScheduleDifference{y->cta, y->step, std::nullopt, *y};
+    }
+  }
+  return std::nullopt;
+}
+
+std::map<u32, double> busy_per_cta(const Trace& t) {
+  std::map<u32, double> busy;
+  for (const TraceEvent& e : t.events) busy[e.cta] += e.end_us - e.start_us;
+  return busy;
+}
+
+}  // namespace
+
+TraceDiff diff_traces(const Trace& a, const Trace& b, std::size_t max_listed) {
+  TraceDiff d;
+  d.workload_differences = workload_differences(a.workload, b.workload);
+  d.launched_ctas_differ = a.launched_ctas != b.launched_ctas;
+  d.first_difference = first_difference(a, b);
+
+  // Tile sets as multisets: a tile processed twice in A and once in B counts once "only in A".
+  std::map<TileKey, std::vector<const TraceEvent*>> in_a, in_b;
+  for (const TraceEvent& e : a.events) in_a[key_of(e)].push_back(&e);
+  for (const TraceEvent& e : b.events) in_b[key_of(e)].push_back(&e);
+  auto surplus = [&](const auto& mine, const auto& theirs, std::size_t& count,
+                     std::vector<TraceEvent>& listed) {
+    for (const auto& [key, events] : mine) {
+      const auto it = theirs.find(key);
+      const std::size_t other = it == theirs.end() ? 0 : it->second.size();
+      for (std::size_t k = other; k < events.size(); ++k) {
+        ++count;
+        if (listed.size() < max_listed) listed.push_back(*events[k]);
+      }
+    }
+  };
+  surplus(in_a, in_b, d.only_in_a_count, d.only_in_a);
+  surplus(in_b, in_a, d.only_in_b_count, d.only_in_b);
+
+  const auto busy_a = busy_per_cta(a), busy_b = busy_per_cta(b);
+  std::vector<CtaRatio> ratios;
+  for (const auto& [cta, a_busy] : busy_a) {
+    if (a_busy <= 0) continue;
+    const auto it = busy_b.find(cta);
+    ratios.push_back(CtaRatio{cta, a_busy, it == busy_b.end() ? 0.0 : it->second});
+  }
+  d.ratio_ctas = ratios.size();
+  if (!ratios.empty()) {
+    std::vector<double> values;
+    for (const CtaRatio& r : ratios) values.push_back(r.ratio());
+    std::sort(values.begin(), values.end());
+    d.ratio_min = values.front();
+    d.ratio_max = values.back();
+    const std::size_t n = values.size();
+    d.ratio_median = n % 2 ? values[n / 2] : 0.5 * (values[n / 2 - 1] + values[n / 2]);
+    // "Worst" is furthest from 1 either way: a CTA twice as fast is as suspicious as one twice
+    // as slow. A CTA idle in B (ratio 0) sorts first.
+    const auto distance = [](const CtaRatio& r) {
+      return r.b_busy_us > 0 ? std::fabs(std::log(r.ratio())) : INFINITY;
+    };
+    std::stable_sort(ratios.begin(), ratios.end(), [&](const CtaRatio& x, const CtaRatio& y) {
+      return distance(x) > distance(y);
+    });
+    ratios.resize(std::min<std::size_t>(ratios.size(), 3));
+    d.worst_ratios = ratios;
+  }
+  return d;
+}
+
+std::string format_trace_diff(const TraceDiff& d, const Trace& a, const Trace& b) {
+  std::string out;
+  out += fmt::format("A: {} tiles; {}\n", a.events.size(), viz::describe_trace(a));
+  out += fmt::format("B: {} tiles; {}\n", b.events.size(), viz::describe_trace(b));
+  out += d.same_workload()
+             ? std::string("workload: same\n")
+             : fmt::format("workload: differs in {}\n", fmt::join(d.workload_differences, ", "));
+  if (d.launched_ctas_differ)
+    out += fmt::format("launched CTAs: A {} vs B {}\n", a.launched_ctas, b.launched_ctas);
+  if (!d.first_difference) {
+    out += d.launched_ctas_differ
+               ? "schedule: every CTA that ran processed the same tiles in the same order\n"
+               : "schedule: identical (every CTA processes the same tiles in the same order)\n";
+  } else {
+    const FirstScheduleDifference& f = *d.first_difference;
+    auto side = [](const std::optional<TraceEvent>& e) {
+      return e ? viz::describe_tile(*e) : std::string("no tile");
+    };
+    out += fmt::format("schedule: differs; first at CTA {} step {}\n  A: {}\n  B: {}\n", f.cta,
+                       f.step, side(f.a), side(f.b));
+  }
+  if (d.same_tile_set()) {
+    out += fmt::format("tile set: same ({} tiles)\n", a.events.size());
+  } else {
+    out +=
+        fmt::format("tile set: {} only in A, {} only in B\n", d.only_in_a_count, d.only_in_b_count);
+    for (const TraceEvent& e : d.only_in_a)
+      out += fmt::format("  only in A: {} on CTA {}\n", viz::describe_tile(e), e.cta);
+    if (d.only_in_a_count > d.only_in_a.size())
+      out += fmt::format("  ... {} more only in A\n", d.only_in_a_count - d.only_in_a.size());
+    for (const TraceEvent& e : d.only_in_b)
+      out += fmt::format("  only in B: {} on CTA {}\n", viz::describe_tile(e), e.cta);
+    if (d.only_in_b_count > d.only_in_b.size())
+      out += fmt::format("  ... {} more only in B\n", d.only_in_b_count - d.only_in_b.size());
+  }
+  if (d.ratio_ctas == 0) {
+    out += "timing: no CTA is busy in A, no ratio to show\n";
+  } else {
+    out += fmt::format(
+        "timing (B busy / A busy per CTA, {} CTAs): min {:.3f}  median {:.3f}  max {:.3f}\n",
+        d.ratio_ctas, d.ratio_min, d.ratio_median, d.ratio_max);
+    for (const CtaRatio& r : d.worst_ratios)
+      out += fmt::format("  CTA {}: {:.3f} (A {} us, B {} us)\n", r.cta, r.ratio(),
+                         viz::format_us(r.a_busy_us), viz::format_us(r.b_busy_us));
+  }
+  return out;
+}
+
+}  // namespace tilesched::cli

@@ -1,0 +1,40 @@
+// `tilesched viz`: draw any trace file (from the simulator or the GPU).
+#include <memory>
+
+#include "cli/commands.hpp"
+#include "cli/errors.hpp"
+#include "cli/view_flags.hpp"
+#include "tilesched/sim/metrics.hpp"
+#include "tilesched/sim/trace_io.hpp"
+
+namespace tilesched::cli {
+namespace {
+
+struct VizOptions {
+  std::string trace_file;
+  ViewFlags view;
+};
+
+int run_viz(const VizOptions& o) {
+  validate_view_flags(o.view);
+  const Trace trace = sim::read_trace(o.trace_file);
+  show_and_write_trace(trace, sim::compute_metrics(trace), o.view);
+  return kExitOk;
+}
+
+}  // namespace
+
+void add_viz_command(CLI::App& app, Action& action) {
+  auto options = std::make_shared<VizOptions>();
+  CLI::App* cmd = app.add_subcommand(
+      "viz", "Draw a trace file: metrics, terminal view, schedule.html, trace.json, perfetto.json");
+  cmd->add_option("trace", options->trace_file, "Trace JSON file (from `sim`, `run` or a test)")
+      ->required();
+  add_view_flags(*cmd, options->view);
+  cmd->footer(
+      "Exit status: 0 success, 1 the trace could not be read or the outputs written, 2 bad "
+      "flags.");
+  cmd->callback([options, &action] { action = [options] { return run_viz(*options); }; });
+}
+
+}  // namespace tilesched::cli

@@ -1,0 +1,53 @@
+#include "viz/describe.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+namespace tilesched::viz {
+
+std::string describe_workload(const Workload& w) {
+  std::string lens;
+  if (w.q_lens.empty()) {
+    lens = "no sequences";
+  } else {
+    const auto [lo, hi] = std::minmax_element(w.q_lens.begin(), w.q_lens.end());
+    const char* layout = w.padded ? "padded" : "ragged";
+    lens = *lo == *hi
+               ? fmt::format("{} x {} rows, {}", w.q_lens.size(), *hi, layout)
+               : fmt::format("{} sequences of {}..{} rows, {}", w.q_lens.size(), *lo, *hi, layout);
+  }
+  return fmt::format("{}; {} q heads / {} kv heads, d {}, {} mask, BM {}, BN {}", lens,
+                     w.num_q_heads, w.num_kv_heads, w.head_dim, to_string(w.mask), w.block_m,
+                     w.block_n);
+}
+
+std::string describe_trace(const Trace& t) {
+  return fmt::format("{}, {} CTAs launched (C = {}), {} ({})", strategy_name(t.workload),
+                     t.launched_ctas, t.workload.num_ctas, t.source.empty() ? "?" : t.source,
+                     t.device.empty() ? "?" : t.device);
+}
+
+std::string describe_tile(const TraceEvent& e) {
+  return fmt::format("prompt {} head {} offset {} (idx {}, {} kv blocks)", e.prompt_idx, e.head_idx,
+                     e.prompt_offset, e.linear_idx, e.kv_blocks);
+}
+
+std::string describe_event(const TraceEvent& e) {
+  std::string s = fmt::format(
+      "CTA {} step {}: tile idx {}\nprompt {}, head {}, prompt offset {}\n{} query rows, {} KV "
+      "blocks\nstart {} us, end {} us ({} us)",
+      e.cta, e.step, e.linear_idx, e.prompt_idx, e.head_idx, e.prompt_offset, e.query_rows,
+      e.kv_blocks, format_us(e.start_us), format_us(e.end_us), format_us(e.end_us - e.start_us));
+  if (e.sm_id >= 0) s += fmt::format("\nSM {}", e.sm_id);
+  return s;
+}
+
+std::string format_us(double us) {
+  const double a = us < 0 ? -us : us;
+  if (a >= 1000) return fmt::format("{:.0f}", us);
+  if (a >= 10) return fmt::format("{:.1f}", us);
+  return fmt::format("{:.2f}", us);
+}
+
+}  // namespace tilesched::viz

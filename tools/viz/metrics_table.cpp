@@ -1,0 +1,35 @@
+#include "viz/metrics_table.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "viz/describe.hpp"
+
+namespace tilesched::viz {
+
+MetricRows metric_rows(const sim::Metrics& m) {
+  return {
+      {"makespan", format_us(m.makespan_us) + " us"},
+      {"lower bound", format_us(m.bound_us) + " us"},
+      {"efficiency", fmt::format("{:.1f} % (bound / makespan)", 100.0 * m.efficiency)},
+      {"imbalance", fmt::format("{:.3f} (max busy / mean busy)", m.imbalance)},
+      {"busy per CTA", fmt::format("min {}  mean {}  max {} us", format_us(m.busy_min_us),
+                                   format_us(m.busy_mean_us), format_us(m.busy_max_us))},
+      {"tiles per CTA",
+       fmt::format("min {:g}  mean {:.1f}  max {:g}", m.tiles_min, m.tiles_mean, m.tiles_max)},
+      {"tiles", fmt::format("{}", m.tile_count)},
+      {"launched CTAs", fmt::format("{} ({} at once)", m.launched_ctas, m.concurrent_ctas)},
+  };
+}
+
+std::string format_metrics_table(const sim::Metrics& m) {
+  const MetricRows rows = metric_rows(m);
+  std::size_t width = 0;
+  for (const auto& row : rows) width = std::max(width, row.first.size());
+  std::string out;
+  for (const auto& [name, value] : rows) out += fmt::format("  {:<{}}  {}\n", name, width, value);
+  return out;
+}
+
+}  // namespace tilesched::viz

@@ -1,0 +1,101 @@
+#include "viz/terminal.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "viz/describe.hpp"
+
+namespace tilesched::viz {
+namespace {
+
+struct CtaRow {
+  std::vector<const TraceEvent*> tiles;
+  double busy_us = 0;
+};
+
+// One CTA's cells: for each column, the tile covering it (or none) and whether the tile starts
+// there. A tile shorter than a column still claims one column, so no tile disappears; when two
+// claim the same column the later one wins and the tile count on the right stays exact.
+struct Cell {
+  const TraceEvent* tile = nullptr;
+  bool starts = false;
+};
+
+std::vector<Cell> layout_row(const CtaRow& row, std::size_t width, double us_per_cell) {
+  std::vector<Cell> cells(width);
+  for (const TraceEvent* e : row.tiles) {
+    auto first = static_cast<std::size_t>(std::floor(e->start_us / us_per_cell));
+    auto last = static_cast<std::size_t>(std::ceil(e->end_us / us_per_cell));
+    first = std::min(first, width - 1);
+    last = std::clamp(last, first + 1, width);
+    for (std::size_t c = first; c < last; ++c) cells[c] = Cell{e, c == first};
+  }
+  return cells;
+}
+
+std::string draw_cells(const std::vector<Cell>& cells, const TerminalOptions& options) {
+  std::string out;
+  for (const Cell& cell : cells) {
+    if (!cell.tile) {
+      out += options.color ? " " : ".";
+      continue;
+    }
+    const u32 key = color_key(*cell.tile, options.color_by);
+    // Plain: the category's symbol where a tile starts and '-' while it runs, so boundaries
+    // between tiles of one head stay visible. Colour: the background carries the category.
+    const char glyph = cell.starts ? category_symbol(key) : (options.color ? ' ' : '-');
+    if (options.color) {
+      const Rgb c = category_color(key);
+      out += fmt::format("\x1b[48;5;{}m\x1b[{}m{}", to_ansi256(c), is_dark(c) ? 97 : 30, glyph);
+    } else {
+      out += glyph;
+    }
+  }
+  if (options.color) out += "\x1b[0m";
+  return out;
+}
+
+}  // namespace
+
+std::string render_terminal(const Trace& trace, const TerminalOptions& options) {
+  const std::size_t width = std::max<std::size_t>(options.width, 10);
+  u32 ctas = trace.launched_ctas;
+  double makespan = 0;
+  for (const TraceEvent& e : trace.events) {
+    ctas = std::max(ctas, e.cta + 1);
+    makespan = std::max(makespan, e.end_us);
+  }
+  std::vector<CtaRow> rows(ctas);
+  for (const TraceEvent& e : trace.events) {
+    rows[e.cta].tiles.push_back(&e);
+    rows[e.cta].busy_us += e.end_us - e.start_us;
+  }
+  const double us_per_cell = makespan > 0 ? makespan / width : 1.0;
+
+  std::string out;
+  const char* what = options.color_by == ColorBy::Batch ? "prompt" : "head";
+  out += fmt::format(
+      "{} CTAs, {} tiles; one cell = {} us; a tile starts at its {}'s symbol "
+      "(0-9a-zA-Z = {} mod 62){}\n",
+      ctas, trace.events.size(), format_us(us_per_cell), what, what,
+      options.color ? ", colour = " + std::string(what) : ", '-' while it runs");
+  // Time scale aligned with the cells below ("CTA    0 |" is 10 characters wide).
+  const std::string end_label = format_us(makespan) + " us";
+  out += fmt::format("{:>9}|0{:>{}}|\n", "", end_label, width - 1);
+  const std::size_t shown = std::min<std::size_t>(ctas, options.max_rows);
+  for (std::size_t c = 0; c < shown; ++c) {
+    const CtaRow& row = rows[c];
+    out += fmt::format("CTA {:>4} |{}| {:>4} tiles {:>9} us\n", c,
+                       draw_cells(layout_row(row, width, us_per_cell), options), row.tiles.size(),
+                       format_us(row.busy_us));
+  }
+  if (shown < ctas)
+    out += fmt::format("... {} more CTAs (every CTA is in schedule.html and perfetto.json)\n",
+                       ctas - shown);
+  return out;
+}
+
+}  // namespace tilesched::viz
