@@ -1,13 +1,12 @@
 #include "tilesched/sim/attention.hpp"
 
+#include <Eigen/Dense>
 #include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <cstring>
 #include <limits>
 #include <thread>
-
-#include <Eigen/Dense>
 
 namespace tilesched::sim {
 
@@ -234,8 +233,7 @@ std::string CoverageProblem::message() const {
   const std::string where = row_range(row, row_count) + " of head " + std::to_string(head);
   const std::string on_cta = " on CTA " + std::to_string(cta);
   switch (kind) {
-    case Kind::DoubleWrite:
-      return "double write: " + where + " written again by " + tile + on_cta;
+    case Kind::DoubleWrite: return "double write: " + where + " written again by " + tile + on_cta;
     case Kind::Gap: return "gap: " + where + " never written (they belong to " + tile + ")";
     case Kind::OutsideSequence:
       return "write outside the sequence: " + tile + on_cta + " wrote " + where +
@@ -263,33 +261,62 @@ AttentionResult tiled_attention(const Workload& w, const AttentionInputs& in, co
   out.lse.assign(L.total_q * L.hq, kNaN);
   out.row_writes.assign(L.total_q * L.hq, 0);
 
-  // Pass 1 (sequential, cheap): which rows each tile writes, counted. This also tells whether the
-  // tiles can run concurrently (no row written twice).
+  // Tiles that write disjoint rows may run in any order, on several threads. Overlapping ones
+  // (faithful mode, duplicated events) run one at a time in the order their results land on the
+  // GPU: by end time, then CTA and step (each CTA's own tiles stay in its order), so the last
+  // writer wins as it would there. Faithful mode is always sequential: it is the overlap case.
+  std::vector<std::size_t> order(trace.events.size());
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+  auto landing_order = [&] {
+    std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+      const TraceEvent &x = trace.events[a], &y = trace.events[b];
+      if (x.end_us != y.end_us) return x.end_us < y.end_us;
+      return x.cta != y.cta ? x.cta < y.cta : x.step < y.step;
+    });
+  };
+  if (w.ragged_mode == RaggedMode::Faithful) landing_order();
+
+  // Pass 1 (sequential, cheap): which rows each tile writes, counted. A double write is blamed on
+  // the tile that writes second in landing order.
   struct TileRowsPlan {
     std::size_t first_row;
     u32 rows;  // clamped to the buffer
   };
   std::vector<TileRowsPlan> plan(trace.events.size());
   bool overlapping = false;
-  for (std::size_t i = 0; i < trace.events.size(); ++i) {
-    const TraceEvent& e = trace.events[i];
-    const std::size_t first = L.q_off[e.prompt_idx] + std::size_t(e.prompt_offset);
-    const std::size_t seq_end = L.q_off[e.prompt_idx] + w.q_lens[e.prompt_idx];
-    const std::size_t end = std::min<std::size_t>(first + e.query_rows, L.total_q);
-    plan[i] = {first, static_cast<u32>(end > first ? end - first : 0)};
-    for (std::size_t r = first; r < end; ++r) {
-      if (r >= seq_end)
-        add_problem(out.problems, CoverageProblem::Kind::OutsideSequence, u32(r), e.head_idx,
-                    e.prompt_idx, e.head_idx, e.prompt_offset, e.cta);
-      if (++out.row_writes[r * L.hq + e.head_idx] > 1) {
-        overlapping = true;
-        add_problem(out.problems, CoverageProblem::Kind::DoubleWrite, u32(r), e.head_idx,
-                    e.prompt_idx, e.head_idx, e.prompt_offset, e.cta);
-      }
+  auto count_writes = [&] {
+    std::fill(out.row_writes.begin(), out.row_writes.end(), 0u);
+    out.problems.clear();
+    overlapping = false;
+    for (const std::size_t i : order) {
+      const TraceEvent& e = trace.events[i];
+      const std::size_t first = L.q_off[e.prompt_idx] + std::size_t(e.prompt_offset);
+      const std::size_t seq_end = L.q_off[e.prompt_idx] + w.q_lens[e.prompt_idx];
+      const std::size_t end = std::min<std::size_t>(first + e.query_rows, L.total_q);
+      plan[i] = {first, static_cast<u32>(end > first ? end - first : 0)};
+      auto report = [&](CoverageProblem::Kind kind, std::size_t r) {
+        add_problem(out.problems, kind, u32(r), e.head_idx, e.prompt_idx, e.head_idx,
+                    e.prompt_offset, e.cta);
+      };
+      // One loop per kind so that each kind's rows group into one range per tile.
+      for (std::size_t r = std::max(first, seq_end); r < end; ++r)
+        report(CoverageProblem::Kind::OutsideSequence, r);
+      for (std::size_t r = first; r < end; ++r)
+        if (++out.row_writes[r * L.hq + e.head_idx] > 1) {
+          overlapping = true;
+          report(CoverageProblem::Kind::DoubleWrite, r);
+        }
+      for (std::size_t r = std::max(end, first); r < first + e.query_rows; ++r)
+        report(CoverageProblem::Kind::PastEnd, r);
     }
-    for (std::size_t r = std::max(end, first); r < first + e.query_rows; ++r)
-      add_problem(out.problems, CoverageProblem::Kind::PastEnd, u32(r), e.head_idx, e.prompt_idx,
-                  e.head_idx, e.prompt_offset, e.cta);
+  };
+  count_writes();
+  // Found overlap in trace order (e.g. a duplicated event): recount in landing order so the
+  // blame matches the order the tiles will run in.
+  const bool sequential = overlapping || w.ragged_mode == RaggedMode::Faithful;
+  if (overlapping && w.ragged_mode != RaggedMode::Faithful) {
+    landing_order();
+    count_writes();
   }
   for (u32 b = 0; b < w.batch_size(); ++b)
     for (u32 h = 0; h < L.hq; ++h)
@@ -300,22 +327,20 @@ AttentionResult tiled_attention(const Workload& w, const AttentionInputs& in, co
                       t / w.block_m * w.block_m, -1);
       }
 
-  // Pass 2: the attention itself, in trace order. Overlapping tiles (faithful mode, duplicated
-  // events) must run in that order so the last writer wins as on the GPU; disjoint ones in any.
-  const bool sequential = overlapping || w.ragged_mode == RaggedMode::Faithful;
+  // Pass 2: the attention itself.
   const unsigned threads = sequential ? 1u : thread_count(num_threads);
   std::vector<Workspace> spaces;
   for (unsigned t = 0; t < threads; ++t) spaces.emplace_back(w.block_m, w.block_n, L.d);
   const u32 bm = w.block_m;
-  parallel_for(trace.events.size(), threads, [&](std::size_t i, unsigned id) {
+  parallel_for(order.size(), threads, [&](std::size_t k, unsigned id) {
+    const std::size_t i = order[k];
     const TraceEvent& e = trace.events[i];
     // A tile is computed in BM-row pieces so the scratch space stays BM x BN even if a malformed
     // event claims more rows.
     for (u32 done = 0; done < plan[i].rows; done += bm) {
       const u32 rows = std::min(bm, plan[i].rows - done);
       attend_tile(w, L, in, scale, plan[i].first_row + done, rows,
-                  std::int64_t(e.prompt_offset) + done, e.prompt_idx, e.head_idx, out,
-                  spaces[id]);
+                  std::int64_t(e.prompt_offset) + done, e.prompt_idx, e.head_idx, out, spaces[id]);
     }
   });
   return out;
@@ -334,8 +359,10 @@ AttentionResult reference_attention(const Workload& w, const AttentionInputs& in
     const u32 b = u32(job / L.hq), h = u32(job % L.hq);
     const u32 q_len = w.q_lens[b], kv_len = w.key_len(b);
     if (q_len == 0) return;
-    const Eigen::MatrixXd K = L.kv_rows(in.k.data(), L.kv_off[b], kv_len, h / L.group).cast<double>();
-    const Eigen::MatrixXd V = L.kv_rows(in.v.data(), L.kv_off[b], kv_len, h / L.group).cast<double>();
+    const Eigen::MatrixXd K =
+        L.kv_rows(in.k.data(), L.kv_off[b], kv_len, h / L.group).cast<double>();
+    const Eigen::MatrixXd V =
+        L.kv_rows(in.v.data(), L.kv_off[b], kv_len, h / L.group).cast<double>();
     for (u32 i = 0; i < q_len; ++i) {
       const std::size_t row = L.q_off[b] + i;
       const Eigen::RowVectorXd q = L.q_rows(in.q.data(), row, 1, h).cast<double>();
@@ -397,7 +424,8 @@ TileError tile_error(const Workload& w, const TraceEvent& e, const std::vector<f
       if (!std::isfinite(la))
         err.has_nan = true;
       else
-        err.lse_rel = std::max(err.lse_rel, std::abs(double(la) - lb) / std::max(std::abs(double(lb)), 1.0));
+        err.lse_rel =
+            std::max(err.lse_rel, std::abs(double(la) - lb) / std::max(std::abs(double(lb)), 1.0));
     }
   }
   return err;

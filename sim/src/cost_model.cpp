@@ -1,9 +1,8 @@
 #include "tilesched/sim/cost_model.hpp"
 
+#include <Eigen/Dense>
 #include <cmath>
 #include <stdexcept>
-
-#include <Eigen/Dense>
 
 #include "builtin_costs.hpp"
 #include "json_read.hpp"
@@ -32,9 +31,10 @@ CostCoefficients CostModel::coefficients(u32 head_dim) const {
   const double f = double(head_dim - lo->first) / double(hi->first - lo->first);
   const CostCoefficients& a = lo->second;
   const CostCoefficients& b = hi->second;
-  return CostCoefficients{a.fixed_us + f * (b.fixed_us - a.fixed_us),
-                          a.us_per_block + f * (b.us_per_block - a.us_per_block),
-                          a.us_per_masked_block + f * (b.us_per_masked_block - a.us_per_masked_block)};
+  return CostCoefficients{
+      a.fixed_us + f * (b.fixed_us - a.fixed_us),
+      a.us_per_block + f * (b.us_per_block - a.us_per_block),
+      a.us_per_masked_block + f * (b.us_per_masked_block - a.us_per_masked_block)};
 }
 
 double CostModel::tile_time_us(const Workload& w, const TileCost& c) const {
@@ -48,7 +48,8 @@ CostModel CostModel::from_json(const json& j) {
   require_object(j, "a cost table");
   check_known_fields(j, {"format", "version", "device", "units", "note", "head_dims"}, "");
   const std::string format = as_string(require(j, "format", ""), "format");
-  if (format != "tilesched-cost") fail("format", "expected \"tilesched-cost\", got \"" + format + "\"");
+  if (format != "tilesched-cost")
+    fail("format", "expected \"tilesched-cost\", got \"" + format + "\"");
   const u32 version = as_u32(require(j, "version", ""), "version");
   if (version != 1) fail("version", "unsupported cost table version " + std::to_string(version));
   CostModel m;
@@ -71,9 +72,10 @@ CostModel CostModel::from_json(const json& j) {
     check_known_fields(it.value(), {"fixed_us", "us_per_block", "us_per_masked_block"}, prefix);
     CostCoefficients c;
     c.fixed_us = as_double(require(it.value(), "fixed_us", prefix), prefix + "fixed_us");
-    c.us_per_block = as_double(require(it.value(), "us_per_block", prefix), prefix + "us_per_block");
-    c.us_per_masked_block =
-        as_double(require(it.value(), "us_per_masked_block", prefix), prefix + "us_per_masked_block");
+    c.us_per_block =
+        as_double(require(it.value(), "us_per_block", prefix), prefix + "us_per_block");
+    c.us_per_masked_block = as_double(require(it.value(), "us_per_masked_block", prefix),
+                                      prefix + "us_per_masked_block");
     if (c.fixed_us < 0) fail(prefix + "fixed_us", "must not be negative");
     if (c.us_per_block < 0) fail(prefix + "us_per_block", "must not be negative");
     if (c.us_per_masked_block < 0) fail(prefix + "us_per_masked_block", "must not be negative");

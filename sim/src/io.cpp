@@ -1,5 +1,8 @@
 #include "tilesched/sim/io.hpp"
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <atomic>
 #include <cerrno>
 #include <cstdio>
@@ -8,14 +11,13 @@
 #include <sstream>
 #include <stdexcept>
 
-#include <fcntl.h>
-#include <unistd.h>
-
 namespace tilesched::sim {
 
 namespace {
 
-std::string errno_text() { return std::strerror(errno); }
+std::string errno_text() {
+  return std::strerror(errno);
+}
 
 std::string directory_of(const std::string& path) {
   const auto slash = path.find_last_of('/');
@@ -30,8 +32,8 @@ void write_file_atomically(const std::string& path, const std::string& content) 
   if (path.empty()) throw std::runtime_error("cannot write a file with an empty path");
   // Unique per process and call, so two writers of the same path never share a temporary.
   static std::atomic<unsigned> serial{0};
-  const std::string tmp = path + ".tmp." + std::to_string(::getpid()) + "." +
-                          std::to_string(serial.fetch_add(1));
+  const std::string tmp =
+      path + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(serial.fetch_add(1));
   const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0)
     throw std::runtime_error("cannot write '" + path + "': cannot create a temporary file in '" +

@@ -37,8 +37,8 @@ Metrics compute_metrics(const Trace& t) {
   m.tiles_max = double(*std::max_element(tiles.begin(), tiles.end()));
   m.tiles_mean = double(m.tile_count) / n;
   m.imbalance = m.busy_mean_us > 0 ? m.busy_max_us / m.busy_mean_us : 0;
-  m.bound_us = std::max(m.total_busy_us / double(std::max<std::size_t>(m.concurrent_ctas, 1)),
-                        longest);
+  m.bound_us =
+      std::max(m.total_busy_us / double(std::max<std::size_t>(m.concurrent_ctas, 1)), longest);
   m.efficiency = m.makespan_us > 0 ? m.bound_us / m.makespan_us : 0;
   return m;
 }

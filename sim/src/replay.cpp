@@ -159,6 +159,8 @@ Trace replay(const Workload& w, const CostModel& cost) {
   return t;
 }
 
-Trace replay(const Workload& w) { return replay(w, CostModel::builtin(w.cost_profile)); }
+Trace replay(const Workload& w) {
+  return replay(w, CostModel::builtin(w.cost_profile));
+}
 
 }  // namespace tilesched::sim

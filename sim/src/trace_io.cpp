@@ -27,9 +27,12 @@ json event_to_json(const TraceEvent& e) {
 }
 
 json header_to_json(const Trace& t) {
-  return json{{"format", kTraceFormatName},   {"version", Trace::kFormatVersion},
-              {"source", t.source},           {"device", t.device},
-              {"created", t.created},         {"workload", workload_to_json(t.workload)},
+  return json{{"format", kTraceFormatName},
+              {"version", Trace::kFormatVersion},
+              {"source", t.source},
+              {"device", t.device},
+              {"created", t.created},
+              {"workload", workload_to_json(t.workload)},
               {"launched_ctas", t.launched_ctas}};
 }
 
@@ -68,10 +71,10 @@ json trace_to_json(const Trace& t) {
 Trace trace_from_json(const json& j) {
   using namespace detail;
   require_object(j, "a trace");
-  check_known_fields(j,
-                     {"format", "version", "source", "device", "created", "workload",
-                      "launched_ctas", "events"},
-                     "");
+  check_known_fields(
+      j,
+      {"format", "version", "source", "device", "created", "workload", "launched_ctas", "events"},
+      "");
   const std::string format = as_string(require(j, "format", ""), "format");
   if (format != kTraceFormatName)
     fail("format", "expected \"" + std::string(kTraceFormatName) + "\", got \"" + format + "\"");

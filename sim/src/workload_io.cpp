@@ -81,12 +81,13 @@ std::vector<u32> lengths_from_row_offsets(const json& v, const std::string& fiel
 }  // namespace
 
 Workload workload_from_json_at(const json& j, const std::string& prefix) {
-  require_object(j, prefix.empty() ? "a workload" : "field '" + prefix.substr(0, prefix.size() - 1) + "'");
-  check_known_fields(j,
-                     {"q_lens", "q_row_offsets", "batch", "seq_len", "kv_lens", "kv_row_offsets",
-                      "kv_seq_len", "padded", "num_q_heads", "num_kv_heads", "head_dim", "mask",
-                      "block_m", "block_n", "scheduler", "schedule", "flip_prompt_idx", "num_ctas",
-                      "ragged_mode", "cost_profile"},
+  require_object(
+      j, prefix.empty() ? "a workload" : "field '" + prefix.substr(0, prefix.size() - 1) + "'");
+  check_known_fields(j, {"q_lens",          "q_row_offsets",  "batch",       "seq_len",
+                         "kv_lens",         "kv_row_offsets", "kv_seq_len",  "padded",
+                         "num_q_heads",     "num_kv_heads",   "head_dim",    "mask",
+                         "block_m",         "block_n",        "scheduler",   "schedule",
+                         "flip_prompt_idx", "num_ctas",       "ragged_mode", "cost_profile"},
                      prefix);
   Workload w;
   const std::string P = prefix;
@@ -121,7 +122,8 @@ Workload workload_from_json_at(const json& j, const std::string& prefix) {
     fail(P + "kv_seq_len", "only goes with batch and seq_len (use kv_lens otherwise)");
   if (has_kv_lens)
     w.kv_lens = to_u32_lengths(as_u64_list(j["kv_lens"], P + "kv_lens"), P + "kv_lens");
-  if (has_kv_offsets) w.kv_lens = lengths_from_row_offsets(j["kv_row_offsets"], P + "kv_row_offsets");
+  if (has_kv_offsets)
+    w.kv_lens = lengths_from_row_offsets(j["kv_row_offsets"], P + "kv_row_offsets");
   if (has_kv_seq) w.kv_lens.assign(w.q_lens.size(), as_u32(j["kv_seq_len"], P + "kv_seq_len"));
 
   if (j.contains("padded")) {
@@ -156,14 +158,18 @@ Workload workload_from_json_at(const json& j, const std::string& prefix) {
 
   const std::string problem = w.validate();
   if (!problem.empty())
-    throw std::invalid_argument((prefix.empty() ? "invalid workload: " : "invalid " +
-                                 prefix.substr(0, prefix.size() - 1) + ": ") + problem);
+    throw std::invalid_argument((prefix.empty()
+                                     ? "invalid workload: "
+                                     : "invalid " + prefix.substr(0, prefix.size() - 1) + ": ") +
+                                problem);
   return w;
 }
 
 }  // namespace detail
 
-Workload workload_from_json(const json& j) { return detail::workload_from_json_at(j, ""); }
+Workload workload_from_json(const json& j) {
+  return detail::workload_from_json_at(j, "");
+}
 
 Workload read_workload(const std::string& path) {
   const std::string text = read_file(path);

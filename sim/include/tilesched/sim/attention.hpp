@@ -67,7 +67,8 @@ struct AttentionResult {
 // its first row (over the next sequence; rows past the buffer are clamped and reported), so the
 // overwrite shows up in `problems` and as attention error. softmax_scale <= 0 means 1/sqrt(d).
 // Tiles run on `num_threads` threads (0: hardware concurrency) when they write disjoint rows;
-// sequentially when any row is written twice.
+// when any row is written twice (or in faithful mode) they run one at a time in the order their
+// results would land on the GPU, by (end_us, cta, step), so the last writer wins.
 AttentionResult tiled_attention(const Workload& w, const AttentionInputs& in, const Trace& trace,
                                 float softmax_scale = 0.f, unsigned num_threads = 0);
 

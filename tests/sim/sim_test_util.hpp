@@ -1,0 +1,71 @@
+// Helpers shared by the simulator tests.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "tilesched/sim/sim.hpp"
+
+namespace tilesched::simtest {
+
+// Deterministic random numbers for generating test problems.
+class Rng {
+ public:
+  explicit Rng(std::uint64_t seed) : state_(seed) {}
+  std::uint64_t next() {
+    std::uint64_t z = (state_ += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+  }
+  u32 uniform(u32 lo, u32 hi) { return lo + u32(next() % (std::uint64_t(hi) - lo + 1)); }
+
+ private:
+  std::uint64_t state_;
+};
+
+// The message of the std::invalid_argument that f throws; "<no exception>" otherwise.
+inline std::string invalid_argument_text(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const std::invalid_argument& e) {
+    return e.what();
+  } catch (const std::exception& e) {
+    return std::string("<other exception> ") + e.what();
+  }
+  return "<no exception>";
+}
+
+inline bool contains(const std::string& s, const std::string& part) {
+  return s.find(part) != std::string::npos;
+}
+
+inline bool same_event(const TraceEvent& a, const TraceEvent& b) {
+  return a.cta == b.cta && a.step == b.step && a.linear_idx == b.linear_idx &&
+         a.prompt_offset == b.prompt_offset && a.head_idx == b.head_idx &&
+         a.prompt_idx == b.prompt_idx && a.query_rows == b.query_rows &&
+         a.kv_blocks == b.kv_blocks && a.start_us == b.start_us && a.end_us == b.end_us &&
+         a.sm_id == b.sm_id;
+}
+
+inline std::string show(const TraceEvent& e) {
+  return "(cta " + std::to_string(e.cta) + " step " + std::to_string(e.step) + " idx " +
+         std::to_string(e.linear_idx) + " off " + std::to_string(e.prompt_offset) + " head " +
+         std::to_string(e.head_idx) + " prompt " + std::to_string(e.prompt_idx) + " rows " +
+         std::to_string(e.query_rows) + " kv " + std::to_string(e.kv_blocks) + " " +
+         std::to_string(e.start_us) + ".." + std::to_string(e.end_us) + ")";
+}
+
+// A cost model with the same coefficients for every head_dim (handy for hand-computed times).
+inline sim::CostModel flat_cost(double fixed, double per_block, double per_masked) {
+  sim::CostModel m;
+  m.device = "test";
+  // Equal entries at both ends of the head_dim range: interpolation gives them for every d.
+  m.by_head_dim[1] = sim::CostCoefficients{fixed, per_block, per_masked};
+  m.by_head_dim[1024] = m.by_head_dim[1];
+  return m;
+}
+
+}  // namespace tilesched::simtest

@@ -1,0 +1,111 @@
+// Cost tables (built in vs shipped files, interpolation, errors) and the least-squares fit.
+#include <doctest/doctest.h>
+
+#include "sim_test_util.hpp"
+
+using namespace tilesched;
+using namespace tilesched::simtest;
+
+TEST_CASE("built-in cost tables equal the shipped data files") {
+  for (const std::string p : {"h200", "h100"}) {
+    const sim::CostModel builtin = sim::CostModel::builtin(p);
+    const sim::CostModel file =
+        sim::CostModel::load(std::string(TILESCHED_SIM_DATA_DIR) + "/cost_" + p + ".json");
+    CHECK(builtin.device == p);
+    CHECK(file.device == p);
+    CHECK(builtin.by_head_dim == file.by_head_dim);
+    CHECK(builtin.by_head_dim.count(128) == 1);
+  }
+  // The starting values follow the FLOP estimate: about 2 µs per d=128 block, masked ~1.3x.
+  const auto k = sim::CostModel::builtin("h200").coefficients(128);
+  CHECK(k.us_per_block == doctest::Approx(2.0).epsilon(0.25));
+  CHECK(k.us_per_masked_block / k.us_per_block == doctest::Approx(1.3).epsilon(0.1));
+  CHECK(sim::CostModel::builtin("h100").coefficients(128).us_per_block > k.us_per_block);
+}
+
+TEST_CASE("coefficients between and outside the table") {
+  sim::CostModel m;
+  m.device = "x";
+  m.by_head_dim[64] = {1, 2, 3};
+  m.by_head_dim[128] = {3, 4, 7};
+  CHECK(m.coefficients(96) == sim::CostCoefficients{2, 3, 5});      // linear in between
+  CHECK(m.coefficients(32) == sim::CostCoefficients{0.5, 1, 1.5});  // scaled below
+  CHECK(m.coefficients(256) == sim::CostCoefficients{6, 8, 14});    // scaled above
+  Workload w;
+  w.head_dim = 128;
+  CHECK(m.tile_time_us(w, TileCost{5, 2}) == 3 + 4 * 3 + 7 * 2);
+}
+
+TEST_CASE("cost tables: unknown profile and bad files have clear messages") {
+  CHECK(contains(invalid_argument_text([] { sim::CostModel::builtin("a100"); }),
+                 "unknown cost profile \"a100\" (built in: h200, h100"));
+  using nlohmann::json;
+  const json good = sim::CostModel::builtin("h200").to_json();
+  CHECK(sim::CostModel::from_json(good).by_head_dim == sim::CostModel::builtin("h200").by_head_dim);
+  json j = good;
+  j["head_dims"]["128"]["us_per_block"] = -1;
+  CHECK(contains(invalid_argument_text([&] { sim::CostModel::from_json(j); }),
+                 "'head_dims.128.us_per_block': must not be negative"));
+  j = good;
+  j["head_dims"]["abc"] = good["head_dims"]["128"];
+  CHECK(contains(invalid_argument_text([&] { sim::CostModel::from_json(j); }),
+                 "'head_dims.abc': key must be a head_dim"));
+  j = good;
+  j["head_dims"]["64"].erase("fixed_us");
+  CHECK(contains(invalid_argument_text([&] { sim::CostModel::from_json(j); }),
+                 "'head_dims.64.fixed_us': required field is missing"));
+  j = good;
+  j["format"] = "other";
+  CHECK(contains(invalid_argument_text([&] { sim::CostModel::from_json(j); }), "'format'"));
+}
+
+TEST_CASE("fit recovers known coefficients from synthetic measured traces") {
+  const sim::CostCoefficients truth128{1.7, 2.3, 3.1}, truth64{0.9, 1.2, 1.6};
+  sim::CostModel gen;
+  gen.device = "synthetic";
+  gen.by_head_dim[64] = truth64;
+  gen.by_head_dim[128] = truth128;
+  std::vector<Trace> traces;
+  Workload w = sim::default_workload();
+  traces.push_back(sim::replay(w, gen));
+  w.q_lens = {1000, 333, 4096};
+  w.kv_lens = {1500, 333, 4096};
+  w.scheduler = SchedulerKind::Queued;
+  traces.push_back(sim::replay(w, gen));
+  w.head_dim = 64;
+  traces.push_back(sim::replay(w, gen));
+
+  const sim::CostFit fit = sim::fit_cost(traces, 128);
+  CHECK(fit.samples == traces[0].events.size() + traces[1].events.size());
+  CHECK(fit.coefficients.fixed_us == doctest::Approx(truth128.fixed_us).epsilon(1e-9));
+  CHECK(fit.coefficients.us_per_block == doctest::Approx(truth128.us_per_block).epsilon(1e-9));
+  CHECK(fit.coefficients.us_per_masked_block ==
+        doctest::Approx(truth128.us_per_masked_block).epsilon(1e-9));
+  CHECK(fit.rms_residual_us < 1e-9);
+
+  const sim::CostModel fitted = sim::CostModel::fit(traces, "measured");
+  CHECK(fitted.device == "measured");
+  REQUIRE(fitted.by_head_dim.size() == 2);
+  CHECK(fitted.by_head_dim.at(64).us_per_block == doctest::Approx(truth64.us_per_block));
+
+  // With deterministic noise (±0.2 µs) the fit still lands close.
+  Rng rng(5);
+  for (Trace& t : traces)
+    for (TraceEvent& e : t.events) e.end_us += (double(rng.uniform(0, 400)) - 200.0) / 1000.0;
+  const sim::CostFit noisy = sim::fit_cost(traces, 128);
+  CHECK(noisy.coefficients.us_per_block == doctest::Approx(truth128.us_per_block).epsilon(0.02));
+  CHECK(noisy.coefficients.us_per_masked_block ==
+        doctest::Approx(truth128.us_per_masked_block).epsilon(0.02));
+  CHECK(noisy.rms_residual_us > 0.05);
+}
+
+TEST_CASE("fit refuses data that cannot determine the coefficients") {
+  Workload w;
+  w.q_lens = {1024, 1024};
+  w.mask = Mask::None;  // every tile: 8 unmasked blocks, no masked ones
+  const std::vector<Trace> same = {sim::replay(w)};
+  CHECK(contains(invalid_argument_text([&] { sim::fit_cost(same, 128); }),
+                 "do not determine all three coefficients"));
+  CHECK(contains(invalid_argument_text([&] { sim::fit_cost(same, 64); }),
+                 "0 measured tiles, need at least 3"));
+}

@@ -1,0 +1,312 @@
+// Files and JSON: atomic writes, workload and trace round trips, and one message per bad input.
+#include <dirent.h>
+#include <doctest/doctest.h>
+#include <unistd.h>
+
+#include <cstdio>
+
+#include "sim_test_util.hpp"
+
+using namespace tilesched;
+using namespace tilesched::simtest;
+using nlohmann::json;
+
+namespace {
+
+// A fresh directory under /tmp, removed (with its files) at the end of the test.
+struct TempDir {
+  std::string path;
+  TempDir() {
+    char tmpl[] = "/tmp/tilesched-sim-test-XXXXXX";
+    path = ::mkdtemp(tmpl);
+  }
+  ~TempDir() {
+    for (const auto& f : files()) std::remove((path + "/" + f).c_str());
+    ::rmdir(path.c_str());
+  }
+  std::vector<std::string> files() const {
+    std::vector<std::string> out;
+    if (DIR* d = ::opendir(path.c_str())) {
+      while (dirent* e = ::readdir(d))
+        if (std::string(e->d_name) != "." && std::string(e->d_name) != "..")
+          out.push_back(e->d_name);
+      ::closedir(d);
+    }
+    return out;
+  }
+};
+
+std::string runtime_error_text(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const std::runtime_error& e) {
+    return e.what();
+  }
+  return "<no runtime_error>";
+}
+
+std::string workload_error(const json& j) {
+  return invalid_argument_text([&] { sim::workload_from_json(j); });
+}
+
+json good_trace_json() {
+  Workload w;
+  w.q_lens = {100, 30};
+  w.num_q_heads = 2;
+  w.num_kv_heads = 1;
+  w.num_ctas = 3;
+  return sim::trace_to_json(sim::replay(w));
+}
+
+std::string trace_error(const json& j) {
+  return invalid_argument_text([&] { sim::trace_from_json(j); });
+}
+
+}  // namespace
+
+TEST_CASE("write_file_atomically writes, replaces, leaves no temporary; read_file reads back") {
+  TempDir dir;
+  const std::string path = dir.path + "/out.json";
+  sim::write_file_atomically(path, "first");
+  CHECK(sim::read_file(path) == "first");
+  sim::write_file_atomically(path, std::string("second\0bytes", 12));
+  CHECK(sim::read_file(path) == std::string("second\0bytes", 12));
+  CHECK(dir.files() == std::vector<std::string>{"out.json"});
+}
+
+TEST_CASE("file errors name the path") {
+  const std::string missing = "/tmp/tilesched-no-such-dir-xyz/trace.json";
+  const std::string w = runtime_error_text([&] { sim::write_file_atomically(missing, "x"); });
+  CHECK(contains(w, missing));
+  CHECK(contains(w, "cannot write"));
+  const std::string r = runtime_error_text([&] { sim::read_file(missing); });
+  CHECK(contains(r, missing));
+  CHECK(contains(r, "cannot read"));
+}
+
+TEST_CASE("default workload is the documented ragged causal prefill") {
+  const Workload w = sim::default_workload();
+  CHECK(w.validate().empty());
+  CHECK(w.q_lens == std::vector<u32>{8192, 512, 3072, 1024, 6144, 2048, 700, 4500});
+  CHECK(w.num_q_heads == 32);
+  CHECK(w.num_kv_heads == 8);
+  CHECK(w.head_dim == 128);
+  CHECK(w.mask == Mask::Causal);
+  CHECK(w.num_ctas == 132);
+  CHECK(w.scheduler == SchedulerKind::Tile);
+  CHECK_FALSE(w.padded);
+}
+
+TEST_CASE("workload JSON round-trips") {
+  std::vector<Workload> ws = {sim::default_workload()};
+  Workload w = sim::default_workload();
+  w.kv_lens = w.q_lens;
+  for (u32& k : w.kv_lens) k += 77;
+  w.scheduler = SchedulerKind::Queued;
+  w.schedule = Schedule::PromptRotate;
+  w.mask = Mask::None;
+  w.cost_profile = "h100";
+  ws.push_back(w);
+  w = Workload{};
+  w.q_lens = {256, 256};
+  w.padded = true;
+  w.scheduler = SchedulerKind::Transient;
+  w.flip_prompt_idx = true;
+  w.ragged_mode = RaggedMode::Faithful;
+  w.block_m = 64;
+  w.block_n = 32;
+  w.head_dim = 64;
+  w.num_ctas = 7;
+  ws.push_back(w);
+  for (const Workload& orig : ws) {
+    const json j = sim::workload_to_json(orig);
+    const Workload back = sim::workload_from_json(json::parse(j.dump()));
+    CHECK(sim::workload_to_json(back) == j);
+    CHECK(back.q_lens == orig.q_lens);
+    CHECK(back.kv_lens == orig.kv_lens);
+    CHECK(back.padded == orig.padded);
+    CHECK(back.scheduler == orig.scheduler);
+    CHECK(back.schedule == orig.schedule);
+    CHECK(back.ragged_mode == orig.ragged_mode);
+    CHECK(back.flip_prompt_idx == orig.flip_prompt_idx);
+    CHECK(back.cost_profile == orig.cost_profile);
+  }
+  TempDir dir;
+  sim::write_workload(dir.path + "/w.json", ws[1]);
+  CHECK(sim::workload_to_json(sim::read_workload(dir.path + "/w.json")) ==
+        sim::workload_to_json(ws[1]));
+}
+
+TEST_CASE("workload JSON: the three ways to give lengths") {
+  const Workload a = sim::workload_from_json(json{{"q_lens", {5, 0, 9}}});
+  CHECK(a.q_lens == std::vector<u32>{5, 0, 9});
+  const Workload b = sim::workload_from_json(json{{"q_row_offsets", {0, 5, 5, 14}}});
+  CHECK(b.q_lens == std::vector<u32>{5, 0, 9});
+  const Workload c = sim::workload_from_json(json{{"batch", 3}, {"seq_len", 100}});
+  CHECK(c.padded);
+  CHECK(c.q_lens == std::vector<u32>{100, 100, 100});
+  const Workload d =
+      sim::workload_from_json(json{{"batch", 2}, {"seq_len", 10}, {"kv_seq_len", 30}});
+  CHECK(d.kv_lens == std::vector<u32>{30, 30});
+}
+
+TEST_CASE("workload JSON: each bad input has its own message naming the field") {
+  const json base = {{"q_lens", {100, 50}}};
+  auto with = [&](const char* key, json value) {
+    json j = base;
+    j[key] = std::move(value);
+    return j;
+  };
+  std::string m;
+  m = workload_error(with("num_heads", 8));
+  CHECK(contains(m, "'num_heads'"));
+  CHECK(contains(m, "unknown field"));
+  m = workload_error(with("head_dim", "128"));
+  CHECK(contains(m, "'head_dim'"));
+  CHECK(contains(m, "expected a non-negative integer, got string \"128\""));
+  m = workload_error(with("head_dim", 64.5));
+  CHECK(contains(m, "'head_dim'"));
+  CHECK(contains(m, "expected an integer"));
+  m = workload_error(with("scheduler", "dynamic"));
+  CHECK(contains(m, "'scheduler'"));
+  CHECK(contains(m, "unknown name \"dynamic\" (accepted: tile, queued, transient)"));
+  m = workload_error(with("mask", "sliding"));
+  CHECK(contains(m, "'mask'"));
+  CHECK(contains(m, "unknown name \"sliding\""));
+  m = workload_error(with("num_ctas", -4));
+  CHECK(contains(m, "'num_ctas'"));
+  CHECK(contains(m, "must not be negative, got -4"));
+  m = workload_error(json{{"q_lens", {100, -1}}});
+  CHECK(contains(m, "'q_lens[1]'"));
+  CHECK(contains(m, "must not be negative"));
+  m = workload_error(json{{"q_lens", "100"}});
+  CHECK(contains(m, "'q_lens'"));
+  CHECK(contains(m, "expected an array"));
+  m = workload_error(with("flip_prompt_idx", 1));
+  CHECK(contains(m, "'flip_prompt_idx'"));
+  CHECK(contains(m, "expected true or false"));
+  m = workload_error(json{{"q_row_offsets", {0, 10, 5}}});
+  CHECK(contains(m, "'q_row_offsets'"));
+  CHECK(contains(m, "not monotone"));
+  m = workload_error(json{{"q_row_offsets", {3, 10}}});
+  CHECK(contains(m, "must start at 0"));
+  m = workload_error(json{{"num_q_heads", 8}});
+  CHECK(contains(m, "sequence lengths are missing"));
+  m = workload_error(json{{"q_lens", {1}}, {"batch", 2}, {"seq_len", 3}});
+  CHECK(contains(m, "one way only"));
+  m = workload_error(json{{"batch", 2}});
+  CHECK(contains(m, "'seq_len'"));
+  m = workload_error(with("num_q_heads", 6));
+  CHECK(contains(m, "invalid workload"));
+  CHECK(contains(m, "multiple of KV heads"));
+  m = workload_error(json{{"q_lens", {100}}, {"kv_lens", {50}}});
+  CHECK(contains(m, "fewer keys"));
+  m = workload_error(json::array({1, 2}));
+  CHECK(contains(m, "must be a JSON object"));
+  m = workload_error(with("num_ctas", 5000000000ull));
+  CHECK(contains(m, "does not fit in 32 bits"));
+}
+
+TEST_CASE("read_workload: missing file and bad JSON name the path") {
+  TempDir dir;
+  const std::string path = dir.path + "/bad.json";
+  sim::write_file_atomically(path, "{\"q_lens\": [1, 2,");
+  const std::string m = invalid_argument_text([&] { sim::read_workload(path); });
+  CHECK(contains(m, path));
+  CHECK(contains(m, "not valid JSON"));
+  sim::write_file_atomically(path, "{\"q_lens\": [1, 2], \"bogus\": 1}");
+  const std::string m2 = invalid_argument_text([&] { sim::read_workload(path); });
+  CHECK(contains(m2, path));
+  CHECK(contains(m2, "'bogus'"));
+  CHECK(contains(runtime_error_text([&] { sim::read_workload(dir.path + "/none.json"); }),
+                 "none.json"));
+}
+
+TEST_CASE("trace JSON round-trips exactly, in memory and through a file") {
+  Workload w = sim::default_workload();
+  w.scheduler = SchedulerKind::Queued;
+  Trace t = sim::replay(w);
+  t.created = "2026-11-29T16:30:00Z";
+  t.events[3].sm_id = 17;
+  t.events[5].start_us = 0.1 + 0.2;  // a value that needs all 17 digits
+  t.events[5].end_us = 1.0 / 3.0;
+  TempDir dir;
+  const std::string path = dir.path + "/trace.json";
+  sim::write_trace(path, t);
+  for (const Trace& back : {sim::trace_from_json(sim::trace_to_json(t)), sim::read_trace(path)}) {
+    CHECK(back.source == "sim");
+    CHECK(back.device == "h200");
+    CHECK(back.created == t.created);
+    CHECK(back.launched_ctas == t.launched_ctas);
+    CHECK(sim::workload_to_json(back.workload) == sim::workload_to_json(t.workload));
+    REQUIRE(back.events.size() == t.events.size());
+    for (std::size_t i = 0; i < t.events.size(); ++i)
+      REQUIRE_MESSAGE(same_event(back.events[i], t.events[i]), show(t.events[i]));
+  }
+  CHECK(sim::trace_to_json(sim::read_trace(path)) == sim::trace_to_json(t));
+}
+
+TEST_CASE("trace JSON: each bad input has its own message") {
+  const json good = good_trace_json();
+  REQUIRE(good["events"].size() > 3);
+  CHECK(trace_error(good) == "<no exception>");
+  auto edit = [&](auto f) {
+    json j = good;
+    f(j);
+    return trace_error(j);
+  };
+  std::string m;
+  m = edit([](json& j) { j["format"] = "chrome-trace"; });
+  CHECK(contains(m, "'format'"));
+  CHECK(contains(m, "expected \"tilesched-trace\""));
+  m = edit([](json& j) { j["version"] = 2; });
+  CHECK(contains(m, "unsupported trace version 2"));
+  m = edit([](json& j) { j.erase("events"); });
+  CHECK(contains(m, "'events'"));
+  CHECK(contains(m, "required field is missing"));
+  m = edit([](json& j) { j.erase("workload"); });
+  CHECK(contains(m, "'workload'"));
+  m = edit([](json& j) { j["events"] = 5; });
+  CHECK(contains(m, "expected an array of events"));
+  m = edit([](json& j) { j["launched_ctas"] = "3"; });
+  CHECK(contains(m, "'launched_ctas'"));
+  CHECK(contains(m, "expected a non-negative integer"));
+  m = edit([](json& j) { j["extra"] = true; });
+  CHECK(contains(m, "'extra'"));
+  CHECK(contains(m, "unknown field"));
+  m = edit([](json& j) { j["workload"]["head_dim"] = -1; });
+  CHECK(contains(m, "'workload.head_dim'"));
+  m = edit([](json& j) { j["workload"]["num_kv_heads"] = 3; });
+  CHECK(contains(m, "invalid workload"));
+  m = edit([](json& j) { j["events"][1]["cta"] = 3; });
+  CHECK(contains(m, "'events[1].cta'"));
+  CHECK(contains(m, "not below launched_ctas (3)"));
+  m = edit([](json& j) { std::swap(j["events"][0], j["events"][1]); });
+  CHECK(contains(m, "ordered by (cta, step)"));
+  m = edit([](json& j) { j["events"][2].erase("end_us"); });
+  CHECK(contains(m, "'events[2].end_us'"));
+  CHECK(contains(m, "required field is missing"));
+  m = edit([](json& j) { j["events"][2]["start_us"] = "soon"; });
+  CHECK(contains(m, "'events[2].start_us'"));
+  CHECK(contains(m, "expected a number"));
+  m = edit([](json& j) { j["events"][2]["start_us"] = 1e9; });
+  CHECK(contains(m, "'events[2].end_us'"));
+  CHECK(contains(m, "before it starts"));
+  m = edit([](json& j) { j["events"][0]["prompt_idx"] = 2; });
+  CHECK(contains(m, "'events[0].prompt_idx'"));
+  m = edit([](json& j) { j["events"][0]["head_idx"] = 2; });
+  CHECK(contains(m, "'events[0].head_idx'"));
+  m = edit([](json& j) { j["events"][0]["colour"] = "red"; });
+  CHECK(contains(m, "'events[0].colour'"));
+  m = edit([](json& j) { j["events"][0] = json::array(); });
+  CHECK(contains(m, "'events[0]' must be a JSON object"));
+  m = trace_error(json::array());
+  CHECK(contains(m, "a trace must be a JSON object"));
+
+  TempDir dir;
+  const std::string path = dir.path + "/t.json";
+  sim::write_file_atomically(path, "not json");
+  const std::string f = invalid_argument_text([&] { sim::read_trace(path); });
+  CHECK(contains(f, path));
+  CHECK(contains(f, "not valid JSON"));
+}

@@ -1,0 +1,337 @@
+// Replay against closed forms written independently of common/ (SPEC §3-§5), the queued
+// discrete-event simulation, the transient launch limit, and per-tile cost (SPEC §7).
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include "sim_test_util.hpp"
+
+using namespace tilesched;
+using namespace tilesched::simtest;
+
+namespace {
+
+// SPEC §3 from scratch: idx -> (prompt_offset, head, prompt).
+struct Coord {
+  u32 prompt_offset, head, prompt;
+};
+Coord coord_of(const Workload& w, u32 idx) {
+  const u32 T = (w.max_seq_len() + w.block_m - 1) / w.block_m;
+  u32 t = idx % T;
+  const u32 h = (idx / T) % w.num_q_heads;
+  const u32 b = idx / (T * w.num_q_heads);
+  if (w.schedule == Schedule::PromptRotate && h % 2 == 1) t = T - 1 - t;
+  return {t * w.block_m, h, b};
+}
+u32 tiles_of(const Workload& w) {
+  const u32 T = (w.max_seq_len() + w.block_m - 1) / w.block_m;
+  return T * w.num_q_heads * w.batch_size();
+}
+bool starts_inside(const Workload& w, u32 idx) {
+  const Coord c = coord_of(w, idx);
+  return c.prompt_offset < w.q_lens[c.prompt];
+}
+
+// Independent per-tile cost (SPEC §7) for a tile inside its sequence.
+TileCost hand_cost(const Workload& w, const Coord& c) {
+  const std::int64_t q = w.q_lens[c.prompt], k = w.key_len(c.prompt);
+  const std::int64_t rows = std::min<std::int64_t>(q - c.prompt_offset, w.block_m);
+  std::int64_t end = k, full_end = k;
+  if (w.mask == Mask::Causal) {
+    const std::int64_t row0 = c.prompt_offset + (k - q);
+    end = std::min<std::int64_t>(k, row0 + rows);  // last row sees keys up to row0 + rows - 1
+    full_end = std::min<std::int64_t>(k, row0 + 1);
+  }
+  const std::int64_t blocks = (end + w.block_n - 1) / w.block_n;
+  return TileCost{u32(blocks), u32(blocks - std::min<std::int64_t>(full_end / w.block_n, blocks))};
+}
+
+Workload random_workload(Rng& rng) {
+  Workload w;
+  const u32 b = rng.uniform(1, 6);
+  w.block_m = rng.uniform(0, 1) ? 16 : rng.uniform(1, 40);
+  w.block_n = rng.uniform(1, 48);
+  w.padded = rng.uniform(0, 4) == 0;
+  const u32 common_len = rng.uniform(1, 200);
+  for (u32 i = 0; i < b; ++i) w.q_lens.push_back(w.padded ? common_len : rng.uniform(0, 200));
+  if (w.max_seq_len() == 0) w.q_lens[0] = 1;
+  w.mask = rng.uniform(0, 1) ? Mask::Causal : Mask::None;
+  if (rng.uniform(0, 2) == 0) {
+    const u32 extra = rng.uniform(0, 50);
+    for (u32 q : w.q_lens) w.kv_lens.push_back(q + (q > 0 || w.padded ? extra : 0));
+  }
+  w.num_kv_heads = rng.uniform(1, 3);
+  w.num_q_heads = w.num_kv_heads * rng.uniform(1, 4);
+  w.head_dim = 64;
+  w.num_ctas = rng.uniform(1, 40);
+  w.schedule = rng.uniform(0, 1) ? Schedule::PromptRotate : Schedule::Default;
+  REQUIRE_MESSAGE(w.validate().empty(), w.validate());
+  return w;
+}
+
+void check_ordered_and_back_to_back(const Trace& t) {
+  for (std::size_t i = 1; i < t.events.size(); ++i) {
+    const TraceEvent &p = t.events[i - 1], &e = t.events[i];
+    REQUIRE_MESSAGE((p.cta < e.cta || (p.cta == e.cta && p.step + 1 == e.step)), show(p), show(e));
+    if (p.cta == e.cta) CHECK(e.start_us == p.end_us);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("static tile scheduler replay matches the closed form (safe and faithful)") {
+  Rng rng(1234);
+  const sim::CostModel cost = flat_cost(1.0, 2.0, 3.0);
+  for (int iter = 0; iter < 300; ++iter) {
+    Workload w = random_workload(rng);
+    w.scheduler = SchedulerKind::Tile;
+    w.ragged_mode = iter % 2 ? RaggedMode::Faithful : RaggedMode::Safe;
+    CAPTURE(iter);
+    const Trace t = sim::replay(w, cost);
+    const u32 n = tiles_of(w);
+    CHECK(t.launched_ctas == std::min(n, w.num_ctas));
+    check_ordered_and_back_to_back(t);
+    std::size_t k = 0;
+    for (u32 c = 0; c < std::min(n, w.num_ctas); ++c) {
+      double time = 0;
+      u32 step = 0;
+      for (u32 idx = c; idx < n; idx += w.num_ctas) {
+        const bool inside = starts_inside(w, idx);
+        // Safe: skip every tile past its sequence. Faithful (upstream): only the CTA's first.
+        if (!inside && (w.ragged_mode == RaggedMode::Safe || idx == c)) continue;
+        REQUIRE(k < t.events.size());
+        const TraceEvent& e = t.events[k++];
+        const Coord co = coord_of(w, idx);
+        CAPTURE(show(e));
+        CHECK(e.cta == c);
+        CHECK(e.step == step++);
+        CHECK(e.linear_idx == idx);
+        CHECK(e.prompt_offset == co.prompt_offset);
+        CHECK(e.head_idx == co.head);
+        CHECK(e.prompt_idx == co.prompt);
+        const u32 seq = w.q_lens[co.prompt];
+        // Upstream's rows wrap in u32 past the end; that is BM rows (0 exactly at the end).
+        const u32 rows = inside ? std::min(seq - co.prompt_offset, w.block_m)
+                                : (co.prompt_offset == seq ? 0u : w.block_m);
+        CHECK(e.query_rows == rows);
+        if (inside) {
+          const TileCost hc = hand_cost(w, co);
+          CHECK(e.kv_blocks == hc.kv_blocks);
+          const double d = 1.0 + 2.0 * (hc.kv_blocks - hc.masked_blocks) + 3.0 * hc.masked_blocks;
+          CHECK(e.end_us - e.start_us == doctest::Approx(d));
+        }
+        CHECK(e.start_us == time);
+        time = e.end_us;
+      }
+    }
+    CHECK(k == t.events.size());
+  }
+}
+
+TEST_CASE("transient replay: one tile per CTA, id x + T*(y + H*z), resident-CTA limit") {
+  Rng rng(99);
+  const sim::CostModel cost = flat_cost(1.0, 2.0, 3.0);
+  for (int iter = 0; iter < 200; ++iter) {
+    Workload w = random_workload(rng);
+    w.scheduler = SchedulerKind::Transient;
+    w.flip_prompt_idx = iter % 2 == 1;
+    CAPTURE(iter);
+    const Trace t = sim::replay(w, cost);
+    const u32 T = (w.max_seq_len() + w.block_m - 1) / w.block_m;
+    CHECK(t.launched_ctas == T * w.num_q_heads * w.batch_size());
+    std::size_t k = 0;
+    std::vector<double> ends;  // finish times of CTAs so far, to replay the resident limit
+    for (u32 z = 0; z < w.batch_size(); ++z)
+      for (u32 y = 0; y < w.num_q_heads; ++y)
+        for (u32 x = 0; x < T; ++x) {
+          const u32 cta = x + T * (y + w.num_q_heads * z);
+          const u32 t_idx = w.flip_prompt_idx ? T - 1 - x : x;
+          double start = 0;
+          if (ends.size() >= w.num_ctas) {  // wait for the earliest free slot
+            std::sort(ends.begin(), ends.end());
+            start = ends.front();
+            ends.erase(ends.begin());
+          }
+          if (t_idx * w.block_m >= w.q_lens[z]) {
+            ends.push_back(start);
+            continue;
+          }
+          REQUIRE(k < t.events.size());
+          const TraceEvent& e = t.events[k++];
+          CHECK(e.cta == cta);
+          CHECK(e.step == 0);
+          CHECK(e.prompt_offset == t_idx * w.block_m);
+          CHECK(e.head_idx == y);
+          CHECK(e.prompt_idx == z);
+          CHECK(e.linear_idx == (z * w.num_q_heads + y) * T + t_idx);
+          CHECK(e.start_us == start);
+          ends.push_back(e.end_us);
+        }
+    CHECK(k == t.events.size());
+  }
+}
+
+TEST_CASE("transient replay never runs more than num_ctas CTAs at once") {
+  Workload w = sim::default_workload();
+  w.scheduler = SchedulerKind::Transient;
+  w.num_ctas = 20;
+  const Trace t = sim::replay(w);
+  // Sweep start/end points: the number of running tiles never exceeds 20 and reaches it.
+  std::vector<std::pair<double, int>> points;
+  for (const TraceEvent& e : t.events) {
+    points.push_back({e.start_us, +1});
+    points.push_back({e.end_us, -1});
+  }
+  std::sort(points.begin(), points.end());  // ends (-1) before starts at the same time
+  int running = 0, peak = 0;
+  for (const auto& p : points) peak = std::max(peak, running += p.second);
+  CHECK(peak == 20);
+}
+
+TEST_CASE("queued replay: hand-computed discrete-event order") {
+  // q_lens {1, 4}, BM = BN = 1, one head, 2 CTAs: T = 4, N = 8. Tiles of sequence 0 past row 0
+  // (idx 1..3) are skipped; sequence 1's tile t costs 1 + (t + 1) = t + 2 µs.
+  Workload w;
+  w.q_lens = {1, 4};
+  w.num_q_heads = w.num_kv_heads = 1;
+  w.head_dim = 8;
+  w.block_m = w.block_n = 1;
+  w.num_ctas = 2;
+  w.scheduler = SchedulerKind::Queued;
+  const Trace t = sim::replay(w, flat_cost(1.0, 1.0, 1.0));
+  // CTA 0: idx 0 at [0,2]. CTA 1: idx 1 invalid, fetches 2, 3 (invalid), 4 at time 0: [0,2].
+  // At 2 both finish, CTA 0 first: idx 5 [2,5], CTA 1: idx 6 [2,6]; at 5 CTA 0: idx 7 [5,10].
+  const std::vector<std::tuple<u32, u32, u32, double, double>> expected = {
+      {0, 0, 0, 0, 2}, {0, 1, 5, 2, 5}, {0, 2, 7, 5, 10}, {1, 0, 4, 0, 2}, {1, 1, 6, 2, 6}};
+  REQUIRE(t.events.size() == expected.size());
+  for (std::size_t i = 0; i < expected.size(); ++i) {
+    const auto& [cta, step, idx, start, end] = expected[i];
+    CAPTURE(show(t.events[i]));
+    CHECK(t.events[i].cta == cta);
+    CHECK(t.events[i].step == step);
+    CHECK(t.events[i].linear_idx == idx);
+    CHECK(t.events[i].start_us == start);
+    CHECK(t.events[i].end_us == end);
+  }
+}
+
+TEST_CASE("queued replay is deterministic, covers every valid tile once, fetches in time order") {
+  Rng rng(7);
+  const sim::CostModel cost = sim::CostModel::builtin("h200");
+  for (int iter = 0; iter < 200; ++iter) {
+    Workload w = random_workload(rng);
+    w.scheduler = SchedulerKind::Queued;
+    CAPTURE(iter);
+    const Trace a = sim::replay(w, cost);
+    const Trace b = sim::replay(w, cost);
+    REQUIRE(a.events.size() == b.events.size());
+    for (std::size_t i = 0; i < a.events.size(); ++i)
+      REQUIRE_MESSAGE(same_event(a.events[i], b.events[i]), show(a.events[i]));
+    check_ordered_and_back_to_back(a);
+
+    const u32 n = tiles_of(w);
+    std::set<u32> expected, seen;
+    for (u32 idx = 0; idx < n; ++idx)
+      if (starts_inside(w, idx)) expected.insert(idx);
+    for (const TraceEvent& e : a.events) {
+      CHECK_MESSAGE(seen.insert(e.linear_idx).second, "tile processed twice: ", show(e));
+      CHECK(e.cta < std::min(n, w.num_ctas));
+    }
+    CHECK(seen == expected);
+
+    // Indices from the counter (everything but a CTA's own first index) are handed out in the
+    // order CTAs ask: by (request time, CTA id).
+    std::vector<TraceEvent> fetched;
+    for (const TraceEvent& e : a.events)
+      if (!(e.step == 0 && e.linear_idx == e.cta)) fetched.push_back(e);
+    std::sort(fetched.begin(), fetched.end(), [](const TraceEvent& x, const TraceEvent& y) {
+      return x.start_us != y.start_us ? x.start_us < y.start_us : x.cta < y.cta;
+    });
+    for (std::size_t i = 1; i < fetched.size(); ++i)
+      CHECK_MESSAGE(fetched[i - 1].linear_idx < fetched[i].linear_idx, show(fetched[i - 1]),
+                    show(fetched[i]));
+  }
+}
+
+TEST_CASE("queued replay balances better than static striding on a ragged causal batch") {
+  Workload w = sim::default_workload();
+  const sim::Metrics tile = sim::compute_metrics(sim::replay(w));
+  w.scheduler = SchedulerKind::Queued;
+  const sim::Metrics queued = sim::compute_metrics(sim::replay(w));
+  CHECK(queued.tile_count == tile.tile_count);
+  CHECK(queued.total_busy_us == doctest::Approx(tile.total_busy_us));
+  CHECK(queued.makespan_us < tile.makespan_us);
+  CHECK(queued.efficiency > 0.9);
+}
+
+TEST_CASE("per-tile cost follows SPEC §7 on hand-computed cases") {
+  const sim::CostModel h200 = sim::CostModel::builtin("h200");
+  const sim::CostCoefficients k = h200.coefficients(128);
+  Workload w;
+  w.num_q_heads = w.num_kv_heads = 1;
+  w.head_dim = 128;
+  w.num_ctas = 1;
+  struct Case {
+    std::vector<u32> q, kv;
+    Mask mask;
+    u32 prompt_offset, kv_blocks, masked;
+  };
+  const std::vector<Case> cases = {
+      // causal, 1000 rows: first tile sees keys 0..127 (1 block, on the diagonal)
+      {{1000}, {}, Mask::Causal, 0, 1, 1},
+      // causal tile at 256: keys 0..383 -> 3 blocks, the last crosses the diagonal
+      {{1000}, {}, Mask::Causal, 256, 3, 1},
+      // causal last tile (104 rows at 896): keys 0..999 -> 8 blocks, diagonal block partial
+      {{1000}, {}, Mask::Causal, 896, 8, 1},
+      // no mask: every tile sees 8 blocks, the last one is a partial tail of 104 keys
+      {{1000}, {}, Mask::None, 128, 8, 1},
+      {{1024}, {}, Mask::None, 0, 8, 0},
+      // causal with 200 cached keys (bottom-right aligned): rows see keys up to 200+r, so
+      // blocks [0,128) full, [128,256) and [256,300) masked
+      {{100}, {300}, Mask::Causal, 0, 3, 2},
+  };
+  for (const Case& c : cases) {
+    w.q_lens = c.q;
+    w.kv_lens = c.kv;
+    w.mask = c.mask;
+    const Trace t = sim::replay(w, h200);
+    const auto it = std::find_if(t.events.begin(), t.events.end(), [&](const TraceEvent& e) {
+      return e.prompt_offset == c.prompt_offset;
+    });
+    REQUIRE(it != t.events.end());
+    CAPTURE(show(*it));
+    CHECK(it->kv_blocks == c.kv_blocks);
+    CHECK(it->end_us - it->start_us ==
+          doctest::Approx(k.fixed_us + k.us_per_block * (c.kv_blocks - c.masked) +
+                          k.us_per_masked_block * c.masked));
+  }
+}
+
+TEST_CASE("faithful mode replays upstream's extra tiles, safe mode skips them") {
+  // q_lens {100, 200, 50}, BM = 128, one CTA: T = 2; idx 1 (prompt 0 at 128) and idx 5
+  // (prompt 2 at 128) start past their sequence.
+  Workload w;
+  w.q_lens = {100, 200, 50};
+  w.num_q_heads = w.num_kv_heads = 1;
+  w.num_ctas = 1;
+  const Trace safe = sim::replay(w);
+  w.ragged_mode = RaggedMode::Faithful;
+  const Trace faithful = sim::replay(w);
+  std::vector<u32> safe_idx, faithful_idx;
+  for (const auto& e : safe.events) safe_idx.push_back(e.linear_idx);
+  for (const auto& e : faithful.events) faithful_idx.push_back(e.linear_idx);
+  CHECK(safe_idx == std::vector<u32>{0, 2, 3, 4});
+  CHECK(faithful_idx == std::vector<u32>{0, 1, 2, 3, 4, 5});
+  CHECK(faithful.events[1].query_rows == 128);  // upstream's wrapped min(seq_len - offset, BM)
+  CHECK(faithful.events[5].query_rows == 128);
+}
+
+TEST_CASE("replay rejects an invalid workload with its validation message") {
+  Workload w;
+  w.q_lens = {10};
+  w.num_q_heads = 6;
+  w.num_kv_heads = 4;
+  CHECK(contains(invalid_argument_text([&] { sim::replay(w); }), "multiple of KV heads"));
+}
