@@ -1,0 +1,121 @@
+// The GPU half's public host API: one call runs the persistent flash-attention forward kernel on a
+// workload, driven by the scheduler the workload names (common/). Includers need no CUDA headers:
+// device buffers are plain pointers and the stream is an opaque cudaStream_t passed as void*.
+//
+// Layouts (row-major, bf16 unless said otherwise):
+//   Q, O  [total_q_rows][num_q_heads][head_dim]     LSE (fp32) [total_q_rows][num_q_heads]
+//   K, V  [total_kv_rows][num_kv_heads][head_dim]
+// Padded batch: sequence b starts at row b*S_max (keys: b*max_key_len). Ragged batch: device arrays
+// of B+1 exclusive prefix sums (Workload::q_row_offsets()/kv_row_offsets() uploaded as u32).
+// Causal masks are bottom-right aligned: query row i of a sequence sees keys j <= i + kv_len - q_len.
+// LSE is the natural log of sum_j exp(scale * s_j).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "tilesched/trace.hpp"
+#include "tilesched/workload.hpp"
+
+namespace tilesched::gpu {
+
+struct Status {
+  bool ok = true;
+  std::string message;  // empty when ok; otherwise one sentence naming the problem
+
+  explicit operator bool() const { return ok; }
+  static Status success() { return {}; }
+  static Status error(std::string m) { return Status{false, std::move(m)}; }
+};
+
+// The kernel's fixed tile sizes. BM must equal the workload's block_m (it is the scheduler's tile
+// shape). BN is the kernel's own choice; a trace still counts KV blocks with the workload's
+// block_n, so GPU and simulator traces speak of the same cost.
+inline constexpr u32 kKernelBlockM = 128;
+inline constexpr u32 kKernelBlockN = 64;
+
+// One processed tile as the kernel records it (thread 0 of the CTA, %globaltimer in ns).
+struct DeviceTraceEvent {
+  u32 cta = 0;
+  u32 step = 0;
+  u32 linear_idx = 0;
+  u32 prompt_offset = 0;
+  u32 head_idx = 0;
+  u32 prompt_idx = 0;
+  u32 query_rows = 0;
+  u32 kv_blocks = 0;
+  u32 sm_id = 0;
+  u32 reserved = 0;
+  std::uint64_t start_ns = 0;
+  std::uint64_t end_ns = 0;
+};
+
+// Where the kernel writes trace events (device memory). Recording is off when `events` is null.
+// `count` (one u32) is reset by attention_forward on the stream before the launch; the kernel
+// claims slots with atomicAdd, so a tile processed twice shows up as an extra event.
+struct TraceBuffer {
+  DeviceTraceEvent* events = nullptr;
+  u32 capacity = 0;
+  u32* count = nullptr;
+};
+
+struct AttentionArgs {
+  Workload workload;  // shapes, mask, BM/BN, scheduler, schedule, num_ctas (validated per call)
+  const void* q = nullptr;  // bf16, device
+  const void* k = nullptr;
+  const void* v = nullptr;
+  void* o = nullptr;        // bf16, device
+  float* lse = nullptr;     // fp32, device
+  const u32* q_row_offsets = nullptr;   // device, B+1 entries; ragged batches only
+  const u32* kv_row_offsets = nullptr;  // device, B+1 entries; ragged batches only
+  float softmax_scale = 0.f;            // <= 0 means 1/sqrt(head_dim)
+  // Queued scheduler only: one u32 of device memory. attention_forward sets it to counter_start()
+  // on `stream` before every launch, so the call can be captured in a CUDA graph and replayed.
+  u32* queue_counter = nullptr;
+  TraceBuffer trace;       // optional
+  void* stream = nullptr;  // cudaStream_t; null is the legacy default stream
+};
+
+// Checks everything attention_forward checks, without touching the device.
+Status validate(const AttentionArgs& args);
+
+// Validates, resets the queue counter / trace count on the stream and launches. Never launches on
+// bad arguments. Asynchronous: errors inside the kernel surface at the next synchronisation.
+Status attention_forward(const AttentionArgs& args);
+
+// Tiles the schedulers will process: sum over sequences of ceil(q_len / BM) * num_q_heads. The
+// capacity a TraceBuffer needs.
+u32 processed_tile_count(const Workload& w);
+
+// A persistent CTA count that fills the device: SMs x CTAs of this kernel resident per SM.
+Status resident_ctas(const Workload& w, u32& out);
+
+// Name and multiprocessor count of the current device.
+Status device_info(std::string& name, int& multiprocessors);
+
+// Owns the device memory of a TraceBuffer and turns what the kernel wrote into a common Trace
+// (source "gpu", times in µs relative to the earliest start, events ordered by (cta, step)).
+class TraceRecorder {
+ public:
+  TraceRecorder() = default;
+  ~TraceRecorder();
+  TraceRecorder(const TraceRecorder&) = delete;
+  TraceRecorder& operator=(const TraceRecorder&) = delete;
+
+  Status allocate(u32 capacity);
+  TraceBuffer buffer() const { return buffer_; }
+  // Synchronises the device, copies the events back and converts them. `launched_ctas` is the
+  // grid size (count of blocks) of the launch.
+  Status download(const Workload& w, Trace& out) const;
+  // The raw events in slot order (for tests that look at duplicates).
+  Status download_raw(std::vector<DeviceTraceEvent>& out) const;
+
+ private:
+  TraceBuffer buffer_{};
+};
+
+// The grid the kernel launches for a workload (the scheduler's grid_dim).
+GridDim launch_grid(const Workload& w);
+
+}  // namespace tilesched::gpu

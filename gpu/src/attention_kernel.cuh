@@ -1,0 +1,396 @@
+// The persistent flash-attention forward kernel (FA2-style, mma.sync on bf16 tensor cores).
+//
+// One CTA = 8 warps = 256 threads works on one 128-row query tile at a time; warp w owns rows
+// [16w, 16w+16) of the tile. For each 64-key block it computes S = Q K^T in registers, updates a
+// running max and sum per row (online softmax, exp2 on log2e-scaled scores), and accumulates
+// O += P V, with P converted in registers from the S accumulators. K/V blocks are double-buffered
+// in shared memory with cp.async so the next block loads while this one is computed.
+//
+// Which tiles a CTA processes is the scheduler's business only: the kernel is templated on a
+// runtime scheduler of common/ and runs the same loop as the simulator (scheduler.hpp).
+#pragma once
+
+#include <cuda_bf16.h>
+
+#include <cstdint>
+
+#include "tilesched/gpu/attention.hpp"
+#include "tilesched/tilesched.hpp"
+
+namespace tilesched::gpu::detail {
+
+using bf16 = __nv_bfloat16;
+
+inline constexpr int kWarps = 8;
+inline constexpr int kThreads = kWarps * 32;
+inline constexpr int kBlockM = static_cast<int>(kKernelBlockM);
+inline constexpr int kBlockN = static_cast<int>(kKernelBlockN);
+static_assert(kBlockM == kWarps * 16, "each warp owns 16 query rows of the tile");
+
+// Everything the kernel reads besides the scheduler and the summary (host Arguments -> Params).
+struct KernelParams {
+  const bf16* q;
+  const bf16* k;
+  const bf16* v;
+  bf16* o;
+  float* lse;
+  const u32* kv_row_offsets;  // null for a padded batch
+  u32 padded_kv_len;          // keys per sequence of a padded batch
+  u32 num_q_heads;
+  u32 num_kv_heads;
+  u32 group;            // query heads per KV head
+  float scale_log2;     // softmax scale * log2(e)
+  bool causal;
+  u32 trace_block_n;    // the workload's BN: kv_blocks in the trace use it (SPEC §7)
+  TraceBuffer trace;
+};
+
+// Shared-memory footprint: the Q tile and two stages of K and V blocks.
+template <int D>
+constexpr int smem_bytes() {
+  return (kBlockM * D + 2 * 2 * kBlockN * D) * static_cast<int>(sizeof(bf16));
+}
+
+// ---- small PTX wrappers -------------------------------------------------------------------------
+
+__device__ __forceinline__ u32 smem_addr(const void* p) {
+  return static_cast<u32>(__cvta_generic_to_shared(p));
+}
+
+// 16-byte async copy; src_bytes = 0 fills the destination with zeros without reading (rows past
+// the sequence or the tile must not be read: they may belong to another sequence or lie past the
+// buffer).
+__device__ __forceinline__ void cp_async_16(void* dst, const void* src, bool valid) {
+  const int src_bytes = valid ? 16 : 0;
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_addr(dst)), "l"(src),
+               "r"(src_bytes)
+               : "memory");
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
+template <int N>
+__device__ __forceinline__ void cp_async_wait() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
+}
+
+__device__ __forceinline__ void ldmatrix_x4(u32 (&r)[4], const void* p) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(smem_addr(p)));
+}
+__device__ __forceinline__ void ldmatrix_x4_trans(u32 (&r)[4], const void* p) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(smem_addr(p)));
+}
+
+// C(16x8, fp32) += A(16x16, bf16, row) * B(16x8, bf16, col).
+__device__ __forceinline__ void mma_bf16(float (&c)[4], const u32 (&a)[4], u32 b0, u32 b1) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+      "{%0,%1,%2,%3};\n"
+      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+__device__ __forceinline__ u32 pack_bf16(float lo, float hi) {
+  const __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
+  return *reinterpret_cast<const u32*>(&v);
+}
+
+__device__ __forceinline__ std::uint64_t global_timer_ns() {
+  std::uint64_t t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
+__device__ __forceinline__ u32 sm_id() {
+  u32 id;
+  asm volatile("mov.u32 %0, %%smid;" : "=r"(id));
+  return id;
+}
+
+// Shared-memory tiles are [rows][D] bf16 with the 16-byte chunks of each row XOR-swizzled by the
+// row's low 3 bits: the 8 rows one ldmatrix reads then hit 8 different bank groups instead of one.
+template <int D>
+__device__ __forceinline__ int swizzled(int row, int col) {
+  return row * D + ((((col >> 3) ^ (row & 7))) << 3) + (col & 7);
+}
+
+// Copies `rows` rows (the tile's height) of D elements from global rows `src` (stride in elements)
+// into a swizzled shared tile; rows at or past `valid_rows` become zeros.
+template <int D, int Rows>
+__device__ __forceinline__ void load_tile(bf16* dst, const bf16* src, std::size_t stride,
+                                          int valid_rows) {
+  constexpr int kChunks = D / 8;
+  for (int c = threadIdx.x; c < Rows * kChunks; c += kThreads) {
+    const int row = c / kChunks;
+    const int col = (c % kChunks) * 8;
+    const bool valid = row < valid_rows;
+    const bf16* from = valid ? src + row * stride + col : src;
+    cp_async_16(dst + swizzled<D>(row, col), from, valid);
+  }
+}
+
+// ---- one work tile --------------------------------------------------------------------------------
+
+// Where a tile's rows and keys are, from its SeqInfo (the same geometry as the simulator).
+struct TileGeometry {
+  TileRows rows;          // query rows the tile owns (safe ragged mode: never more)
+  u32 seq_len;            // query rows of the sequence
+  u32 kv_start;           // first key row of the sequence in K/V
+  u32 kv_len;             // keys of the sequence
+  u32 kv_blocks;          // kernel's BN-wide blocks to process
+};
+
+__device__ __forceinline__ TileGeometry tile_geometry(const KernelParams& p,
+                                                      const TileSummary& summary,
+                                                      const SeqInfo& s) {
+  TileGeometry g{};
+  g.rows = tile_rows(summary, s, kKernelBlockM);
+  g.seq_len = s.seq_len;
+  if (p.kv_row_offsets != nullptr) {
+    g.kv_start = p.kv_row_offsets[s.prompt_idx];
+    g.kv_len = p.kv_row_offsets[s.prompt_idx + 1] - g.kv_start;
+  } else {
+    g.kv_start = s.prompt_idx * p.padded_kv_len;
+    g.kv_len = p.padded_kv_len;
+  }
+  const Mask mask = p.causal ? Mask::Causal : Mask::None;
+  g.kv_blocks = tile_cost(s.prompt_offset, g.rows.query_rows, g.seq_len, g.kv_len, kKernelBlockM,
+                          kKernelBlockN, mask)
+                    .kv_blocks;
+  return g;
+}
+
+// Computes the tile's O rows and LSE. All threads of the CTA call it; it ends with a CTA barrier,
+// so the next tile may overwrite shared memory at once.
+template <int D>
+__device__ void process_tile(const KernelParams& p, const SeqInfo& s, const TileGeometry& g,
+                             bf16* smem) {
+  constexpr int kDTiles = D / 8;    // 8-wide column tiles of O
+  constexpr int kNTiles = kBlockN / 8;  // 8-wide key tiles of S
+  bf16* sq = smem;
+  bf16* sk = sq + kBlockM * D;        // [2][kBlockN][D]
+  bf16* sv = sk + 2 * kBlockN * D;    // [2][kBlockN][D]
+
+  const int warp = threadIdx.x / 32;
+  const int lane = threadIdx.x % 32;
+  const u32 head = s.head_idx;
+  const u32 kv_head = head / p.group;
+  const std::size_t q_stride = std::size_t(p.num_q_heads) * D;
+  const std::size_t kv_stride = std::size_t(p.num_kv_heads) * D;
+  const bf16* q_src = p.q + std::size_t(g.rows.first_query_row) * q_stride + std::size_t(head) * D;
+  const bf16* k_src = p.k + std::size_t(g.kv_start) * kv_stride + std::size_t(kv_head) * D;
+  const bf16* v_src = p.v + std::size_t(g.kv_start) * kv_stride + std::size_t(kv_head) * D;
+
+  auto load_kv = [&](u32 block, int stage) {
+    const u32 key0 = block * kBlockN;
+    const int valid = static_cast<int>(min_u32(g.kv_len - key0, kBlockN));
+    load_tile<D, kBlockN>(sk + stage * kBlockN * D, k_src + std::size_t(key0) * kv_stride,
+                          kv_stride, valid);
+    load_tile<D, kBlockN>(sv + stage * kBlockN * D, v_src + std::size_t(key0) * kv_stride,
+                          kv_stride, valid);
+  };
+
+  load_tile<D, kBlockM>(sq, q_src, q_stride, static_cast<int>(g.rows.query_rows));
+  load_kv(0, 0);
+  cp_async_commit();
+
+  // Accumulators: this thread's part of the warp's 16 x D output (mma C layout: rows lane/4 and
+  // lane/4 + 8, columns 2*(lane%4) + {0, 1} of each 8-wide tile).
+  float acc[kDTiles][4];
+#pragma unroll
+  for (int i = 0; i < kDTiles; ++i) acc[i][0] = acc[i][1] = acc[i][2] = acc[i][3] = 0.f;
+  float row_max[2] = {-INFINITY, -INFINITY};  // log2-scaled running max, rows lane/4 (+8)
+  float row_sum[2] = {0.f, 0.f};              // this thread's partial sums (quad-reduced at the end)
+
+  // Positions in key space of this thread's two rows (bottom-right aligned causal mask).
+  const u32 diag_shift = g.kv_len - g.seq_len;
+  const u32 row_lo = s.prompt_offset + warp * 16 + lane / 4;
+  const u32 key_limit[2] = {row_lo + diag_shift, row_lo + 8 + diag_shift};  // last visible key
+
+  for (u32 block = 0; block < g.kv_blocks; ++block) {
+    const int stage = block & 1;
+    if (block + 1 < g.kv_blocks) {
+      load_kv(block + 1, stage ^ 1);  // overlap the next block's load with this block's math
+      cp_async_commit();
+      cp_async_wait<1>();
+    } else {
+      cp_async_wait<0>();
+    }
+    __syncthreads();  // this block (and Q) visible to every warp
+
+    const bf16* k_tile = sk + stage * kBlockN * D;
+    const bf16* v_tile = sv + stage * kBlockN * D;
+
+    // S = Q K^T for the warp's 16 rows and the block's 64 keys.
+    float sc[kNTiles][4];
+#pragma unroll
+    for (int n = 0; n < kNTiles; ++n) sc[n][0] = sc[n][1] = sc[n][2] = sc[n][3] = 0.f;
+#pragma unroll
+    for (int kk = 0; kk < D / 16; ++kk) {
+      u32 a[4];
+      ldmatrix_x4(a, sq + swizzled<D>(warp * 16 + (lane % 16), kk * 16 + (lane / 16) * 8));
+#pragma unroll
+      for (int np = 0; np < kNTiles / 2; ++np) {
+        // Matrices: (keys 0-7, k 0-7), (keys 0-7, k 8-15), (keys 8-15, k 0-7), (keys 8-15, k 8-15).
+        const int m = lane / 8;
+        u32 b[4];
+        ldmatrix_x4(b, k_tile + swizzled<D>(np * 16 + (m / 2) * 8 + lane % 8, kk * 16 + (m % 2) * 8));
+        mma_bf16(sc[2 * np], a, b[0], b[1]);
+        mma_bf16(sc[2 * np + 1], a, b[2], b[3]);
+      }
+    }
+
+    // Scale to the log2 domain; mask keys past the sequence and, causally, past each row's
+    // diagonal. Only blocks that reach past the first row's diagonal or the key tail need it.
+    const u32 key0 = block * kBlockN;
+    const bool needs_mask = key0 + kBlockN > g.kv_len ||
+                            (p.causal && key0 + kBlockN > s.prompt_offset + warp * 16 + diag_shift + 1);
+    float block_max[2] = {-INFINITY, -INFINITY};
+#pragma unroll
+    for (int n = 0; n < kNTiles; ++n) {
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        float x = sc[n][e] * p.scale_log2;
+        if (needs_mask) {
+          const u32 key = key0 + n * 8 + 2 * (lane % 4) + (e & 1);
+          const bool visible = key < g.kv_len && (!p.causal || key <= key_limit[e / 2]);
+          if (!visible) x = -INFINITY;
+        }
+        sc[n][e] = x;
+        block_max[e / 2] = fmaxf(block_max[e / 2], x);
+      }
+    }
+    // Online softmax: new max per row (the 4 threads of a quad share a row), rescale history.
+    float alpha[2];
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      float m = block_max[r];
+      m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, 1));
+      m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, 2));
+      const float new_max = fmaxf(row_max[r], m);
+      // A row that has seen no visible key yet keeps max -inf; subtract 0 then (exp2(-inf) = 0).
+      const float base = new_max == -INFINITY ? 0.f : new_max;
+      alpha[r] = exp2f(row_max[r] - base);
+      row_max[r] = new_max;
+      row_sum[r] *= alpha[r];
+#pragma unroll
+      for (int n = 0; n < kNTiles; ++n) {
+        sc[n][2 * r] = exp2f(sc[n][2 * r] - base);
+        sc[n][2 * r + 1] = exp2f(sc[n][2 * r + 1] - base);
+        row_sum[r] += sc[n][2 * r] + sc[n][2 * r + 1];
+      }
+    }
+#pragma unroll
+    for (int i = 0; i < kDTiles; ++i) {
+      acc[i][0] *= alpha[0];
+      acc[i][1] *= alpha[0];
+      acc[i][2] *= alpha[1];
+      acc[i][3] *= alpha[1];
+    }
+
+    // O += P V: P's accumulators of two adjacent key tiles form one bf16 A fragment (16 x 16).
+#pragma unroll
+    for (int kk = 0; kk < kBlockN / 16; ++kk) {
+      u32 a[4];
+      a[0] = pack_bf16(sc[2 * kk][0], sc[2 * kk][1]);
+      a[1] = pack_bf16(sc[2 * kk][2], sc[2 * kk][3]);
+      a[2] = pack_bf16(sc[2 * kk + 1][0], sc[2 * kk + 1][1]);
+      a[3] = pack_bf16(sc[2 * kk + 1][2], sc[2 * kk + 1][3]);
+#pragma unroll
+      for (int dp = 0; dp < kDTiles / 2; ++dp) {
+        // Transposed matrices: (keys 0-7, d 0-7), (keys 8-15, d 0-7), (keys 0-7, d 8-15), ...
+        const int m = lane / 8;
+        u32 b[4];
+        ldmatrix_x4_trans(b, v_tile + swizzled<D>(kk * 16 + (m % 2) * 8 + lane % 8, dp * 16 + (m / 2) * 8));
+        mma_bf16(acc[2 * dp], a, b[0], b[1]);
+        mma_bf16(acc[2 * dp + 1], a, b[2], b[3]);
+      }
+    }
+    __syncthreads();  // every warp is done with this stage before it is refilled
+  }
+
+  // Epilogue: normalise, write the rows the tile owns (never more: the next rows may belong to
+  // another sequence), and LSE = ln(sum exp(scale*s)) = (max + log2(sum)) * ln 2.
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    row_sum[r] += __shfl_xor_sync(0xffffffffu, row_sum[r], 1);
+    row_sum[r] += __shfl_xor_sync(0xffffffffu, row_sum[r], 2);
+  }
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    const u32 local_row = warp * 16 + lane / 4 + r * 8;
+    if (local_row >= g.rows.query_rows) continue;
+    const float inv = 1.f / row_sum[r];
+    const std::size_t row = g.rows.first_query_row + local_row;
+    bf16* o_row = p.o + row * q_stride + std::size_t(head) * D;
+#pragma unroll
+    for (int i = 0; i < kDTiles; ++i) {
+      const __nv_bfloat162 v = __floats2bfloat162_rn(acc[i][2 * r] * inv, acc[i][2 * r + 1] * inv);
+      *reinterpret_cast<__nv_bfloat162*>(o_row + i * 8 + 2 * (lane % 4)) = v;
+    }
+    if (lane % 4 == 0)
+      p.lse[row * p.num_q_heads + head] = (row_max[r] + log2f(row_sum[r])) * 0.69314718055994531f;
+  }
+}
+
+// ---- the persistent kernel ----------------------------------------------------------------------
+
+// The scheduler loop of scheduler.hpp. Every thread calls first_work/advance (SchedulerSync::All:
+// thread 0 fetches for the queued scheduler and a CTA barrier publishes the index); the pipeline
+// slot alternates so a slow reader of one slot never sees the next index.
+template <class Scheduler, int D>
+__global__ void __launch_bounds__(kThreads, 1)
+    attention_kernel(Scheduler sched, TileSummary summary, KernelParams p) {
+  extern __shared__ __align__(128) unsigned char smem_raw[];
+  bf16* smem = reinterpret_cast<bf16*>(smem_raw);
+  __shared__ u32 sidx[2];
+
+  const BlockIndex block{blockIdx.x, blockIdx.y, blockIdx.z};
+  const u32 cta = blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z);
+  TileState st = sched.initial_state(sidx, summary, block);
+  u32 pipeline_idx = 0;
+  u32 step = 0;
+  for (auto s = sched.template first_work<true, SchedulerSync::All>(summary, st, pipeline_idx); s;
+       s = sched.template advance<true, SchedulerSync::All>(summary, st, pipeline_idx)) {
+    const bool record = p.trace.events != nullptr && threadIdx.x == 0;
+    const std::uint64_t start = record ? global_timer_ns() : 0;
+    const TileGeometry g = tile_geometry(p, summary, *s);
+    // Safe ragged mode never hands out a tile with no rows; should one come, it still takes part
+    // in the protocol (the loop above) but computes nothing.
+    if (g.rows.query_rows > 0) process_tile<D>(p, *s, g, smem);
+    if (record) {
+      const u32 slot = atomicAdd(p.trace.count, 1u);
+      if (slot < p.trace.capacity) {
+        DeviceTraceEvent e;
+        e.cta = cta;
+        e.step = step;
+        e.linear_idx = st.idx;
+        e.prompt_offset = s->prompt_offset;
+        e.head_idx = s->head_idx;
+        e.prompt_idx = s->prompt_idx;
+        e.query_rows = g.rows.query_rows;
+        e.kv_blocks = tile_cost(s->prompt_offset, g.rows.query_rows, g.seq_len, g.kv_len,
+                                kKernelBlockM, p.trace_block_n,
+                                p.causal ? Mask::Causal : Mask::None)
+                          .kv_blocks;
+        e.sm_id = sm_id();
+        e.reserved = 0;
+        e.start_ns = start;
+        e.end_ns = global_timer_ns();
+        p.trace.events[slot] = e;
+      }
+    }
+    ++step;
+    pipeline_idx ^= 1u;
+  }
+}
+
+// Sets the queued scheduler's counter and the trace's event count before a launch (a kernel, not
+// a memset: counter_start() is not a byte pattern). Stream-ordered, so graph-capturable.
+__global__ void reset_counters(u32* counter, u32 counter_value, u32* trace_count) {
+  if (counter != nullptr) *counter = counter_value;
+  if (trace_count != nullptr) *trace_count = 0;
+}
+
+}  // namespace tilesched::gpu::detail

@@ -1,0 +1,215 @@
+// DeviceProblem: device buffers through thrust::device_vector, device-side poison counting.
+#include <cuda_runtime.h>
+#include <thrust/count.h>
+#include <thrust/device_vector.h>
+#include <thrust/execution_policy.h>
+#include <thrust/fill.h>
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+#include "tilesched/gpu/device_problem.hpp"
+
+namespace tilesched::gpu {
+namespace {
+
+constexpr std::uint16_t kPoisonBits = 0xFFFF;  // a NaN in bf16; the kernel never produces it
+
+Status cuda_status(cudaError_t e, const char* what) {
+  if (e == cudaSuccess) return Status::success();
+  return Status::error(std::string(what) + " failed: " + cudaGetErrorName(e) + " (" +
+                       cudaGetErrorString(e) + ")");
+}
+
+// Thrust reports allocation and launch failures by exception; the API reports Status.
+template <class F>
+Status guarded(const char* what, F&& f) {
+  try {
+    f();
+  } catch (const std::exception& e) {
+    return Status::error(std::string(what) + " failed: " + e.what());
+  }
+  return cuda_status(cudaGetLastError(), what);
+}
+
+struct IsPoisonBits {
+  __host__ __device__ bool operator()(std::uint16_t b) const { return b == kPoisonBits; }
+};
+struct IsNan {
+  __host__ __device__ bool operator()(float x) const { return x != x; }
+};
+
+// splitmix64 per element: independent of launch shape, so the same seed gives the same tensor.
+__global__ void fill_uniform_bf16(std::uint16_t* out, std::size_t n, std::uint64_t seed) {
+  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n;
+       i += std::size_t(gridDim.x) * blockDim.x) {
+    std::uint64_t z = seed + (i + 1) * 0x9E3779B97F4A7C15ull;
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    z ^= z >> 31;
+    const float u = static_cast<float>(z >> 40) * (1.f / 16777216.f) * 2.f - 1.f;
+    const __nv_bfloat16 b = __float2bfloat16_rn(u);
+    out[i] = *reinterpret_cast<const std::uint16_t*>(&b);
+  }
+}
+
+}  // namespace
+
+struct DeviceProblem::Buffers {
+  thrust::device_vector<std::uint16_t> q, k, v, o;
+  thrust::device_vector<float> lse;
+  thrust::device_vector<u32> q_offsets, kv_offsets, counter;
+};
+
+DeviceProblem::DeviceProblem() = default;
+DeviceProblem::~DeviceProblem() = default;
+
+Status DeviceProblem::create(const Workload& w, bool record_trace) {
+  if (std::string m = w.validate(); !m.empty()) return Status::error("invalid workload: " + m);
+  workload_ = w;
+  record_trace_ = record_trace;
+  const std::size_t q_elems = std::size_t(w.total_q_rows()) * w.num_q_heads * w.head_dim;
+  const std::size_t kv_elems = std::size_t(w.total_kv_rows()) * w.num_kv_heads * w.head_dim;
+  if (Status s = guarded("allocating device buffers", [&] {
+        buffers_ = std::make_unique<Buffers>();
+        buffers_->q.resize(std::max<std::size_t>(q_elems, 1));
+        buffers_->o.resize(std::max<std::size_t>(q_elems, 1));
+        buffers_->k.resize(std::max<std::size_t>(kv_elems, 1));
+        buffers_->v.resize(std::max<std::size_t>(kv_elems, 1));
+        buffers_->lse.resize(std::max<std::size_t>(std::size_t(w.total_q_rows()) * w.num_q_heads, 1));
+        const std::vector<u32> qo = w.q_row_offsets(), ko = w.kv_row_offsets();
+        buffers_->q_offsets.assign(qo.begin(), qo.end());
+        buffers_->kv_offsets.assign(ko.begin(), ko.end());
+        buffers_->counter.resize(1);
+      });
+      !s)
+    return s;
+  if (record_trace) return recorder_.allocate(processed_tile_count(w));
+  return Status::success();
+}
+
+Status DeviceProblem::upload(const std::vector<std::uint16_t>& q,
+                             const std::vector<std::uint16_t>& k,
+                             const std::vector<std::uint16_t>& v) {
+  const std::size_t q_elems = std::size_t(workload_.total_q_rows()) * workload_.num_q_heads *
+                              workload_.head_dim;
+  const std::size_t kv_elems = std::size_t(workload_.total_kv_rows()) * workload_.num_kv_heads *
+                               workload_.head_dim;
+  if (q.size() != q_elems || k.size() != kv_elems || v.size() != kv_elems)
+    return Status::error("input sizes do not match the workload: Q " + std::to_string(q.size()) +
+                         " (want " + std::to_string(q_elems) + "), K/V " +
+                         std::to_string(k.size()) + "/" + std::to_string(v.size()) + " (want " +
+                         std::to_string(kv_elems) + ")");
+  return guarded("uploading Q, K, V", [&] {
+    thrust::copy(q.begin(), q.end(), buffers_->q.begin());
+    thrust::copy(k.begin(), k.end(), buffers_->k.begin());
+    thrust::copy(v.begin(), v.end(), buffers_->v.begin());
+  });
+}
+
+Status DeviceProblem::fill_random(std::uint64_t seed) {
+  return guarded("filling Q, K, V", [&] {
+    const int blocks = 1024, threads = 256;
+    fill_uniform_bf16<<<blocks, threads>>>(thrust::raw_pointer_cast(buffers_->q.data()),
+                                           buffers_->q.size(), seed * 3 + 0);
+    fill_uniform_bf16<<<blocks, threads>>>(thrust::raw_pointer_cast(buffers_->k.data()),
+                                           buffers_->k.size(), seed * 3 + 1);
+    fill_uniform_bf16<<<blocks, threads>>>(thrust::raw_pointer_cast(buffers_->v.data()),
+                                           buffers_->v.size(), seed * 3 + 2);
+  });
+}
+
+Status DeviceProblem::poison_outputs() {
+  return guarded("poisoning O and LSE", [&] {
+    thrust::fill(buffers_->o.begin(), buffers_->o.end(), kPoisonBits);
+    thrust::fill(buffers_->lse.begin(), buffers_->lse.end(), std::nanf(""));
+  });
+}
+
+AttentionArgs DeviceProblem::args() const {
+  AttentionArgs a;
+  a.workload = workload_;
+  a.q = thrust::raw_pointer_cast(buffers_->q.data());
+  a.k = thrust::raw_pointer_cast(buffers_->k.data());
+  a.v = thrust::raw_pointer_cast(buffers_->v.data());
+  a.o = thrust::raw_pointer_cast(buffers_->o.data());
+  a.lse = thrust::raw_pointer_cast(buffers_->lse.data());
+  a.q_row_offsets = thrust::raw_pointer_cast(buffers_->q_offsets.data());
+  a.kv_row_offsets = thrust::raw_pointer_cast(buffers_->kv_offsets.data());
+  a.queue_counter = thrust::raw_pointer_cast(buffers_->counter.data());
+  if (record_trace_) a.trace = recorder_.buffer();
+  a.softmax_scale = scale_;
+  a.stream = stream_;
+  return a;
+}
+
+Status DeviceProblem::run() { return attention_forward(args()); }
+
+Status DeviceProblem::synchronize() {
+  return cuda_status(cudaDeviceSynchronize(), "the attention kernel");
+}
+
+Status DeviceProblem::count_unwritten(std::uint64_t& o_unwritten, std::uint64_t& lse_unwritten) {
+  if (Status s = synchronize(); !s) return s;
+  const std::size_t q_elems = std::size_t(workload_.total_q_rows()) * workload_.num_q_heads *
+                              workload_.head_dim;
+  const std::size_t lse_elems = std::size_t(workload_.total_q_rows()) * workload_.num_q_heads;
+  return guarded("counting unwritten outputs", [&] {
+    o_unwritten = static_cast<std::uint64_t>(
+        thrust::count_if(buffers_->o.begin(), buffers_->o.begin() + q_elems, IsPoisonBits{}));
+    lse_unwritten = static_cast<std::uint64_t>(
+        thrust::count_if(buffers_->lse.begin(), buffers_->lse.begin() + lse_elems, IsNan{}));
+  });
+}
+
+Status DeviceProblem::download(std::vector<std::uint16_t>& o_bits, std::vector<float>& lse) {
+  if (Status s = synchronize(); !s) return s;
+  const std::size_t q_elems = std::size_t(workload_.total_q_rows()) * workload_.num_q_heads *
+                              workload_.head_dim;
+  const std::size_t lse_elems = std::size_t(workload_.total_q_rows()) * workload_.num_q_heads;
+  return guarded("downloading O and LSE", [&] {
+    o_bits.resize(q_elems);
+    lse.resize(lse_elems);
+    thrust::copy(buffers_->o.begin(), buffers_->o.begin() + q_elems, o_bits.begin());
+    thrust::copy(buffers_->lse.begin(), buffers_->lse.begin() + lse_elems, lse.begin());
+  });
+}
+
+Status DeviceProblem::download_trace(Trace& out) const {
+  if (!record_trace_) return Status::error("this problem was created without trace recording");
+  return recorder_.download(workload_, out);
+}
+
+Status DeviceProblem::download_raw_trace(std::vector<DeviceTraceEvent>& out) const {
+  if (!record_trace_) return Status::error("this problem was created without trace recording");
+  return recorder_.download_raw(out);
+}
+
+Status DeviceProblem::time(int warmup, int iterations, std::vector<float>& ms) {
+  ms.clear();
+  const auto stream = static_cast<cudaStream_t>(stream_);
+  for (int i = 0; i < warmup; ++i)
+    if (Status s = run(); !s) return s;
+  if (Status s = synchronize(); !s) return s;
+  std::vector<cudaEvent_t> events(2 * static_cast<std::size_t>(iterations));
+  for (auto& e : events)
+    if (Status s = cuda_status(cudaEventCreate(&e), "cudaEventCreate"); !s) return s;
+  Status result = Status::success();
+  for (int i = 0; i < iterations && result; ++i) {
+    result = cuda_status(cudaEventRecord(events[2 * i], stream), "cudaEventRecord");
+    if (result) result = run();
+    if (result) result = cuda_status(cudaEventRecord(events[2 * i + 1], stream), "cudaEventRecord");
+  }
+  if (result) result = synchronize();
+  for (int i = 0; i < iterations && result; ++i) {
+    float t = 0;
+    result = cuda_status(cudaEventElapsedTime(&t, events[2 * i], events[2 * i + 1]),
+                         "cudaEventElapsedTime");
+    ms.push_back(t);
+  }
+  for (auto& e : events) (void)cudaEventDestroy(e);
+  return result;
+}
+
+}  // namespace tilesched::gpu

@@ -1,0 +1,270 @@
+// GPU vs simulator, tile by tile (label gpu). Skips itself (exit 77) where there is no device.
+#define DOCTEST_CONFIG_IMPLEMENT
+#include <doctest/doctest.h>
+
+#include <cuda_runtime.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <random>
+#include <string>
+
+#include "gpu_check.hpp"
+#include "tilesched/gpu/device_problem.hpp"
+
+using namespace tilesched;
+using gpu_test::check_workload;
+using gpu_test::describe;
+
+namespace {
+
+// The five strategies the issue names.
+struct Strategy {
+  SchedulerKind kind;
+  Schedule schedule;
+  bool flip;
+};
+constexpr Strategy kStrategies[] = {
+    {SchedulerKind::Tile, Schedule::Default, false},
+    {SchedulerKind::Tile, Schedule::PromptRotate, false},
+    {SchedulerKind::Queued, Schedule::Default, false},
+    {SchedulerKind::Transient, Schedule::Default, false},
+    {SchedulerKind::Transient, Schedule::Default, true},
+};
+
+Workload apply(Workload w, const Strategy& s, u32 ctas) {
+  w.scheduler = s.kind;
+  w.schedule = s.schedule;
+  w.flip_prompt_idx = s.flip;
+  w.num_ctas = ctas;
+  return w;
+}
+
+u32 work_indices(const Workload& w) {
+  return ceil_div(w.max_seq_len(), w.block_m) * w.num_q_heads * w.batch_size();
+}
+
+void expect_ok(const Workload& w, std::uint64_t seed) {
+  const auto r = check_workload(w, seed);
+  INFO(describe(w), " seed ", seed);
+  for (const auto& f : r.failures) FAIL_CHECK(f);
+  CHECK(r.failures.empty());
+  CHECK(r.tiles > 0);
+}
+
+Workload ragged_base() {
+  Workload w;
+  // Lengths that are not multiples of 128, one of length 1 and an empty sequence.
+  w.q_lens = {130, 1, 0, 257, 128, 77};
+  w.num_q_heads = 4;
+  w.num_kv_heads = 1;
+  w.head_dim = 64;
+  w.mask = Mask::Causal;
+  w.block_m = 128;
+  w.block_n = 128;
+  return w;
+}
+
+}  // namespace
+
+TEST_CASE("every strategy and CTA count on a ragged causal batch") {
+  Workload base = ragged_base();
+  const u32 dims[] = {64, 128, 256};
+  const u32 groups[] = {1, 4, 8};
+  int i = 0;
+  for (const Strategy& s : kStrategies) {
+    for (u32 ctas : {132u, 1u, 7u, work_indices(base) + 13}) {
+      Workload w = apply(base, s, ctas);
+      w.head_dim = dims[i % 3];
+      w.num_kv_heads = 1 + (i % 2);
+      w.num_q_heads = w.num_kv_heads * groups[(i / 3) % 3];
+      w.mask = (i % 4 == 3) ? Mask::None : Mask::Causal;
+      ++i;
+      expect_ok(w, 1000 + i);
+    }
+  }
+}
+
+TEST_CASE("padded and ragged, GQA 1/4/8, d 64/128/256, causal and not") {
+  int i = 0;
+  for (bool padded : {true, false})
+    for (u32 group : {1u, 4u, 8u})
+      for (u32 d : {64u, 128u, 256u})
+        for (Mask mask : {Mask::None, Mask::Causal}) {
+          Workload w;
+          w.padded = padded;
+          w.q_lens = padded ? std::vector<u32>{200, 200} : std::vector<u32>{1, 300, 0, 129};
+          if (!padded && mask == Mask::None) w.kv_lens = {5, 170, 0, 400};  // keys != queries
+          if (!padded && mask == Mask::Causal) w.kv_lens = {1, 333, 0, 129};  // bottom-right
+          w.num_kv_heads = 2;
+          w.num_q_heads = 2 * group;
+          w.head_dim = d;
+          w.mask = mask;
+          w.block_n = (i % 2) ? 64 : 128;
+          const Strategy& s = kStrategies[i % 5];
+          w = apply(w, s, (i % 3 == 0) ? 132 : 7);
+          ++i;
+          expect_ok(w, 2000 + i);
+        }
+}
+
+TEST_CASE("random problems") {
+  const char* env = std::getenv("TILESCHED_TEST_SEED");
+  const std::uint64_t seed = env ? std::strtoull(env, nullptr, 10) : std::random_device{}();
+  const char* count_env = std::getenv("TILESCHED_TEST_RANDOM_COUNT");
+  const int count = count_env ? std::atoi(count_env) : 200;
+  std::printf("random problems: %d, seed %llu (TILESCHED_TEST_SEED to repeat)\n", count,
+              static_cast<unsigned long long>(seed));
+  std::mt19937_64 rng(seed);
+  auto pick = [&](int n) { return static_cast<int>(rng() % static_cast<std::uint64_t>(n)); };
+  for (int i = 0; i < count; ++i) {
+    Workload w;
+    w.padded = pick(4) == 0;
+    const int batch = 1 + pick(4);
+    const bool causal = pick(2) == 0;
+    w.mask = causal ? Mask::Causal : Mask::None;
+    const u32 plen = 1 + pick(300);
+    for (int b = 0; b < batch; ++b) {
+      const u32 q = w.padded ? plen : static_cast<u32>(pick(8) == 0 ? 0 : 1 + pick(300));
+      w.q_lens.push_back(q);
+    }
+    if (pick(3) == 0) {  // keys differ from queries (a cached prefix under causal)
+      const u32 extra = static_cast<u32>(pick(200));
+      for (int b = 0; b < batch; ++b) {
+        const u32 q = w.q_lens[b];
+        u32 k = causal || w.padded ? q + extra : static_cast<u32>(1 + pick(300));
+        if (q == 0 && !w.padded) k = pick(2) ? 0 : k;
+        w.kv_lens.push_back(k);
+      }
+    }
+    const u32 groups[] = {1, 2, 4, 8};
+    w.num_kv_heads = 1 + pick(2);
+    w.num_q_heads = w.num_kv_heads * groups[pick(4)];
+    const u32 dims[] = {64, 128, 256};
+    w.head_dim = dims[pick(3)];
+    w.block_n = pick(2) ? 64 : 128;
+    const Strategy& s = kStrategies[pick(5)];
+    const u32 ctas_choices[] = {132u, 1u, 7u, 1u + static_cast<u32>(pick(300))};
+    w = apply(w, s, ctas_choices[pick(4)]);
+    if (!w.validate().empty()) {
+      --i;  // e.g. every sequence empty: draw again
+      continue;
+    }
+    const auto r = check_workload(w, seed + i);
+    INFO("random problem ", i, " of seed ", seed, ": ", describe(w));
+    for (const auto& f : r.failures) FAIL_CHECK(f);
+    CHECK(r.failures.empty());
+  }
+}
+
+TEST_CASE("bad arguments return a clear Status and do not launch") {
+  Workload w = ragged_base();
+  gpu::DeviceProblem dev;
+  REQUIRE(dev.create(w, true).ok);
+  REQUIRE(dev.poison_outputs().ok);
+  const gpu::AttentionArgs good = dev.args();
+  REQUIRE(gpu::validate(good).ok);
+
+  auto expect_error = [&](gpu::AttentionArgs a, const char* needle) {
+    const gpu::Status s = gpu::attention_forward(a);
+    INFO("expected an error mentioning '", needle, "', got: ", s.message);
+    CHECK_FALSE(s.ok);
+    CHECK(s.message.find(needle) != std::string::npos);
+  };
+  gpu::AttentionArgs a = good;
+  a.q = nullptr;
+  expect_error(a, "Q, K and V");
+  a = good;
+  a.o = nullptr;
+  expect_error(a, "O must be");
+  a = good;
+  a.lse = nullptr;
+  expect_error(a, "LSE");
+  a = good;
+  a.workload.head_dim = 96;
+  expect_error(a, "head dim 96");
+  a = good;
+  a.workload.block_m = 64;
+  expect_error(a, "BM");
+  a = good;
+  a.q_row_offsets = nullptr;
+  expect_error(a, "row-offset");
+  a = good;
+  a.workload.scheduler = SchedulerKind::Queued;
+  a.queue_counter = nullptr;
+  expect_error(a, "counter");
+  a = good;
+  a.workload.ragged_mode = RaggedMode::Faithful;
+  expect_error(a, "faithful");
+  a = good;
+  a.trace.capacity = 1;
+  expect_error(a, "trace buffer");
+  a = good;
+  a.workload.num_q_heads = 3;
+  a.workload.num_kv_heads = 2;
+  expect_error(a, "multiple of KV heads");
+  a = good;
+  a.workload.q_lens.clear();
+  expect_error(a, "empty");
+  a = good;
+  a.workload.q_lens = {0, 0};
+  expect_error(a, "no work");
+  a = good;
+  a.softmax_scale = std::nanf("");
+  expect_error(a, "scale");
+
+  // Nothing ran: the outputs still hold their poison and no trace event was recorded.
+  std::uint64_t o_unwritten = 0, lse_unwritten = 0;
+  REQUIRE(dev.count_unwritten(o_unwritten, lse_unwritten).ok);
+  CHECK(o_unwritten == std::uint64_t(w.total_q_rows()) * w.num_q_heads * w.head_dim);
+  CHECK(lse_unwritten == std::uint64_t(w.total_q_rows()) * w.num_q_heads);
+  std::vector<gpu::DeviceTraceEvent> raw;
+  REQUIRE(dev.download_raw_trace(raw).ok);
+  CHECK(raw.empty());
+}
+
+TEST_CASE("a queued launch is graph-capturable and replays with a fresh counter") {
+  Workload w = ragged_base();
+  w.scheduler = SchedulerKind::Queued;
+  w.num_ctas = 7;
+  gpu::DeviceProblem dev;
+  REQUIRE(dev.create(w, true).ok);
+  REQUIRE(dev.fill_random(5).ok);
+  cudaStream_t stream{};
+  REQUIRE(cudaStreamCreate(&stream) == cudaSuccess);
+  dev.set_stream(stream);
+  cudaGraph_t graph{};
+  REQUIRE(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal) == cudaSuccess);
+  const gpu::Status s = dev.run();
+  REQUIRE(cudaStreamEndCapture(stream, &graph) == cudaSuccess);
+  REQUIRE(s.ok);
+  cudaGraphExec_t exec{};
+  REQUIRE(cudaGraphInstantiate(&exec, graph, 0) == cudaSuccess);
+  for (int replay = 0; replay < 3; ++replay) {
+    REQUIRE(dev.poison_outputs().ok);
+    REQUIRE(cudaGraphLaunch(exec, stream) == cudaSuccess);
+    REQUIRE(cudaStreamSynchronize(stream) == cudaSuccess);
+    std::uint64_t o_unwritten = 1, lse_unwritten = 1;
+    REQUIRE(dev.count_unwritten(o_unwritten, lse_unwritten).ok);
+    CHECK(o_unwritten == 0);
+    CHECK(lse_unwritten == 0);
+    std::vector<gpu::DeviceTraceEvent> raw;
+    REQUIRE(dev.download_raw_trace(raw).ok);
+    CHECK(raw.size() == gpu::processed_tile_count(w));  // every tile once, counter reset
+  }
+  cudaGraphExecDestroy(exec);
+  cudaGraphDestroy(graph);
+  cudaStreamDestroy(stream);
+}
+
+int main(int argc, char** argv) {
+  int devices = 0;
+  const cudaError_t e = cudaGetDeviceCount(&devices);
+  if (e != cudaSuccess || devices == 0) {
+    std::printf("skipped: no CUDA device (%s)\n",
+                e != cudaSuccess ? cudaGetErrorString(e) : "cudaGetDeviceCount returned 0");
+    return 77;
+  }
+  doctest::Context context(argc, argv);
+  return context.run();
+}
