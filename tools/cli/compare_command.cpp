@@ -101,8 +101,10 @@ void add_compare_command(CLI::App& app, Action& action) {
       "Simulate every strategy (tile, queued, transient; default and prompt_rotate; "
       "flip) on one workload and rank them");
   add_workload_flags(*cmd, options->workload, WorkloadFlagSet{/*strategy=*/false, true});
-  cmd->add_option("--html", options->html_file, "Write one page with a Gantt chart per strategy");
+  cmd->add_option("--html", options->html_file, "Write one page with a Gantt chart per strategy")
+      ->type_name("FILE");
   cmd->add_option("--color-by", options->color_by, "Colour tiles by: head | batch")
+      ->type_name("WHAT")
       ->capture_default_str();
   cmd->footer("The workload's own scheduler and schedule are ignored: every strategy is run.");
   cmd->callback([options, &action] { action = [options] { return run_compare(*options); }; });

@@ -29,8 +29,12 @@ void add_diff_command(CLI::App& app, Action& action) {
   auto options = std::make_shared<DiffOptions>();
   CLI::App* cmd = app.add_subcommand(
       "diff", "Compare two traces: workload, schedule order, tile sets, per-CTA timing");
-  cmd->add_option("a", options->a_file, "First trace JSON file (A)")->required();
-  cmd->add_option("b", options->b_file, "Second trace JSON file (B)")->required();
+  cmd->add_option("a", options->a_file, "First trace JSON file (A)")
+      ->type_name("A.json")
+      ->required();
+  cmd->add_option("b", options->b_file, "Second trace JSON file (B)")
+      ->type_name("B.json")
+      ->required();
   cmd->footer(
       "Exit status: 0 the schedules are identical (every CTA processes the same tiles in the same "
       "order; times may differ), 3 they differ, 1 a trace could not be read, 2 bad flags.");

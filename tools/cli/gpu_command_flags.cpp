@@ -52,8 +52,10 @@ void add_gpu_commands(CLI::App& app, Action& action) {
       "simulator tile by tile, write the pictures");
   add_workload_flags(*run_cmd, run->workload, WorkloadFlagSet{true, /*cost_model=*/false});
   run_cmd->add_option("--seed", run->seed, "Seed of the random attention inputs")
+      ->type_name("N")
       ->capture_default_str();
   run_cmd->add_option("--out", run->out_dir, "Directory for the measured trace and pictures")
+      ->type_name("DIR")
       ->capture_default_str();
   run_cmd->add_flag("--no-check", run->no_check, "Skip the comparison with the simulator");
   run_cmd->footer("Needs the GPU half (a build configured with a CUDA compiler) and a device.");
@@ -62,11 +64,14 @@ void add_gpu_commands(CLI::App& app, Action& action) {
   auto bench = std::make_shared<BenchOptions>();
   CLI::App* bench_cmd = app.add_subcommand(
       "bench", "Benchmark the GPU kernel against cuDNN-class references over the standard grid");
-  bench_cmd->add_option("--json", bench->json_file, "Write the results table as JSON to FILE");
+  bench_cmd->add_option("--json", bench->json_file, "Write the results table as JSON to FILE")
+      ->type_name("FILE");
   bench_cmd->add_flag("--quick", bench->quick, "A reduced grid");
   bench_cmd->add_option("--warmup", bench->warmup, "Warm-up launches per point")
+      ->type_name("N")
       ->capture_default_str();
   bench_cmd->add_option("--iters", bench->iterations, "Timed launches per point")
+      ->type_name("N")
       ->capture_default_str();
   bench_cmd->footer("Needs the GPU half (a build configured with a CUDA compiler) and a device.");
   bench_cmd->callback([bench, &action] { action = [bench] { return run_bench(*bench); }; });

@@ -17,13 +17,17 @@ void add_view_flags(CLI::App& command, ViewFlags& f) {
   command
       .add_option("--out", f.out_dir,
                   "Directory for schedule.html, trace.json, perfetto.json (created if missing)")
+      ->type_name("DIR")
       ->capture_default_str();
   command.add_option("--color-by", f.color_by, "Colour tiles by: head | batch")
+      ->type_name("WHAT")
       ->capture_default_str();
   command
       .add_option("--color", f.color, "ANSI colours in the terminal view: auto | always | never")
+      ->type_name("WHEN")
       ->capture_default_str();
   command.add_option("--max-rows", f.max_rows, "CTAs shown in the terminal view")
+      ->type_name("N")
       ->capture_default_str();
 }
 

@@ -29,6 +29,7 @@ void add_viz_command(CLI::App& app, Action& action) {
   CLI::App* cmd = app.add_subcommand(
       "viz", "Draw a trace file: metrics, terminal view, schedule.html, trace.json, perfetto.json");
   cmd->add_option("trace", options->trace_file, "Trace JSON file (from `sim`, `run` or a test)")
+      ->type_name("TRACE.json")
       ->required();
   add_view_flags(*cmd, options->view);
   cmd->footer(

@@ -10,38 +10,55 @@ namespace tilesched::cli {
 
 void add_workload_flags(CLI::App& command, WorkloadFlags& f, WorkloadFlagSet set) {
   f.command = &command;
-  command.add_option("workload", f.workload_file,
-                     "Workload JSON file (default: the built-in ragged causal prefill workload)");
-  auto* q = command.add_option("--q-lens", f.q_lens,
-                               "Query rows per sequence, comma-separated (a ragged batch)");
-  command.add_option("--kv-lens", f.kv_lens,
-                     "Keys per sequence, comma-separated (default: q-lens)");
+  command
+      .add_option("workload", f.workload_file,
+                  "Workload JSON file (default: the built-in ragged causal prefill workload)")
+      ->type_name("WORKLOAD.json");
+  auto* q = command
+                .add_option("--q-lens", f.q_lens,
+                            "Query rows per sequence, comma-separated (a ragged batch)")
+                ->type_name("LIST");
+  command
+      .add_option("--kv-lens", f.kv_lens, "Keys per sequence, comma-separated (default: q-lens)")
+      ->type_name("LIST");
   auto* batch =
-      command.add_option("--batch", f.batch, "Sequences of a padded batch (with --seq-len)");
+      command.add_option("--batch", f.batch, "Sequences of a padded batch (with --seq-len)")
+          ->type_name("N");
   auto* seq =
-      command.add_option("--seq-len", f.seq_len, "Rows of every sequence of a padded batch");
+      command.add_option("--seq-len", f.seq_len, "Rows of every sequence of a padded batch")
+          ->type_name("N");
   batch->needs(seq);
   seq->needs(batch);
   q->excludes(batch)->excludes(seq);
-  command.add_option("--heads", f.heads, "Query heads");
-  command.add_option("--kv-heads", f.kv_heads, "KV heads (query heads must be a multiple)");
-  command.add_option("--head-dim", f.head_dim, "Head dimension d");
-  command.add_option("--mask", f.mask, "Attention mask: none | causal");
-  command.add_option("--bm", f.block_m, "BM: query rows per tile");
-  command.add_option("--bn", f.block_n, "BN: keys per KV block");
+  command.add_option("--heads", f.heads, "Query heads")->type_name("N");
+  command.add_option("--kv-heads", f.kv_heads, "KV heads (query heads must be a multiple)")
+      ->type_name("N");
+  command.add_option("--head-dim", f.head_dim, "Head dimension d")->type_name("N");
+  command.add_option("--mask", f.mask, "Attention mask: none | causal")->type_name("MASK");
+  command.add_option("--bm", f.block_m, "BM: query rows per tile")->type_name("N");
+  command.add_option("--bn", f.block_n, "BN: keys per KV block")->type_name("N");
   if (set.strategy) {
-    command.add_option("--scheduler", f.scheduler, "Scheduler: tile | queued | transient");
-    command.add_option("--schedule", f.schedule, "Index order: default | prompt_rotate");
+    command.add_option("--scheduler", f.scheduler, "Scheduler: tile | queued | transient")
+        ->type_name("KIND");
+    command.add_option("--schedule", f.schedule, "Index order: default | prompt_rotate")
+        ->type_name("ORDER");
     command.add_flag("--flip", f.flip, "Transient scheduler: most expensive tiles first");
   }
-  command.add_option("--ctas", f.ctas,
-                     "C: persistent CTAs (tile, queued) or resident CTAs (transient)");
-  command.add_option("--ragged", f.ragged,
-                     "Ragged tiles past a sequence's end: safe (skip) | faithful (upstream)");
-  auto* profile = command.add_option("--cost-profile", f.cost_profile,
-                                     "Built-in cost coefficients: h200 | h100");
+  command
+      .add_option("--ctas", f.ctas,
+                  "C: persistent CTAs (tile, queued) or resident CTAs (transient)")
+      ->type_name("N");
+  command
+      .add_option("--ragged", f.ragged,
+                  "Ragged tiles past a sequence's end: safe (skip) | faithful (upstream)")
+      ->type_name("MODE");
+  auto* profile =
+      command
+          .add_option("--cost-profile", f.cost_profile, "Built-in cost coefficients: h200 | h100")
+          ->type_name("NAME");
   if (set.cost_model) {
     command.add_option("--cost-model", f.cost_model_file, "Cost model JSON file")
+        ->type_name("FILE")
         ->excludes(profile);
   }
 }

@@ -1,0 +1,33 @@
+# Runs the tool and checks its exit code and output: a CTest command test can check only one of
+# them. Arguments (-D): TOOL, ARGS (the tool's arguments separated by "|"), EXPECT_RC,
+# optional STDOUT_REGEX and STDERR_REGEX, STDOUT_ALL (strings separated by "@@" that must all
+# appear in stdout), and ONE_LINE_STDERR=ON to require a single-line error.
+string(REPLACE "|" ";" args "${ARGS}")
+execute_process(COMMAND ${TOOL} ${args}
+  RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+set(report "tilesched ${args}\n--- exit code: ${rc}\n--- stdout:\n${out}\n--- stderr:\n${err}")
+if(NOT rc STREQUAL EXPECT_RC)
+  message(FATAL_ERROR "expected exit code ${EXPECT_RC}\n${report}")
+endif()
+if(DEFINED STDOUT_REGEX AND NOT out MATCHES "${STDOUT_REGEX}")
+  message(FATAL_ERROR "stdout does not match '${STDOUT_REGEX}'\n${report}")
+endif()
+if(DEFINED STDERR_REGEX AND NOT err MATCHES "${STDERR_REGEX}")
+  message(FATAL_ERROR "stderr does not match '${STDERR_REGEX}'\n${report}")
+endif()
+if(DEFINED STDOUT_ALL)
+  string(REPLACE "@@" ";" needles "${STDOUT_ALL}")
+  foreach(needle IN LISTS needles)
+    string(FIND "${out}" "${needle}" at)
+    if(at EQUAL -1)
+      message(FATAL_ERROR "stdout lacks '${needle}'\n${report}")
+    endif()
+  endforeach()
+endif()
+if(ONE_LINE_STDERR)
+  string(REGEX MATCHALL "\n" newlines "${err}")
+  list(LENGTH newlines count)
+  if(NOT count EQUAL 1)
+    message(FATAL_ERROR "expected exactly one line on stderr, got ${count}\n${report}")
+  endif()
+endif()

@@ -1,0 +1,84 @@
+// diff: identical schedules are identical, different strategies differ at a named place, tile
+// set differences are counted, timing ratios are per CTA.
+#include <doctest/doctest.h>
+
+#include <tuple>
+
+#include "cli/trace_diff.hpp"
+#include "test_support.hpp"
+
+using namespace tilesched;
+using namespace tilesched::cli;
+
+TEST_CASE("a trace is identical to itself") {
+  const Trace t = test::small_trace();
+  const TraceDiff d = diff_traces(t, t);
+  CHECK(d.same_workload());
+  CHECK(d.schedules_identical());
+  CHECK(d.same_tile_set());
+  CHECK(d.ratio_min == doctest::Approx(1.0));
+  CHECK(d.ratio_max == doctest::Approx(1.0));
+  CHECK(format_trace_diff(d, t, t).find("schedule: identical") != std::string::npos);
+}
+
+TEST_CASE("two static strategies differ at the first (CTA, step) they disagree on") {
+  const Trace a = test::small_trace(SchedulerKind::Tile, Schedule::Default);
+  const Trace b = test::small_trace(SchedulerKind::Tile, Schedule::PromptRotate);
+  const TraceDiff d = diff_traces(a, b);
+  CHECK_FALSE(d.same_workload());
+  REQUIRE(d.workload_differences.size() == 1);
+  CHECK(d.workload_differences[0] == "schedule");
+  CHECK_FALSE(d.schedules_identical());
+  REQUIRE(d.first_difference);
+  // The first difference is the earliest (cta, step) whose tiles differ.
+  const auto& f = *d.first_difference;
+  for (const TraceEvent& e : a.events) {
+    if (std::tie(e.cta, e.step) >= std::tie(f.cta, f.step)) break;
+    bool same = false;
+    for (const TraceEvent& g : b.events)
+      if (g.cta == e.cta && g.step == e.step)
+        same = g.linear_idx == e.linear_idx && g.head_idx == e.head_idx &&
+               g.prompt_offset == e.prompt_offset;
+    CHECK(same);
+  }
+  REQUIRE(f.a);
+  REQUIRE(f.b);
+  CHECK((f.a->prompt_offset != f.b->prompt_offset || f.a->head_idx != f.b->head_idx ||
+         f.a->prompt_idx != f.b->prompt_idx || f.a->linear_idx != f.b->linear_idx));
+  // Both schedule every valid tile once, so the tile sets agree.
+  CHECK(d.same_tile_set());
+}
+
+TEST_CASE("tiles only in one trace are counted and listed") {
+  const Trace a = test::small_trace();
+  Trace b = a;
+  const TraceEvent dropped = b.events.back();
+  b.events.pop_back();
+  const TraceDiff d = diff_traces(a, b);
+  CHECK(d.only_in_a_count == 1);
+  CHECK(d.only_in_b_count == 0);
+  REQUIRE(d.only_in_a.size() == 1);
+  CHECK(d.only_in_a[0].linear_idx == dropped.linear_idx);
+  REQUIRE(d.first_difference);
+  CHECK(d.first_difference->cta == dropped.cta);
+  CHECK(d.first_difference->step == dropped.step);
+  CHECK_FALSE(d.first_difference->b);
+  CHECK_FALSE(d.schedules_identical());
+}
+
+TEST_CASE("per-CTA timing ratios; timing alone does not make schedules differ") {
+  const Trace a = test::small_trace();
+  Trace b = a;
+  for (TraceEvent& e : b.events) {
+    const double scale = e.cta == 2 ? 3.0 : 2.0;
+    e.start_us *= scale;
+    e.end_us *= scale;
+  }
+  const TraceDiff d = diff_traces(a, b);
+  CHECK(d.schedules_identical());
+  CHECK(d.ratio_min == doctest::Approx(2.0));
+  CHECK(d.ratio_median == doctest::Approx(2.0));
+  CHECK(d.ratio_max == doctest::Approx(3.0));
+  REQUIRE_FALSE(d.worst_ratios.empty());
+  CHECK(d.worst_ratios[0].cta == 2);
+}
