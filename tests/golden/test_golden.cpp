@@ -1,0 +1,144 @@
+// Replays the traces and outputs an H200 recorded (tests/data/golden, written by
+// tests/gpu/record_golden.cpp) against the simulator, so CI without a GPU still holds the kernel's
+// schedule and numbers to the model: schedule identity for static schedulers, the tile set for the
+// queued one, and every tile's O/LSE vs sim::tiled_attention on the regenerated inputs.
+#include <doctest/doctest.h>
+
+#include <cstring>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "tilesched/sim/attention.hpp"
+#include "tilesched/sim/io.hpp"
+#include "tilesched/sim/replay.hpp"
+#include "tilesched/sim/trace_io.hpp"
+
+using namespace tilesched;
+
+namespace {
+
+const std::string kDir = TILESCHED_GOLDEN_DIR;
+
+struct Golden {
+  std::string name;
+  std::uint64_t seed = 0;
+  Trace trace;
+  std::vector<float> o, lse;
+  bool o_has_poison = false;
+};
+
+std::vector<Golden> load_all() {
+  const auto manifest = nlohmann::json::parse(sim::read_file(kDir + "/manifest.json"));
+  std::vector<Golden> out;
+  for (const auto& m : manifest) {
+    Golden g;
+    g.name = m.at("name").get<std::string>();
+    g.seed = m.at("seed").get<std::uint64_t>();
+    g.trace = sim::read_trace(kDir + "/" + m.at("trace").get<std::string>());
+    const std::string o_bytes = sim::read_file(kDir + "/" + m.at("o_bf16").get<std::string>());
+    const std::string lse_bytes = sim::read_file(kDir + "/" + m.at("lse_f32").get<std::string>());
+    g.o.resize(o_bytes.size() / 2);
+    for (std::size_t i = 0; i < g.o.size(); ++i) {
+      std::uint16_t b;
+      std::memcpy(&b, o_bytes.data() + 2 * i, 2);
+      g.o_has_poison |= b == 0xFFFF;
+      g.o[i] = sim::bf16_bits_to_float(b);
+    }
+    g.lse.resize(lse_bytes.size() / 4);
+    std::memcpy(g.lse.data(), lse_bytes.data(), g.lse.size() * 4);
+    out.push_back(std::move(g));
+  }
+  return out;
+}
+
+std::string tile_key(const TraceEvent& e) {
+  return std::to_string(e.step) + ":" + std::to_string(e.linear_idx) + ":" +
+         std::to_string(e.prompt_offset) + ":" + std::to_string(e.head_idx) + ":" +
+         std::to_string(e.prompt_idx) + ":" + std::to_string(e.query_rows) + ":" +
+         std::to_string(e.kv_blocks);
+}
+
+// Schedule problems, one sentence each (empty when the recorded schedule is the model's).
+std::vector<std::string> schedule_problems(const Trace& gpu, const Trace& sim) {
+  std::vector<std::string> out;
+  if (gpu.launched_ctas != sim.launched_ctas)
+    out.push_back("launched CTAs differ: " + std::to_string(gpu.launched_ctas) + " vs " +
+                  std::to_string(sim.launched_ctas));
+  if (gpu.workload.scheduler == SchedulerKind::Queued) {
+    std::multiset<u32> g;
+    std::set<u32> s;
+    for (const auto& e : gpu.events) g.insert(e.linear_idx);
+    for (const auto& e : sim.events) s.insert(e.linear_idx);
+    if (g.size() != s.size() || std::set<u32>(g.begin(), g.end()) != s)
+      out.push_back("queued tile set differs from the simulator's");
+    return out;
+  }
+  std::map<u32, std::vector<std::string>> gc, sc;
+  for (const auto& e : gpu.events) gc[e.cta].push_back(tile_key(e));
+  for (const auto& e : sim.events) sc[e.cta].push_back(tile_key(e));
+  for (const auto& [cta, seq] : sc)
+    if (gc[cta] != seq) out.push_back("CTA " + std::to_string(cta) + " ran other tiles");
+  for (const auto& [cta, seq] : gc)
+    if (!sc.count(cta) && !seq.empty()) out.push_back("CTA " + std::to_string(cta) + " extra");
+  return out;
+}
+
+// Tiles whose recorded O/LSE are off the simulator's (or NaN), one sentence each.
+std::vector<std::string> output_problems(const Golden& g) {
+  const Workload& w = g.trace.workload;
+  const sim::AttentionInputs in = sim::make_inputs(w, g.seed);
+  const sim::AttentionResult ref = sim::tiled_attention(w, in, g.trace);
+  std::vector<std::string> out;
+  for (const auto& e : g.trace.events) {
+    const sim::TileError err = sim::tile_error(w, e, g.o, g.lse, ref.o, ref.lse);
+    if (err.has_nan || !(err.o_rel <= 1e-2) || !(err.lse_rel <= 1e-2))
+      out.push_back("tile (prompt " + std::to_string(e.prompt_idx) + ", head " +
+                    std::to_string(e.head_idx) + ", offset " + std::to_string(e.prompt_offset) +
+                    ") on CTA " + std::to_string(e.cta) + ": O error " +
+                    std::to_string(err.o_rel) + ", LSE error " + std::to_string(err.lse_rel));
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("golden H200 traces and outputs agree with the simulator") {
+  const std::vector<Golden> all = load_all();
+  REQUIRE(all.size() >= 5);
+  for (const Golden& g : all) {
+    INFO(g.name, " (", g.trace.device, ", ", g.trace.created, ")");
+    CHECK(g.trace.source == "gpu");
+    const Workload& w = g.trace.workload;
+    CHECK(g.o.size() == std::size_t(w.total_q_rows()) * w.num_q_heads * w.head_dim);
+    CHECK(g.lse.size() == std::size_t(w.total_q_rows()) * w.num_q_heads);
+    CHECK_FALSE(g.o_has_poison);
+    for (const auto& p : schedule_problems(g.trace, sim::replay(w))) FAIL_CHECK(p);
+    for (const auto& p : output_problems(g)) FAIL_CHECK(p);
+  }
+}
+
+TEST_CASE("the golden check notices a wrong schedule and a wrong tile") {
+  Golden g = load_all().front();
+  const Trace sim_trace = sim::replay(g.trace.workload);
+  // Two CTAs that swapped their first tiles are a different schedule.
+  Trace swapped = g.trace;
+  REQUIRE(swapped.events.size() >= 2);
+  std::size_t other = 1;
+  while (other < swapped.events.size() && swapped.events[other].cta == swapped.events[0].cta)
+    ++other;
+  REQUIRE(other < swapped.events.size());
+  std::swap(swapped.events[0].linear_idx, swapped.events[other].linear_idx);
+  CHECK_FALSE(schedule_problems(swapped, sim_trace).empty());
+  // One tile's output scaled by 2 is out of tolerance, and the message names it.
+  const TraceEvent& e = g.trace.events.front();
+  const Workload& w = g.trace.workload;
+  const u32 row = sim::event_first_row(w, e);
+  const std::size_t at = (std::size_t(row) * w.num_q_heads + e.head_idx) * w.head_dim;
+  for (u32 i = 0; i < w.head_dim; ++i) g.o[at + i] *= 2.f;
+  const auto problems = output_problems(g);
+  REQUIRE(problems.size() == 1);
+  CHECK(problems[0].find("offset " + std::to_string(e.prompt_offset)) != std::string::npos);
+}
