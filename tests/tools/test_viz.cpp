@@ -237,3 +237,24 @@ TEST_CASE("write_schedule_outputs names the path it cannot use") {
     CHECK(std::string(e.what()).find("a_file") != std::string::npos);
   }
 }
+
+TEST_CASE("pictures survive odd traces: huge CTA counts, negative times, no events") {
+  Trace trace = test::small_trace();
+  trace.launched_ctas = 4000000000u;  // a hand-edited or corrupted GPU trace
+  trace.events[0].start_us = -5;
+  const std::string svg = viz::render_gantt_svg(trace, {});
+  CHECK(xml_problem(svg) == "");
+  CHECK(count_elements(svg, "rect", "tile") == trace.events.size());
+  viz::TerminalOptions options;
+  options.max_rows = 3;
+  const std::string view = viz::render_terminal(trace, options);
+  CHECK(count_lines_starting(view, "CTA ") == 3);
+  CHECK(view.find("... 3999999997 more CTAs") != std::string::npos);
+
+  Trace empty = test::small_trace();
+  empty.events.clear();
+  CHECK(xml_problem(viz::render_gantt_svg(empty, {})) == "");
+  CHECK(count_lines_starting(viz::render_terminal(empty, options), "CTA ") == 3);
+  const nlohmann::json j = nlohmann::json::parse(viz::render_perfetto(empty));
+  for (const auto& ev : j["traceEvents"]) CHECK(ev["ph"] != "X");
+}

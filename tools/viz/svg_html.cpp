@@ -52,14 +52,11 @@ double tick_step(double extent, int target) {
 }
 
 // Label every k-th CTA row, k in 1, 2, 5, 10, 20, 50, ... so labels never overlap.
-u32 label_every(double row_h) {
-  u32 k = 1;
-  for (u32 base = 1;; base *= 10) {
-    for (u32 m : {1u, 2u, 5u}) {
-      k = base * m;
-      if (k * row_h >= kMinLabelSpacing) return k;
-    }
-  }
+std::uint64_t label_every(double row_h) {
+  for (std::uint64_t base = 1; base < (1ull << 40); base *= 10)
+    for (const std::uint64_t m : {1u, 2u, 5u})
+      if (double(base * m) * row_h >= kMinLabelSpacing) return base * m;
+  return 1ull << 40;
 }
 
 std::string tick_label(double us, double step) {
@@ -104,7 +101,9 @@ p.note { color: #777; font-size: 12px; }
 std::string render_gantt_svg(const Trace& trace, const ChartOptions& options) {
   const double makespan = makespan_of(trace);
   double extent = options.time_extent_us > 0 ? options.time_extent_us : makespan;
-  if (extent <= 0) extent = 1;  // an empty trace still gets an axis
+  // An empty trace still gets an axis; a non-finite time (hand-edited file) must not hang the
+  // tick loop.
+  if (!(extent > 0) || !std::isfinite(extent)) extent = 1;
   const double scale = kPlotWidth / extent;
   const u32 rows = row_count(trace);
   const double row_h = row_height(rows);
@@ -169,7 +168,7 @@ std::string render_gantt_svg(const Trace& trace, const ChartOptions& options) {
 
   // Alternate row shading, vertical grid lines and CTA labels.
   if (row_h >= 3) {
-    for (u32 r = 1; r < rows; r += 2)
+    for (std::uint64_t r = 1; r < rows; r += 2)
       svg +=
           fmt::format(R"(<rect class="row" x="{:.0f}" y="{:.2f}" width="{:.0f}" height="{:.2f}"/>)"
                       "\n",
@@ -180,8 +179,8 @@ std::string render_gantt_svg(const Trace& trace, const ChartOptions& options) {
     svg += fmt::format(R"(<line class="grid" x1="{:.1f}" y1="{:.1f}" x2="{:.1f}" y2="{:.1f}"/>)"
                        "\n",
                        kLeft + t * scale, plot_top, kLeft + t * scale, plot_top + plot_height);
-  const u32 every = label_every(row_h);
-  for (u32 r = 0; r < rows; r += every)
+  const std::uint64_t every = label_every(row_h);
+  for (std::uint64_t r = 0; r < rows; r += every)
     svg += fmt::format(R"(<text class="label" x="{:.0f}" y="{:.2f}" text-anchor="end" )"
                        R"(dominant-baseline="middle">CTA {}</text>)"
                        "\n",
@@ -268,7 +267,7 @@ std::string render_comparison_html(const std::vector<ChartSection>& sections, Co
     ChartOptions options;
     options.color_by = color_by;
     options.time_extent_us = extent;
-    options.title = s.name + ": " + describe_trace(*s.trace);
+    options.title = describe_trace(*s.trace);
     html += render_gantt_svg(*s.trace, options);
   }
   html += "</body>\n</html>\n";

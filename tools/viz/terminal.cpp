@@ -27,10 +27,13 @@ struct Cell {
 std::vector<Cell> layout_row(const CtaRow& row, std::size_t width, double us_per_cell) {
   std::vector<Cell> cells(width);
   for (const TraceEvent* e : row.tiles) {
-    auto first = static_cast<std::size_t>(std::floor(e->start_us / us_per_cell));
-    auto last = static_cast<std::size_t>(std::ceil(e->end_us / us_per_cell));
-    first = std::min(first, width - 1);
-    last = std::clamp(last, first + 1, width);
+    // Clamped in double before converting: a hand-edited trace may hold negative times.
+    const auto column = [&](double us, double (*round)(double)) {
+      const double c = round(us / us_per_cell);
+      return static_cast<std::size_t>(std::isfinite(c) ? std::clamp(c, 0.0, double(width)) : 0.0);
+    };
+    const std::size_t first = std::min(column(e->start_us, std::floor), width - 1);
+    const std::size_t last = std::clamp(column(e->end_us, std::ceil), first + 1, width);
     for (std::size_t c = first; c < last; ++c) cells[c] = Cell{e, c == first};
   }
   return cells;
@@ -68,8 +71,11 @@ std::string render_terminal(const Trace& trace, const TerminalOptions& options) 
     ctas = std::max(ctas, e.cta + 1);
     makespan = std::max(makespan, e.end_us);
   }
-  std::vector<CtaRow> rows(ctas);
+  // Only the rows shown are built: a trace may claim billions of launched CTAs.
+  const std::size_t shown = std::min<std::size_t>(ctas, options.max_rows);
+  std::vector<CtaRow> rows(shown);
   for (const TraceEvent& e : trace.events) {
+    if (e.cta >= shown) continue;
     rows[e.cta].tiles.push_back(&e);
     rows[e.cta].busy_us += e.end_us - e.start_us;
   }
@@ -85,7 +91,6 @@ std::string render_terminal(const Trace& trace, const TerminalOptions& options) 
   // Time scale aligned with the cells below ("CTA    0 |" is 10 characters wide).
   const std::string end_label = format_us(makespan) + " us";
   out += fmt::format("{:>9}|0{:>{}}|\n", "", end_label, width - 1);
-  const std::size_t shown = std::min<std::size_t>(ctas, options.max_rows);
   for (std::size_t c = 0; c < shown; ++c) {
     const CtaRow& row = rows[c];
     out += fmt::format("CTA {:>4} |{}| {:>4} tiles {:>9} us\n", c,
