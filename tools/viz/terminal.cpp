@@ -41,9 +41,12 @@ std::vector<Cell> layout_row(const CtaRow& row, std::size_t width, double us_per
 
 std::string draw_cells(const std::vector<Cell>& cells, const TerminalOptions& options) {
   std::string out;
+  int current = -1;  // the background colour in effect; -1 = terminal default
   for (const Cell& cell : cells) {
     if (!cell.tile) {
-      out += options.color ? " " : ".";
+      if (options.color && current != -1) out += "\x1b[0m";
+      current = -1;
+      out += options.color ? ' ' : '.';
       continue;
     }
     const u32 key = color_key(*cell.tile, options.color_by);
@@ -52,12 +55,14 @@ std::string draw_cells(const std::vector<Cell>& cells, const TerminalOptions& op
     const char glyph = cell.starts ? category_symbol(key) : (options.color ? ' ' : '-');
     if (options.color) {
       const Rgb c = category_color(key);
-      out += fmt::format("\x1b[48;5;{}m\x1b[{}m{}", to_ansi256(c), is_dark(c) ? 97 : 30, glyph);
-    } else {
-      out += glyph;
+      const int ansi = to_ansi256(c);
+      // Escape codes only where the colour changes keep a 132-CTA view small enough to scroll.
+      if (ansi != current) out += fmt::format("\x1b[48;5;{}m\x1b[{}m", ansi, is_dark(c) ? 97 : 30);
+      current = ansi;
     }
+    out += glyph;
   }
-  if (options.color) out += "\x1b[0m";
+  if (options.color && current != -1) out += "\x1b[0m";
   return out;
 }
 
