@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <stdexcept>
 #include <thread>
 
 namespace tilesched::sim {
@@ -179,6 +180,22 @@ void add_problem(std::vector<CoverageProblem>& ps, CoverageProblem::Kind kind, u
   ps.push_back(p);
 }
 
+// The buffers must match the workload's layout; anything else would read out of bounds.
+void check_inputs(const Workload& w, const AttentionInputs& in) {
+  const std::string problem = w.validate();
+  if (!problem.empty()) throw std::invalid_argument("invalid workload: " + problem);
+  const Layout L(w);
+  auto check = [](const char* name, std::size_t got, std::size_t want) {
+    if (got != want)
+      throw std::invalid_argument(std::string("attention input ") + name + " has " +
+                                  std::to_string(got) + " values, the workload needs " +
+                                  std::to_string(want));
+  };
+  check("q", in.q.size(), L.total_q * L.hq * L.d);
+  check("k", in.k.size(), L.total_kv * L.hk * L.d);
+  check("v", in.v.size(), L.total_kv * L.hk * L.d);
+}
+
 std::string row_range(u32 row, u32 count) {
   return count == 1 ? "row " + std::to_string(row)
                     : "rows " + std::to_string(row) + ".." + std::to_string(row + count - 1);
@@ -254,7 +271,15 @@ u32 event_first_row(const Workload& w, const TraceEvent& e) {
 
 AttentionResult tiled_attention(const Workload& w, const AttentionInputs& in, const Trace& trace,
                                 float softmax_scale, unsigned num_threads) {
+  check_inputs(w, in);
   const Layout L(w);
+  for (std::size_t i = 0; i < trace.events.size(); ++i) {
+    const TraceEvent& e = trace.events[i];
+    if (e.prompt_idx >= w.batch_size() || e.head_idx >= L.hq)
+      throw std::invalid_argument("tiled_attention: trace event " + std::to_string(i) +
+                                  " names prompt " + std::to_string(e.prompt_idx) + ", head " +
+                                  std::to_string(e.head_idx) + ", outside the workload");
+  }
   const float scale = softmax_scale_for(w, softmax_scale);
   AttentionResult out;
   out.o.assign(L.total_q * L.hq * L.d, kNaN);
@@ -348,6 +373,7 @@ AttentionResult tiled_attention(const Workload& w, const AttentionInputs& in, co
 
 AttentionResult reference_attention(const Workload& w, const AttentionInputs& in,
                                     float softmax_scale) {
+  check_inputs(w, in);
   const Layout L(w);
   const double scale = softmax_scale_for(w, softmax_scale);
   AttentionResult out;

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "tilesched/config.hpp"
+#include "tilesched/workload.hpp"
 
 namespace tilesched::sim::detail {
 
@@ -18,11 +19,6 @@ using nlohmann::json;
 
 // "string \"abc\"", "number -3", "array", ... for error messages.
 std::string describe(const json& v);
-
-// `prefix` + name, e.g. field_path("workload.", "q_lens") == "workload.q_lens".
-inline std::string field_path(const std::string& prefix, const std::string& name) {
-  return prefix + name;
-}
 
 void require_object(const json& j, const std::string& what);
 // Rejects any key not in `known`, naming it and listing the accepted ones.
@@ -39,10 +35,6 @@ std::string as_string(const json& v, const std::string& field);
 std::vector<std::uint64_t> as_u64_list(const json& v, const std::string& field);
 
 }  // namespace tilesched::sim::detail
-
-namespace tilesched {
-struct Workload;
-}
 
 namespace tilesched::sim::detail {
 // workload_from_json with every field name prefixed (the trace reader passes "workload.").

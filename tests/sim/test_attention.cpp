@@ -240,3 +240,16 @@ TEST_CASE("relative_error: over finite reference values; NaN where the tested si
   CHECK(sim::relative_error({1, 5}, {1, NAN}) == 0.0);  // reference not finite: skipped
   CHECK(std::isnan(sim::relative_error({NAN, 2}, {1, 2})));
 }
+
+TEST_CASE("attention rejects inputs that do not match the workload") {
+  const Workload w = small_workload({10, 20}, 2, 1, Mask::Causal);
+  sim::AttentionInputs in = sim::make_inputs(w, 1);
+  in.k.pop_back();
+  CHECK(contains(invalid_argument_text([&] { sim::reference_attention(w, in); }),
+                 "attention input k has 479 values, the workload needs 480"));
+  in = sim::make_inputs(w, 1);
+  Trace t = sim::replay(w);
+  t.events[0].prompt_idx = 7;
+  CHECK(contains(invalid_argument_text([&] { sim::tiled_attention(w, in, t); }),
+                 "trace event 0 names prompt 7"));
+}
