@@ -153,6 +153,39 @@ TEST_CASE("tiled attention equals the naive reference on random ragged problems"
   }
 }
 
+TEST_CASE("tiled attention equals the reference on random shapes and strategies") {
+  Rng rng(2026);
+  for (int iter = 0; iter < 40; ++iter) {
+    Workload w;
+    const u32 b = rng.uniform(1, 4);
+    for (u32 i = 0; i < b; ++i) {
+      const u32 kind = rng.uniform(0, 5);  // favour the edge lengths 0 and 1
+      w.q_lens.push_back(kind == 0 ? 0 : kind == 1 ? 1 : rng.uniform(2, 90));
+    }
+    if (w.max_seq_len() == 0) w.q_lens[0] = 1;
+    w.mask = rng.uniform(0, 1) ? Mask::Causal : Mask::None;
+    if (rng.uniform(0, 1))
+      for (u32 q : w.q_lens) w.kv_lens.push_back(q + (q ? rng.uniform(0, 40) : 0));
+    w.num_kv_heads = rng.uniform(1, 2);
+    w.num_q_heads = w.num_kv_heads * (rng.uniform(0, 1) ? 1 : 4);
+    w.head_dim = rng.uniform(1, 3) * 8;
+    w.block_m = rng.uniform(1, 40);
+    w.block_n = rng.uniform(1, 40);
+    w.num_ctas = rng.uniform(1, 12);
+    w.scheduler = SchedulerKind(rng.uniform(0, 2));
+    w.schedule = rng.uniform(0, 1) ? Schedule::PromptRotate : Schedule::Default;
+    REQUIRE_MESSAGE(w.validate().empty(), w.validate());
+    CAPTURE(iter);
+    CAPTURE(sim::workload_to_json(w).dump());
+    const auto in = sim::make_inputs(w, std::uint64_t(iter) + 100);
+    const auto ref = sim::reference_attention(w, in);
+    const auto tiled = sim::tiled_attention(w, in, sim::replay(w));
+    CHECK_MESSAGE(tiled.problems.empty(), all_problems(tiled));
+    CHECK(sim::relative_error(tiled.o, ref.o) < 1e-5);
+    CHECK(sim::relative_error(tiled.lse, ref.lse) < 1e-5);
+  }
+}
+
 TEST_CASE("one thread and two threads give bit-identical output") {
   const Workload w = small_workload({200, 33, 150}, 4, 2, Mask::Causal);
   const auto in = sim::make_inputs(w, 5);
