@@ -1,18 +1,16 @@
 // `tilesched compare`: every scheduling strategy on one workload, best first.
 #include <fmt/format.h>
 
-#include <algorithm>
 #include <memory>
 #include <vector>
 
 #include "cli/commands.hpp"
-#include "cli/console.hpp"
 #include "cli/errors.hpp"
+#include "cli/strategies.hpp"
 #include "cli/view_flags.hpp"
 #include "cli/workload_flags.hpp"
 #include "tilesched/sim/io.hpp"
 #include "tilesched/sim/metrics.hpp"
-#include "tilesched/sim/replay.hpp"
 #include "viz/describe.hpp"
 #include "viz/schedule_outputs.hpp"
 #include "viz/svg_html.hpp"
@@ -26,57 +24,18 @@ struct CompareOptions {
   std::string color_by = "head";
 };
 
-struct Strategy {
-  SchedulerKind scheduler;
-  Schedule schedule;
-  bool flip;
-};
-
-// Every strategy the project implements, in the order the table documents them.
-const Strategy kStrategies[] = {
-    {SchedulerKind::Tile, Schedule::Default, false},
-    {SchedulerKind::Tile, Schedule::PromptRotate, false},
-    {SchedulerKind::Queued, Schedule::Default, false},
-    {SchedulerKind::Queued, Schedule::PromptRotate, false},
-    {SchedulerKind::Transient, Schedule::Default, false},
-    {SchedulerKind::Transient, Schedule::Default, true},
-};
-
-struct Result {
-  std::string name;
-  Trace trace;
-  sim::Metrics metrics;
-};
-
 int run_compare(const CompareOptions& o) {
   const viz::ColorBy color_by = resolve_color_by(o.color_by);
   const Workload base = resolve_workload(o.workload);
   const sim::CostModel cost = resolve_cost_model(o.workload, base);
 
-  std::vector<Result> results;
-  {
-    Progress progress("compare", std::size(kStrategies));
-    for (const Strategy& s : kStrategies) {
-      Workload w = base;
-      w.scheduler = s.scheduler;
-      w.schedule = s.schedule;
-      w.flip_prompt_idx = s.flip;
-      progress.step(strategy_name(w));
-      Trace trace = sim::replay(w, cost);
-      sim::Metrics metrics = sim::compute_metrics(trace);
-      results.push_back(Result{strategy_name(w), std::move(trace), metrics});
-    }
-  }
-  // Stable: equal makespans keep the documented order.
-  std::stable_sort(results.begin(), results.end(), [](const Result& a, const Result& b) {
-    return a.metrics.makespan_us < b.metrics.makespan_us;
-  });
+  const std::vector<StrategyResult> results = compare_strategies(base, cost);
 
   fmt::print("{}\ncost model: {}, C = {}\n\n", viz::describe_workload(base), cost.device,
              base.num_ctas);
   fmt::print("  {:<24} {:>12} {:>12} {:>10} {:>10}\n", "strategy", "makespan us", "efficiency %",
              "imbalance", "tiles/CTA");
-  for (const Result& r : results)
+  for (const StrategyResult& r : results)
     fmt::print("  {:<24} {:>12.1f} {:>12.1f} {:>10.3f} {:>10g}\n", r.name, r.metrics.makespan_us,
                100.0 * r.metrics.efficiency, r.metrics.imbalance, r.metrics.tiles_max);
   fmt::print(
@@ -85,7 +44,7 @@ int run_compare(const CompareOptions& o) {
 
   if (!o.html_file.empty()) {
     std::vector<viz::ChartSection> sections;
-    for (const Result& r : results) sections.push_back({r.name, &r.trace, r.metrics});
+    for (const StrategyResult& r : results) sections.push_back({r.name, &r.trace, r.metrics});
     sim::write_file_atomically(o.html_file, viz::render_comparison_html(sections, color_by));
     fmt::print("wrote {}\n", o.html_file);
   }
