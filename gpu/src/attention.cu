@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <string>
 
 #include "attention_kernel.cuh"
@@ -20,13 +21,36 @@ Status cuda_status(cudaError_t e, const char* what) {
 
 bool supported_head_dim(u32 d) { return d == 64 || d == 128 || d == 256; }
 
-// Calls f(std::integral_constant<int, D>) for the workload's head dim (validated first).
+// Tuning variants for d = 128 (TILESCHED_GPU_VARIANT): 0 = BN 64 with 32 rows per warp (the
+// default), 1 = BN 32 with 32 rows per warp, 2 = BN 64 with 16 rows per warp. The S accumulators
+// (rows x BN fp32) share the register file with O (rows x D fp32), so the best split is measured.
+int d128_variant() {
+  static const int v = [] {
+    const char* e = std::getenv("TILESCHED_GPU_VARIANT");
+    const int x = e ? std::atoi(e) : 0;
+    return (x >= 0 && x <= 2) ? x : 0;
+  }();
+  return v;
+}
+
+// The kernel's compile-time shape: head dim, KV block width, 16-row mma tiles per warp.
+template <int D, int BN, int MT>
+struct KernelShape {
+  static constexpr int head_dim = D;
+  static constexpr int block_n = BN;
+  static constexpr int m_tiles = MT;
+};
+
+// Calls f(KernelShape<...>) for the workload's head dim (validated first).
 template <class F>
 Status with_head_dim(u32 d, F&& f) {
   switch (d) {
-    case 64: return f(std::integral_constant<int, 64>{});
-    case 128: return f(std::integral_constant<int, 128>{});
-    case 256: return f(std::integral_constant<int, 256>{});
+    case 64: return f(KernelShape<64, 64, 2>{});
+    case 128:
+      if (d128_variant() == 1) return f(KernelShape<128, 32, 2>{});
+      if (d128_variant() == 2) return f(KernelShape<128, 64, 1>{});
+      return f(KernelShape<128, 64, 2>{});
+    case 256: return f(KernelShape<256, 64, 1>{});
     default: break;
   }
   return Status::error("head dim " + std::to_string(d) + " is not supported (64, 128 or 256)");
@@ -117,11 +141,13 @@ Status attention_forward(const AttentionArgs& a) {
   const AtomicCounter counter{a.queue_counter};
 
   return with_head_dim(w.head_dim, [&](auto dim) -> Status {
-    constexpr int D = decltype(dim)::value;
-    constexpr int smem = detail::smem_bytes<D>();
+    constexpr int D = decltype(dim)::head_dim;
+    constexpr int BN = decltype(dim)::block_n;
+    constexpr int MT = decltype(dim)::m_tiles;
+    constexpr int smem = detail::smem_bytes<D, BN>();
     return with_scheduler(w, counter, [&](const auto& sched) -> Status {
       using Sched = std::decay_t<decltype(sched)>;
-      auto* kernel = &detail::attention_kernel<Sched, D>;
+      auto* kernel = &detail::attention_kernel<Sched, D, BN, MT>;
       if (Status s = cuda_status(
               cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem),
               "cudaFuncSetAttribute(max dynamic shared memory)");
@@ -138,7 +164,7 @@ Status attention_forward(const AttentionArgs& a) {
         if (Status s = cuda_status(cudaGetLastError(), "launching the counter reset"); !s) return s;
       }
       const GridDim g = sched.grid_dim(summary);
-      kernel<<<dim3(g.x, g.y, g.z), detail::kThreads, smem, stream>>>(sched, summary, p);
+      kernel<<<dim3(g.x, g.y, g.z), detail::threads_per_cta<MT>(), smem, stream>>>(sched, summary, p);
       return cuda_status(cudaGetLastError(), "launching the attention kernel");
     });
   });
@@ -152,16 +178,18 @@ Status resident_ctas(const Workload& w, u32& out) {
       !s)
     return s;
   return with_head_dim(w.head_dim, [&](auto dim) -> Status {
-    constexpr int D = decltype(dim)::value;
-    constexpr int smem = detail::smem_bytes<D>();
-    auto* kernel = &detail::attention_kernel<runtime::TileScheduler, D>;
+    constexpr int D = decltype(dim)::head_dim;
+    constexpr int BN = decltype(dim)::block_n;
+    constexpr int MT = decltype(dim)::m_tiles;
+    constexpr int smem = detail::smem_bytes<D, BN>();
+    auto* kernel = &detail::attention_kernel<runtime::TileScheduler, D, BN, MT>;
     if (Status s = cuda_status(
             cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem),
             "cudaFuncSetAttribute(max dynamic shared memory)");
         !s)
       return s;
     if (Status s = cuda_status(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
-                                   &per_sm, kernel, detail::kThreads, smem),
+                                   &per_sm, kernel, detail::threads_per_cta<MT>(), smem),
                                "cudaOccupancyMaxActiveBlocksPerMultiprocessor");
         !s)
       return s;

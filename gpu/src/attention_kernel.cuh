@@ -1,7 +1,9 @@
 // The persistent flash-attention forward kernel (FA2-style, mma.sync on bf16 tensor cores).
 //
-// One CTA = 8 warps = 256 threads works on one 128-row query tile at a time; warp w owns rows
-// [16w, 16w+16) of the tile. For each 64-key block it computes S = Q K^T in registers, updates a
+// One CTA works on one 128-row query tile at a time; each warp owns MT 16-row mma tiles of it
+// (MT = 2: 4 warps of 32 rows, every K/V fragment read from shared memory feeds two mma, halving
+// shared-memory traffic per FLOP; MT = 1: 8 warps of 16 rows, for d = 256 whose accumulators
+// would not fit twice in registers). For each 64-key block it computes S = Q K^T in registers, updates a
 // running max and sum per row (online softmax, exp2 on log2e-scaled scores), and accumulates
 // O += P V, with P converted in registers from the S accumulators. K/V blocks are double-buffered
 // in shared memory with cp.async so the next block loads while this one is computed.
@@ -21,11 +23,19 @@ namespace tilesched::gpu::detail {
 
 using bf16 = __nv_bfloat16;
 
-inline constexpr int kWarps = 8;
-inline constexpr int kThreads = kWarps * 32;
 inline constexpr int kBlockM = static_cast<int>(kKernelBlockM);
-inline constexpr int kBlockN = static_cast<int>(kKernelBlockN);
-static_assert(kBlockM == kWarps * 16, "each warp owns 16 query rows of the tile");
+
+// Warps and threads per CTA when each warp owns MT 16-row mma tiles of the 128-row query tile.
+template <int MT>
+__host__ __device__ constexpr int threads_per_cta() {
+  return kBlockM / (16 * MT) * 32;
+}
+// CTAs per SM the launch bound asks the compiler to fit in registers: two 128-thread CTAs (up to
+// 255 registers each thread) keep 8 warps per SM with independent barriers.
+template <int MT>
+__host__ __device__ constexpr int ctas_per_sm() {
+  return MT == 2 ? 2 : 1;
+}
 
 // Everything the kernel reads besides the scheduler and the summary (host Arguments -> Params).
 struct KernelParams {
@@ -45,10 +55,10 @@ struct KernelParams {
   TraceBuffer trace;
 };
 
-// Shared-memory footprint: the Q tile and two stages of K and V blocks.
-template <int D>
+// Shared-memory footprint: the Q tile and two stages of K and V blocks of BN keys.
+template <int D, int BN>
 constexpr int smem_bytes() {
-  return (kBlockM * D + 2 * 2 * kBlockN * D) * static_cast<int>(sizeof(bf16));
+  return (kBlockM * D + 2 * 2 * BN * D) * static_cast<int>(sizeof(bf16));
 }
 
 // ---- small PTX wrappers -------------------------------------------------------------------------
@@ -97,6 +107,15 @@ __device__ __forceinline__ u32 pack_bf16(float lo, float hi) {
   return *reinterpret_cast<const u32*>(&v);
 }
 
+// 2^x in one MUFU.EX2. exp2f() also handles denormal results with extra instructions per call;
+// softmax weights below 2^-126 contribute nothing next to the row's max (weight 1), so flushing
+// them to zero changes no result and saves issue slots in the hottest loop.
+__device__ __forceinline__ float fast_exp2(float x) {
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
+}
+
 __device__ __forceinline__ std::uint64_t global_timer_ns() {
   std::uint64_t t;
   asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
@@ -117,7 +136,7 @@ __device__ __forceinline__ int swizzled(int row, int col) {
 
 // Copies `rows` rows (the tile's height) of D elements from global rows `src` (stride in elements)
 // into a swizzled shared tile; rows at or past `valid_rows` become zeros.
-template <int D, int Rows>
+template <int D, int Rows, int kThreads>
 __device__ __forceinline__ void load_tile(bf16* dst, const bf16* src, std::size_t stride,
                                           int valid_rows) {
   constexpr int kChunks = D / 8;
@@ -141,6 +160,7 @@ struct TileGeometry {
   u32 kv_blocks;          // kernel's BN-wide blocks to process
 };
 
+template <int BN>
 __device__ __forceinline__ TileGeometry tile_geometry(const KernelParams& p,
                                                       const TileSummary& summary,
                                                       const SeqInfo& s) {
@@ -156,21 +176,23 @@ __device__ __forceinline__ TileGeometry tile_geometry(const KernelParams& p,
   }
   const Mask mask = p.causal ? Mask::Causal : Mask::None;
   g.kv_blocks = tile_cost(s.prompt_offset, g.rows.query_rows, g.seq_len, g.kv_len, kKernelBlockM,
-                          kKernelBlockN, mask)
+                          BN, mask)
                     .kv_blocks;
   return g;
 }
 
 // Computes the tile's O rows and LSE. All threads of the CTA call it; it ends with a CTA barrier,
 // so the next tile may overwrite shared memory at once.
-template <int D>
+template <int D, int kBlockN, int kMTiles>
 __device__ void process_tile(const KernelParams& p, const SeqInfo& s, const TileGeometry& g,
                              bf16* smem) {
-  constexpr int kDTiles = D / 8;    // 8-wide column tiles of O
+  constexpr int kThreads = threads_per_cta<kMTiles>();
+  constexpr int kWarpRows = 16 * kMTiles;
+  constexpr int kDTiles = D / 8;        // 8-wide column tiles of O
   constexpr int kNTiles = kBlockN / 8;  // 8-wide key tiles of S
   bf16* sq = smem;
-  bf16* sk = sq + kBlockM * D;        // [2][kBlockN][D]
-  bf16* sv = sk + 2 * kBlockN * D;    // [2][kBlockN][D]
+  bf16* sk = sq + kBlockM * D;      // [2][kBlockN][D]
+  bf16* sv = sk + 2 * kBlockN * D;  // [2][kBlockN][D]
 
   const int warp = threadIdx.x / 32;
   const int lane = threadIdx.x % 32;
@@ -185,28 +207,36 @@ __device__ void process_tile(const KernelParams& p, const SeqInfo& s, const Tile
   auto load_kv = [&](u32 block, int stage) {
     const u32 key0 = block * kBlockN;
     const int valid = static_cast<int>(min_u32(g.kv_len - key0, kBlockN));
-    load_tile<D, kBlockN>(sk + stage * kBlockN * D, k_src + std::size_t(key0) * kv_stride,
+    load_tile<D, kBlockN, kThreads>(sk + stage * kBlockN * D, k_src + std::size_t(key0) * kv_stride,
                           kv_stride, valid);
-    load_tile<D, kBlockN>(sv + stage * kBlockN * D, v_src + std::size_t(key0) * kv_stride,
+    load_tile<D, kBlockN, kThreads>(sv + stage * kBlockN * D, v_src + std::size_t(key0) * kv_stride,
                           kv_stride, valid);
   };
 
-  load_tile<D, kBlockM>(sq, q_src, q_stride, static_cast<int>(g.rows.query_rows));
+  load_tile<D, kBlockM, kThreads>(sq, q_src, q_stride, static_cast<int>(g.rows.query_rows));
   load_kv(0, 0);
   cp_async_commit();
 
-  // Accumulators: this thread's part of the warp's 16 x D output (mma C layout: rows lane/4 and
-  // lane/4 + 8, columns 2*(lane%4) + {0, 1} of each 8-wide tile).
-  float acc[kDTiles][4];
+  // Accumulators: this thread's part of the warp's rows x D output (mma C layout: rows lane/4 and
+  // lane/4 + 8 of each 16-row tile, columns 2*(lane%4) + {0, 1} of each 8-wide tile).
+  float acc[kMTiles][kDTiles][4];
 #pragma unroll
-  for (int i = 0; i < kDTiles; ++i) acc[i][0] = acc[i][1] = acc[i][2] = acc[i][3] = 0.f;
-  float row_max[2] = {-INFINITY, -INFINITY};  // log2-scaled running max, rows lane/4 (+8)
-  float row_sum[2] = {0.f, 0.f};              // this thread's partial sums (quad-reduced at the end)
-
-  // Positions in key space of this thread's two rows (bottom-right aligned causal mask).
+  for (int mt = 0; mt < kMTiles; ++mt)
+#pragma unroll
+    for (int i = 0; i < kDTiles; ++i) acc[mt][i][0] = acc[mt][i][1] = acc[mt][i][2] = acc[mt][i][3] = 0.f;
+  float row_max[kMTiles][2];  // log2-scaled running max per row
+  float row_sum[kMTiles][2];  // this thread's partial sums (quad-reduced at the end)
+  u32 key_limit[kMTiles][2];  // last key each row sees (bottom-right aligned causal mask)
   const u32 diag_shift = g.kv_len - g.seq_len;
-  const u32 row_lo = s.prompt_offset + warp * 16 + lane / 4;
-  const u32 key_limit[2] = {row_lo + diag_shift, row_lo + 8 + diag_shift};  // last visible key
+  const u32 warp_row0 = warp * kWarpRows;
+#pragma unroll
+  for (int mt = 0; mt < kMTiles; ++mt)
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      row_max[mt][r] = -INFINITY;
+      row_sum[mt][r] = 0.f;
+      key_limit[mt][r] = s.prompt_offset + warp_row0 + mt * 16 + lane / 4 + 8 * r + diag_shift;
+    }
 
   for (u32 block = 0; block < g.kv_blocks; ++block) {
     const int stage = block & 1;
@@ -222,89 +252,104 @@ __device__ void process_tile(const KernelParams& p, const SeqInfo& s, const Tile
     const bf16* k_tile = sk + stage * kBlockN * D;
     const bf16* v_tile = sv + stage * kBlockN * D;
 
-    // S = Q K^T for the warp's 16 rows and the block's 64 keys.
-    float sc[kNTiles][4];
+    // S = Q K^T for the warp's rows and the block's keys. Each K fragment feeds every m tile.
+    float sc[kMTiles][kNTiles][4];
 #pragma unroll
-    for (int n = 0; n < kNTiles; ++n) sc[n][0] = sc[n][1] = sc[n][2] = sc[n][3] = 0.f;
+    for (int mt = 0; mt < kMTiles; ++mt)
+#pragma unroll
+      for (int n = 0; n < kNTiles; ++n) sc[mt][n][0] = sc[mt][n][1] = sc[mt][n][2] = sc[mt][n][3] = 0.f;
 #pragma unroll
     for (int kk = 0; kk < D / 16; ++kk) {
-      u32 a[4];
-      ldmatrix_x4(a, sq + swizzled<D>(warp * 16 + (lane % 16), kk * 16 + (lane / 16) * 8));
+      u32 a[kMTiles][4];
+#pragma unroll
+      for (int mt = 0; mt < kMTiles; ++mt)
+        ldmatrix_x4(a[mt], sq + swizzled<D>(warp_row0 + mt * 16 + (lane % 16), kk * 16 + (lane / 16) * 8));
 #pragma unroll
       for (int np = 0; np < kNTiles / 2; ++np) {
         // Matrices: (keys 0-7, k 0-7), (keys 0-7, k 8-15), (keys 8-15, k 0-7), (keys 8-15, k 8-15).
         const int m = lane / 8;
         u32 b[4];
         ldmatrix_x4(b, k_tile + swizzled<D>(np * 16 + (m / 2) * 8 + lane % 8, kk * 16 + (m % 2) * 8));
-        mma_bf16(sc[2 * np], a, b[0], b[1]);
-        mma_bf16(sc[2 * np + 1], a, b[2], b[3]);
+#pragma unroll
+        for (int mt = 0; mt < kMTiles; ++mt) {
+          mma_bf16(sc[mt][2 * np], a[mt], b[0], b[1]);
+          mma_bf16(sc[mt][2 * np + 1], a[mt], b[2], b[3]);
+        }
       }
     }
 
     // Scale to the log2 domain; mask keys past the sequence and, causally, past each row's
-    // diagonal. Only blocks that reach past the first row's diagonal or the key tail need it.
+    // diagonal. Only blocks that reach past the warp's first row's diagonal or the key tail
+    // need it.
     const u32 key0 = block * kBlockN;
     const bool needs_mask = key0 + kBlockN > g.kv_len ||
-                            (p.causal && key0 + kBlockN > s.prompt_offset + warp * 16 + diag_shift + 1);
-    float block_max[2] = {-INFINITY, -INFINITY};
+                            (p.causal && key0 + kBlockN > s.prompt_offset + warp_row0 + diag_shift + 1);
 #pragma unroll
-    for (int n = 0; n < kNTiles; ++n) {
-#pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        float x = sc[n][e] * p.scale_log2;
-        if (needs_mask) {
-          const u32 key = key0 + n * 8 + 2 * (lane % 4) + (e & 1);
-          const bool visible = key < g.kv_len && (!p.causal || key <= key_limit[e / 2]);
-          if (!visible) x = -INFINITY;
-        }
-        sc[n][e] = x;
-        block_max[e / 2] = fmaxf(block_max[e / 2], x);
-      }
-    }
-    // Online softmax: new max per row (the 4 threads of a quad share a row), rescale history.
-    float alpha[2];
-#pragma unroll
-    for (int r = 0; r < 2; ++r) {
-      float m = block_max[r];
-      m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, 1));
-      m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, 2));
-      const float new_max = fmaxf(row_max[r], m);
-      // A row that has seen no visible key yet keeps max -inf; subtract 0 then (exp2(-inf) = 0).
-      const float base = new_max == -INFINITY ? 0.f : new_max;
-      alpha[r] = exp2f(row_max[r] - base);
-      row_max[r] = new_max;
-      row_sum[r] *= alpha[r];
+    for (int mt = 0; mt < kMTiles; ++mt) {
+      float block_max[2] = {-INFINITY, -INFINITY};
 #pragma unroll
       for (int n = 0; n < kNTiles; ++n) {
-        sc[n][2 * r] = exp2f(sc[n][2 * r] - base);
-        sc[n][2 * r + 1] = exp2f(sc[n][2 * r + 1] - base);
-        row_sum[r] += sc[n][2 * r] + sc[n][2 * r + 1];
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          float x = sc[mt][n][e] * p.scale_log2;
+          if (needs_mask) {
+            const u32 key = key0 + n * 8 + 2 * (lane % 4) + (e & 1);
+            const bool visible = key < g.kv_len && (!p.causal || key <= key_limit[mt][e / 2]);
+            if (!visible) x = -INFINITY;
+          }
+          sc[mt][n][e] = x;
+          block_max[e / 2] = fmaxf(block_max[e / 2], x);
+        }
+      }
+      // Online softmax: new max per row (the 4 threads of a quad share a row), rescale history.
+#pragma unroll
+      for (int r = 0; r < 2; ++r) {
+        float m = block_max[r];
+        m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, 1));
+        m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, 2));
+        const float new_max = fmaxf(row_max[mt][r], m);
+        // A row that has seen no visible key yet keeps max -inf; subtract 0 then (exp2(-inf) = 0).
+        const float base = new_max == -INFINITY ? 0.f : new_max;
+        const float alpha = fast_exp2(row_max[mt][r] - base);
+        row_max[mt][r] = new_max;
+        row_sum[mt][r] *= alpha;
+#pragma unroll
+        for (int n = 0; n < kNTiles; ++n) {
+          sc[mt][n][2 * r] = fast_exp2(sc[mt][n][2 * r] - base);
+          sc[mt][n][2 * r + 1] = fast_exp2(sc[mt][n][2 * r + 1] - base);
+          row_sum[mt][r] += sc[mt][n][2 * r] + sc[mt][n][2 * r + 1];
+        }
+#pragma unroll
+        for (int i = 0; i < kDTiles; ++i) {
+          acc[mt][i][2 * r] *= alpha;
+          acc[mt][i][2 * r + 1] *= alpha;
+        }
       }
     }
-#pragma unroll
-    for (int i = 0; i < kDTiles; ++i) {
-      acc[i][0] *= alpha[0];
-      acc[i][1] *= alpha[0];
-      acc[i][2] *= alpha[1];
-      acc[i][3] *= alpha[1];
-    }
 
-    // O += P V: P's accumulators of two adjacent key tiles form one bf16 A fragment (16 x 16).
+    // O += P V: P's accumulators of two adjacent key tiles form one bf16 A fragment (16 x 16);
+    // each V fragment feeds every m tile.
 #pragma unroll
     for (int kk = 0; kk < kBlockN / 16; ++kk) {
-      u32 a[4];
-      a[0] = pack_bf16(sc[2 * kk][0], sc[2 * kk][1]);
-      a[1] = pack_bf16(sc[2 * kk][2], sc[2 * kk][3]);
-      a[2] = pack_bf16(sc[2 * kk + 1][0], sc[2 * kk + 1][1]);
-      a[3] = pack_bf16(sc[2 * kk + 1][2], sc[2 * kk + 1][3]);
+      u32 a[kMTiles][4];
+#pragma unroll
+      for (int mt = 0; mt < kMTiles; ++mt) {
+        a[mt][0] = pack_bf16(sc[mt][2 * kk][0], sc[mt][2 * kk][1]);
+        a[mt][1] = pack_bf16(sc[mt][2 * kk][2], sc[mt][2 * kk][3]);
+        a[mt][2] = pack_bf16(sc[mt][2 * kk + 1][0], sc[mt][2 * kk + 1][1]);
+        a[mt][3] = pack_bf16(sc[mt][2 * kk + 1][2], sc[mt][2 * kk + 1][3]);
+      }
 #pragma unroll
       for (int dp = 0; dp < kDTiles / 2; ++dp) {
         // Transposed matrices: (keys 0-7, d 0-7), (keys 8-15, d 0-7), (keys 0-7, d 8-15), ...
         const int m = lane / 8;
         u32 b[4];
         ldmatrix_x4_trans(b, v_tile + swizzled<D>(kk * 16 + (m % 2) * 8 + lane % 8, dp * 16 + (m / 2) * 8));
-        mma_bf16(acc[2 * dp], a, b[0], b[1]);
-        mma_bf16(acc[2 * dp + 1], a, b[2], b[3]);
+#pragma unroll
+        for (int mt = 0; mt < kMTiles; ++mt) {
+          mma_bf16(acc[mt][2 * dp], a[mt], b[0], b[1]);
+          mma_bf16(acc[mt][2 * dp + 1], a[mt], b[2], b[3]);
+        }
       }
     }
     __syncthreads();  // every warp is done with this stage before it is refilled
@@ -313,24 +358,26 @@ __device__ void process_tile(const KernelParams& p, const SeqInfo& s, const Tile
   // Epilogue: normalise, write the rows the tile owns (never more: the next rows may belong to
   // another sequence), and LSE = ln(sum exp(scale*s)) = (max + log2(sum)) * ln 2.
 #pragma unroll
-  for (int r = 0; r < 2; ++r) {
-    row_sum[r] += __shfl_xor_sync(0xffffffffu, row_sum[r], 1);
-    row_sum[r] += __shfl_xor_sync(0xffffffffu, row_sum[r], 2);
-  }
+  for (int mt = 0; mt < kMTiles; ++mt) {
 #pragma unroll
-  for (int r = 0; r < 2; ++r) {
-    const u32 local_row = warp * 16 + lane / 4 + r * 8;
-    if (local_row >= g.rows.query_rows) continue;
-    const float inv = 1.f / row_sum[r];
-    const std::size_t row = g.rows.first_query_row + local_row;
-    bf16* o_row = p.o + row * q_stride + std::size_t(head) * D;
+    for (int r = 0; r < 2; ++r) {
+      float sum = row_sum[mt][r];
+      sum += __shfl_xor_sync(0xffffffffu, sum, 1);
+      sum += __shfl_xor_sync(0xffffffffu, sum, 2);
+      const u32 local_row = warp_row0 + mt * 16 + lane / 4 + r * 8;
+      if (local_row >= g.rows.query_rows) continue;
+      const float inv = 1.f / sum;
+      const std::size_t row = g.rows.first_query_row + local_row;
+      bf16* o_row = p.o + row * q_stride + std::size_t(head) * D;
 #pragma unroll
-    for (int i = 0; i < kDTiles; ++i) {
-      const __nv_bfloat162 v = __floats2bfloat162_rn(acc[i][2 * r] * inv, acc[i][2 * r + 1] * inv);
-      *reinterpret_cast<__nv_bfloat162*>(o_row + i * 8 + 2 * (lane % 4)) = v;
+      for (int i = 0; i < kDTiles; ++i) {
+        const __nv_bfloat162 v =
+            __floats2bfloat162_rn(acc[mt][i][2 * r] * inv, acc[mt][i][2 * r + 1] * inv);
+        *reinterpret_cast<__nv_bfloat162*>(o_row + i * 8 + 2 * (lane % 4)) = v;
+      }
+      if (lane % 4 == 0)
+        p.lse[row * p.num_q_heads + head] = (row_max[mt][r] + log2f(sum)) * 0.69314718055994531f;
     }
-    if (lane % 4 == 0)
-      p.lse[row * p.num_q_heads + head] = (row_max[r] + log2f(row_sum[r])) * 0.69314718055994531f;
   }
 }
 
@@ -339,8 +386,8 @@ __device__ void process_tile(const KernelParams& p, const SeqInfo& s, const Tile
 // The scheduler loop of scheduler.hpp. Every thread calls first_work/advance (SchedulerSync::All:
 // thread 0 fetches for the queued scheduler and a CTA barrier publishes the index); the pipeline
 // slot alternates so a slow reader of one slot never sees the next index.
-template <class Scheduler, int D>
-__global__ void __launch_bounds__(kThreads, 1)
+template <class Scheduler, int D, int BN, int MT>
+__global__ void __launch_bounds__(threads_per_cta<MT>(), ctas_per_sm<MT>())
     attention_kernel(Scheduler sched, TileSummary summary, KernelParams p) {
   extern __shared__ __align__(128) unsigned char smem_raw[];
   bf16* smem = reinterpret_cast<bf16*>(smem_raw);
@@ -355,10 +402,10 @@ __global__ void __launch_bounds__(kThreads, 1)
        s = sched.template advance<true, SchedulerSync::All>(summary, st, pipeline_idx)) {
     const bool record = p.trace.events != nullptr && threadIdx.x == 0;
     const std::uint64_t start = record ? global_timer_ns() : 0;
-    const TileGeometry g = tile_geometry(p, summary, *s);
+    const TileGeometry g = tile_geometry<BN>(p, summary, *s);
     // Safe ragged mode never hands out a tile with no rows; should one come, it still takes part
     // in the protocol (the loop above) but computes nothing.
-    if (g.rows.query_rows > 0) process_tile<D>(p, *s, g, smem);
+    if (g.rows.query_rows > 0) process_tile<D, BN, MT>(p, *s, g, smem);
     if (record) {
       const u32 slot = atomicAdd(p.trace.count, 1u);
       if (slot < p.trace.capacity) {

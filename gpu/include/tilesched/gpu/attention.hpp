@@ -29,9 +29,11 @@ struct Status {
   static Status error(std::string m) { return Status{false, std::move(m)}; }
 };
 
-// The kernel's fixed tile sizes. BM must equal the workload's block_m (it is the scheduler's tile
-// shape). BN is the kernel's own choice; a trace still counts KV blocks with the workload's
-// block_n, so GPU and simulator traces speak of the same cost.
+// The kernel's tile sizes. BM must equal the workload's block_m (it is the scheduler's tile
+// shape). BN (keys per shared-memory K/V block) is the kernel's own choice, 64 for every head dim
+// (the tuning knob TILESCHED_GPU_VARIANT=1 selects 32 for d = 128, see docs/gpu-kernel.md); a
+// trace still counts KV blocks with the workload's block_n, so GPU and simulator traces speak of
+// the same cost whatever BN the kernel uses.
 inline constexpr u32 kKernelBlockM = 128;
 inline constexpr u32 kKernelBlockN = 64;
 
