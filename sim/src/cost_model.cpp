@@ -14,6 +14,12 @@ using nlohmann::json;
 
 namespace {
 
+// "<before> 8 <noun>s<after>": block counts are whole numbers, so print them without a fraction.
+std::string fmt_count(const char* before, double count, const char* noun, const char* after) {
+  const long long n = static_cast<long long>(count);
+  return std::string(before) + " " + std::to_string(n) + " " + noun + (n == 1 ? "" : "s") + after;
+}
+
 CostCoefficients scaled(const CostCoefficients& c, double f) {
   return CostCoefficients{c.fixed_us * f, c.us_per_block * f, c.us_per_masked_block * f};
 }
@@ -134,6 +140,27 @@ TileCost event_tile_cost(const Workload& w, const TraceEvent& e) {
   return tile_cost(e.prompt_offset, rows, seq_len, num_keys, w.block_m, w.block_n, w.mask);
 }
 
+namespace {
+
+// Why the design matrix [1, unmasked, masked] has rank < 3, naming the coefficient the tiles
+// leave open, so that the user knows which kind of tile the traces lack.
+std::string undetermined_coefficient(const Eigen::MatrixXd& A) {
+  const auto constant = [&](Eigen::Index col) { return (A.col(col).array() == A(0, col)).all(); };
+  if (constant(1))
+    return fmt_count("us_per_block cannot be determined: every tile has", A(0, 1),
+                     "unmasked KV block",
+                     ", so their time cannot be told apart from fixed_us (add tiles with other "
+                     "KV lengths)");
+  if (constant(2))
+    return fmt_count("us_per_masked_block cannot be determined: every tile has", A(0, 2),
+                     "masked KV block",
+                     " (add causal tiles, and tiles whose keys end inside a KV block)");
+  return "us_per_block and us_per_masked_block cannot be told apart: the unmasked and masked "
+         "block counts of the tiles move together (add tiles with other KV lengths or masks)";
+}
+
+}  // namespace
+
 CostFit fit_cost(const std::vector<Trace>& traces, u32 head_dim) {
   std::size_t n = 0;
   for (const Trace& t : traces)
@@ -158,14 +185,15 @@ CostFit fit_cost(const std::vector<Trace>& traces, u32 head_dim) {
   }
   const Eigen::ColPivHouseholderQR<Eigen::MatrixXd> qr(A);
   if (qr.rank() < 3)
-    throw std::invalid_argument(
-        "cannot fit head_dim " + std::to_string(head_dim) +
-        ": the measured tiles do not determine all three coefficients (they need tiles with "
-        "different numbers of unmasked and of masked KV blocks)");
+    throw std::invalid_argument("cannot fit head_dim " + std::to_string(head_dim) +
+                                ": the measured tiles do not determine all three coefficients: " +
+                                undetermined_coefficient(A));
   const Eigen::Vector3d x = qr.solve(y);
   CostFit fit;
   fit.coefficients = CostCoefficients{x(0), x(1), x(2)};
   fit.rms_residual_us = std::sqrt((A * x - y).squaredNorm() / double(n));
+  const double rms_measured = std::sqrt(y.squaredNorm() / double(n));
+  fit.relative_rms_error = rms_measured > 0 ? fit.rms_residual_us / rms_measured : 0;
   fit.samples = n;
   return fit;
 }

@@ -82,6 +82,7 @@ TEST_CASE("fit recovers known coefficients from synthetic measured traces") {
   CHECK(fit.coefficients.us_per_masked_block ==
         doctest::Approx(truth128.us_per_masked_block).epsilon(1e-9));
   CHECK(fit.rms_residual_us < 1e-9);
+  CHECK(fit.relative_rms_error < 1e-9);
 
   const sim::CostModel fitted = sim::CostModel::fit(traces, "measured");
   CHECK(fitted.device == "measured");
@@ -97,6 +98,27 @@ TEST_CASE("fit recovers known coefficients from synthetic measured traces") {
   CHECK(noisy.coefficients.us_per_masked_block ==
         doctest::Approx(truth128.us_per_masked_block).epsilon(0.02));
   CHECK(noisy.rms_residual_us > 0.05);
+  // ±0.2 µs uniform noise has an RMS of ~0.115 µs; relative to tiles of several µs to tens of µs.
+  CHECK(noisy.relative_rms_error > 0.001);
+  CHECK(noisy.relative_rms_error < 0.05);
+}
+
+TEST_CASE("fit returns negative coefficients as fitted instead of clamping them") {
+  // Measured times that fall with the block count: the fit must say so, not hide it.
+  // Key tails as well as causal diagonals, so that the masked block counts vary.
+  Workload w = sim::default_workload();
+  w.q_lens = {1000, 333, 4096};
+  w.kv_lens = {1500, 333, 4096};
+  std::vector<Trace> traces = {sim::replay(w, flat_cost(1, 2, 3))};
+  for (TraceEvent& e : traces[0].events) {
+    const TileCost c = sim::event_tile_cost(w, e);
+    e.end_us = e.start_us + 50.0 - 0.5 * double(c.kv_blocks - c.masked_blocks) +
+               1.0 * double(c.masked_blocks);
+  }
+  const sim::CostFit fit = sim::fit_cost(traces, w.head_dim);
+  CHECK(fit.coefficients.fixed_us == doctest::Approx(50.0));
+  CHECK(fit.coefficients.us_per_block == doctest::Approx(-0.5));
+  CHECK(fit.coefficients.us_per_masked_block == doctest::Approx(1.0));
 }
 
 TEST_CASE("fit refuses data that cannot determine the coefficients") {
@@ -104,8 +126,24 @@ TEST_CASE("fit refuses data that cannot determine the coefficients") {
   w.q_lens = {1024, 1024};
   w.mask = Mask::None;  // every tile: 8 unmasked blocks, no masked ones
   const std::vector<Trace> same = {sim::replay(w)};
-  CHECK(contains(invalid_argument_text([&] { sim::fit_cost(same, 128); }),
-                 "do not determine all three coefficients"));
+  const std::string message = invalid_argument_text([&] { sim::fit_cost(same, 128); });
+  CHECK(contains(message, "do not determine all three coefficients"));
+  CHECK(
+      contains(message, "us_per_block cannot be determined: every tile has 8 unmasked KV blocks"));
+
+  // Tiles of different lengths but none with a masked block: only the masked cost is open.
+  w.q_lens = {1024, 512};
+  const std::vector<Trace> unmasked = {sim::replay(w)};
+  CHECK(contains(invalid_argument_text([&] { sim::fit_cost(unmasked, 128); }),
+                 "us_per_masked_block cannot be determined: every tile has 0 masked KV blocks"));
+
+  // Keys of 1000 (7 whole blocks + a tail) and 1024 (8 whole blocks): every tile has 8 blocks, so
+  // each masked block replaces an unmasked one and the two per-block costs cannot be separated.
+  w.q_lens = {128, 128};
+  w.kv_lens = {1000, 1024};
+  const std::vector<Trace> together = {sim::replay(w)};
+  CHECK(contains(invalid_argument_text([&] { sim::fit_cost(together, 128); }),
+                 "us_per_block and us_per_masked_block cannot be told apart"));
   CHECK(contains(invalid_argument_text([&] { sim::fit_cost(same, 64); }),
                  "0 measured tiles, need at least 3"));
 }

@@ -59,13 +59,18 @@ TileCost event_tile_cost(const Workload& w, const TraceEvent& e);
 struct CostFit {
   CostCoefficients coefficients;
   double rms_residual_us = 0;  // root mean square of (measured - predicted)
+  // rms_residual_us / root mean square of the measured tile times: the typical error of one
+  // predicted tile time as a fraction of a typical tile time (0 = exact).
+  double relative_rms_error = 0;
   std::size_t samples = 0;
 };
 
 // Fits fixed_us, us_per_block and us_per_masked_block for `head_dim` by least squares over every
 // event (end_us - start_us) of the traces whose workload has that head_dim. Throws
 // std::invalid_argument when there are fewer than 3 samples or the counts do not determine the
-// three coefficients (e.g. no tile with masked blocks).
+// three coefficients; the message names the coefficient left open (e.g. us_per_masked_block when
+// no tile has masked blocks). Coefficients are returned as fitted, negative ones included: the
+// caller decides whether a negative cost is acceptable.
 CostFit fit_cost(const std::vector<Trace>& traces, u32 head_dim);
 
 }  // namespace tilesched::sim
