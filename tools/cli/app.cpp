@@ -25,6 +25,7 @@ int run_tool(int argc, const char* const* argv) {
   add_compare_command(app, action);
   add_viz_command(app, action);
   add_diff_command(app, action);
+  add_fit_command(app, action);
   add_gpu_commands(app, action);
 
   try {

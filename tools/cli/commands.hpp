@@ -13,6 +13,7 @@ void add_sim_command(CLI::App& app, Action& action);
 void add_compare_command(CLI::App& app, Action& action);
 void add_viz_command(CLI::App& app, Action& action);
 void add_diff_command(CLI::App& app, Action& action);
+void add_fit_command(CLI::App& app, Action& action);
 void add_gpu_commands(CLI::App& app, Action& action);  // run, bench
 
 // Parses argv and runs the chosen subcommand; returns the exit code. Usage errors are reported

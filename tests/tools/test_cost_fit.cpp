@@ -1,0 +1,93 @@
+// fit: coefficients recovered from synthetic "measured" traces, head_dims kept from the base
+// profile, the makespan comparison, and the negative coefficients the command refuses to write.
+#include <doctest/doctest.h>
+
+#include <stdexcept>
+
+#include "cli/cost_fit.hpp"
+#include "test_support.hpp"
+#include "tilesched/sim/replay.hpp"
+
+using namespace tilesched;
+
+namespace {
+
+// Traces of the small workload (head_dim 64) timed by `truth`, as if measured on a GPU.
+std::vector<cli::LabelledTrace> measured(const sim::CostModel& truth) {
+  std::vector<cli::LabelledTrace> traces;
+  for (const SchedulerKind s : {SchedulerKind::Tile, SchedulerKind::Queued}) {
+    Trace t = sim::replay(test::small_workload(s), truth);
+    t.source = "gpu";
+    traces.push_back({"trace_" + strategy_name(t.workload), t});
+  }
+  return traces;
+}
+
+sim::CostModel model_64(sim::CostCoefficients k) {
+  sim::CostModel m;
+  m.device = "truth";
+  m.by_head_dim[64] = k;
+  return m;
+}
+
+}  // namespace
+
+TEST_CASE("fit recovers the coefficients that timed the traces and keeps the base's others") {
+  const sim::CostCoefficients truth{1.25, 0.75, 1.5};
+  const sim::CostModel base = sim::CostModel::builtin("h100");
+  const cli::CostFitReport r = cli::fit_cost_model(measured(model_64(truth)), base, "lab-h200");
+  REQUIRE(r.fits.size() == 1);
+  CHECK(r.fits[0].head_dim == 64);
+  const sim::CostCoefficients& k = r.model.by_head_dim.at(64);
+  CHECK(k.fixed_us == doctest::Approx(truth.fixed_us).epsilon(1e-9));
+  CHECK(k.us_per_block == doctest::Approx(truth.us_per_block).epsilon(1e-9));
+  CHECK(k.us_per_masked_block == doctest::Approx(truth.us_per_masked_block).epsilon(1e-9));
+  CHECK(r.model.device == "lab-h200");
+  CHECK(r.model.by_head_dim.at(128) == base.by_head_dim.at(128));
+  CHECK(r.model.by_head_dim.at(256) == base.by_head_dim.at(256));
+  CHECK(r.negative_coefficients.empty());
+
+  // The exact model replays every trace to its measured makespan.
+  REQUIRE(r.makespans.size() == 2);
+  CHECK(r.makespans[1].strategy == "queued/default");
+  for (const cli::MakespanComparison& c : r.makespans) {
+    CHECK(c.measured_us > 0);
+    CHECK(c.predicted_us == doctest::Approx(c.measured_us).epsilon(1e-9));
+  }
+  const std::string text = cli::format_cost_fit_report(r);
+  CHECK(text.find("      64     1.2500       0.7500        1.5000") != std::string::npos);
+  CHECK(text.find("trace_queued/default  (queued/default)") != std::string::npos);
+}
+
+TEST_CASE("fit reports negative coefficients instead of clamping them") {
+  // Tiles that get faster with more masked blocks: the fit says so.
+  std::vector<cli::LabelledTrace> traces = measured(model_64({1.0, 2.0, 3.0}));
+  for (cli::LabelledTrace& t : traces)
+    for (TraceEvent& e : t.trace.events) {
+      const TileCost c = sim::event_tile_cost(t.trace.workload, e);
+      e.end_us = e.start_us + 40.0 + 2.0 * double(c.kv_blocks - c.masked_blocks) -
+                 0.5 * double(c.masked_blocks);
+    }
+  const cli::CostFitReport r = cli::fit_cost_model(traces, sim::CostModel::builtin("h200"), "lab");
+  CHECK(r.model.by_head_dim.at(64).us_per_masked_block == doctest::Approx(-0.5));
+  REQUIRE(r.negative_coefficients.size() == 1);
+  CHECK(r.negative_coefficients[0] == "head_dim 64: us_per_masked_block = -0.5");
+}
+
+TEST_CASE("fit without traces, or with traces that leave a coefficient open, says why") {
+  CHECK_THROWS_WITH_AS(cli::fit_cost_model({}, sim::CostModel::builtin("h200"), "x"),
+                       "cannot fit a cost model: no traces given", std::invalid_argument);
+  Workload w = test::small_workload();
+  w.mask = Mask::None;
+  w.q_lens = {256, 256};  // every tile: 4 unmasked blocks of 64 keys, none masked
+  Trace t = sim::replay(w);
+  t.source = "gpu";
+  std::string message = "<no exception>";
+  try {
+    cli::fit_cost_model({{"flat", t}}, sim::CostModel::builtin("h200"), "x");
+  } catch (const std::invalid_argument& e) {
+    message = e.what();
+  }
+  CHECK(message.find("us_per_block cannot be determined: every tile has 4 unmasked KV blocks") !=
+        std::string::npos);
+}

@@ -1,0 +1,119 @@
+// `tilesched fit`: fit the simulator's cost model to traces measured on a GPU.
+#include <fmt/format.h>
+
+#include <filesystem>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "cli/commands.hpp"
+#include "cli/cost_fit.hpp"
+#include "cli/errors.hpp"
+#include "tilesched/sim/io.hpp"
+#include "tilesched/sim/trace_io.hpp"
+
+namespace tilesched::cli {
+namespace {
+
+struct FitOptions {
+  std::vector<std::string> trace_files;
+  std::string device;
+  std::string out_file = "cost.json";
+  std::string base = "h200";
+  bool allow_sim = false;
+};
+
+// The device name the traces agree on, else "fitted".
+std::string common_device(const std::vector<LabelledTrace>& traces) {
+  std::string device;
+  for (const LabelledTrace& t : traces) {
+    if (t.trace.device.empty() || (!device.empty() && t.trace.device != device)) return "fitted";
+    device = t.trace.device;
+  }
+  return device.empty() ? "fitted" : device;
+}
+
+int run_fit(const FitOptions& o) {
+  if (o.trace_files.empty()) throw UsageError("no traces given: name at least one TRACE.json");
+  sim::CostModel base;
+  try {
+    base = sim::CostModel::builtin(o.base);
+  } catch (const std::invalid_argument& e) {
+    throw UsageError(std::string("--base: ") + e.what());
+  }
+
+  std::vector<LabelledTrace> traces;
+  for (const std::string& path : o.trace_files) {
+    Trace t = sim::read_trace(path);
+    if (t.source != "gpu") {
+      // Fitting a simulated trace only recovers the model that produced it: almost always a
+      // mistake, so it needs asking for.
+      if (!o.allow_sim)
+        throw std::invalid_argument(fmt::format(
+            "'{}' was not measured on a GPU (source \"{}\"); fitting it recovers the model that "
+            "made it (pass --allow-sim to fit it anyway)",
+            path, t.source));
+      fmt::print(stderr, "tilesched fit: warning: '{}' has source \"{}\", not \"gpu\"\n", path,
+                 t.source);
+    }
+    traces.push_back(LabelledTrace{path, std::move(t)});
+  }
+
+  const std::string device = o.device.empty() ? common_device(traces) : o.device;
+  const CostFitReport report = fit_cost_model(traces, base, device);
+  fmt::print("{}", format_cost_fit_report(report));
+  if (!report.negative_coefficients.empty()) {
+    std::string list;
+    for (const std::string& n : report.negative_coefficients)
+      list += (list.empty() ? "" : "; ") + n;
+    // Cost files reject negative costs; clamping would hide that the traces do not support the
+    // model's shape (e.g. too few distinct block counts, or noise larger than a block's cost).
+    throw std::runtime_error(fmt::format(
+        "negative fitted coefficients ({}): not writing '{}'; measure tiles with a wider range "
+        "of KV lengths, causal and not",
+        list, o.out_file));
+  }
+
+  nlohmann::json j = report.model.to_json();
+  std::string fitted_dims;
+  for (const HeadDimFit& f : report.fits)
+    fitted_dims += (fitted_dims.empty() ? "" : ", ") + std::to_string(f.head_dim);
+  j["note"] = fmt::format("head_dims {} fitted by `tilesched fit` to {} trace(s); others from '{}'",
+                          fitted_dims, traces.size(), o.base);
+  // Like `sim --out DIR`, the place to write is created if missing.
+  const std::filesystem::path parent = std::filesystem::path(o.out_file).parent_path();
+  if (!parent.empty()) std::filesystem::create_directories(parent);
+  sim::write_file_atomically(o.out_file, j.dump(2) + "\n");
+  fmt::print("\nwrote {} (use it with `tilesched sim --cost-model {}`)\n", o.out_file, o.out_file);
+  return kExitOk;
+}
+
+}  // namespace
+
+void add_fit_command(CLI::App& app, Action& action) {
+  auto options = std::make_shared<FitOptions>();
+  CLI::App* cmd = app.add_subcommand(
+      "fit", "Fit the cost model (per head_dim) to measured GPU traces and write a cost file");
+  cmd->add_option("traces", options->trace_files, "Trace JSON files measured with `run`")
+      ->type_name("TRACE.json ...");
+  cmd->add_option("--device", options->device,
+                  "Device name in the cost file (default: the traces' device)")
+      ->type_name("NAME");
+  cmd->add_option("--out", options->out_file, "Cost model JSON to write (for --cost-model)")
+      ->type_name("FILE")
+      ->capture_default_str();
+  cmd->add_option("--base", options->base,
+                  "Built-in profile whose head_dims are kept where the traces have none: h200 | "
+                  "h100")
+      ->type_name("PROFILE")
+      ->capture_default_str();
+  cmd->add_flag("--allow-sim", options->allow_sim,
+                "Accept traces that were not measured on a GPU (with a warning)");
+  cmd->footer(
+      "Exit status: 0 success, 1 a trace could not be read, is not from a GPU, does not determine "
+      "the coefficients, or gives negative ones (nothing is written then), 2 bad flags.");
+  cmd->callback([options, &action] { action = [options] { return run_fit(*options); }; });
+}
+
+}  // namespace tilesched::cli
