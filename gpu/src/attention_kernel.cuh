@@ -3,10 +3,11 @@
 // One CTA works on one 128-row query tile at a time; each warp owns MT 16-row mma tiles of it
 // (MT = 2: 4 warps of 32 rows, every K/V fragment read from shared memory feeds two mma, halving
 // shared-memory traffic per FLOP; MT = 1: 8 warps of 16 rows, for d = 256 whose accumulators
-// would not fit twice in registers). For each 64-key block it computes S = Q K^T in registers, updates a
-// running max and sum per row (online softmax, exp2 on log2e-scaled scores), and accumulates
-// O += P V, with P converted in registers from the S accumulators. K/V blocks are double-buffered
-// in shared memory with cp.async so the next block loads while this one is computed.
+// would not fit twice in registers). For each BN-key block (64 by default) it computes S = Q K^T
+// in registers, updates a running max and sum per row (online softmax, exp2 on log2e-scaled
+// scores), and accumulates O += P V, with P converted in registers from the S accumulators. K/V
+// blocks are double-buffered in shared memory with cp.async so the next block loads while this
+// one is computed.
 //
 // Which tiles a CTA processes is the scheduler's business only: the kernel is templated on a
 // runtime scheduler of common/ and runs the same loop as the simulator (scheduler.hpp).

@@ -107,8 +107,8 @@ class TraceRecorder {
 
   Status allocate(u32 capacity);
   TraceBuffer buffer() const { return buffer_; }
-  // Synchronises the device, copies the events back and converts them. `launched_ctas` is the
-  // grid size (count of blocks) of the launch.
+  // Synchronises the device, copies the events back and converts them; the trace's
+  // launched_ctas is the scheduler's grid size for `w`.
   Status download(const Workload& w, Trace& out) const;
   // The raw events in slot order (for tests that look at duplicates).
   Status download_raw(std::vector<DeviceTraceEvent>& out) const;
