@@ -5,6 +5,17 @@
 
 namespace tilesched::sim {
 
+namespace {
+
+// Per-unit figures count over slots/SMs only where every event says which one it ran on.
+bool counts_per_slot(const Trace& t) {
+  if (t.workload.scheduler != SchedulerKind::Transient || t.events.empty()) return false;
+  return std::all_of(t.events.begin(), t.events.end(),
+                     [](const TraceEvent& e) { return e.sm_id >= 0; });
+}
+
+}  // namespace
+
 Metrics compute_metrics(const Trace& t) {
   Metrics m;
   m.tile_count = t.events.size();
@@ -14,22 +25,33 @@ Metrics compute_metrics(const Trace& t) {
                           : t.launched_ctas;
   if (t.launched_ctas == 0) return m;
 
-  std::vector<double> busy(t.launched_ctas, 0.0);
-  std::vector<std::size_t> tiles(t.launched_ctas, 0);
+  m.unit = counts_per_slot(t) ? ExecutionUnit::Slot : ExecutionUnit::Cta;
+  m.unit_count = t.launched_ctas;
+  if (m.unit == ExecutionUnit::Slot) {
+    m.unit_count = m.concurrent_ctas;
+    for (const TraceEvent& e : t.events)
+      m.unit_count = std::max(m.unit_count, std::size_t(e.sm_id) + 1);
+  }
+  const auto unit_of = [&](const TraceEvent& e) -> std::size_t {
+    return m.unit == ExecutionUnit::Slot ? std::size_t(e.sm_id) : std::size_t(e.cta);
+  };
+
+  std::vector<double> busy(m.unit_count, 0.0);
+  std::vector<std::size_t> tiles(m.unit_count, 0);
   double longest = 0;
   for (const TraceEvent& e : t.events) {
     const double d = e.end_us - e.start_us;
     // Events of a malformed trace may name CTAs past launched_ctas; count them nowhere rather
     // than write out of bounds (trace_from_json rejects such traces).
-    if (e.cta < t.launched_ctas) {
-      busy[e.cta] += d;
-      ++tiles[e.cta];
+    if (unit_of(e) < m.unit_count) {
+      busy[unit_of(e)] += d;
+      ++tiles[unit_of(e)];
     }
     m.total_busy_us += d;
     m.makespan_us = std::max(m.makespan_us, e.end_us);
     longest = std::max(longest, d);
   }
-  const double n = double(t.launched_ctas);
+  const double n = double(m.unit_count);
   m.busy_min_us = *std::min_element(busy.begin(), busy.end());
   m.busy_max_us = *std::max_element(busy.begin(), busy.end());
   m.busy_mean_us = m.total_busy_us / n;

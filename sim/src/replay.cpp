@@ -1,5 +1,6 @@
 #include "tilesched/sim/replay.hpp"
 
+#include <cstdint>
 #include <functional>
 #include <queue>
 #include <stdexcept>
@@ -57,31 +58,37 @@ void replay_static(const ReplayContext& ctx, const Sched& sched, Trace& t) {
 }
 
 // Transient: one tile per CTA; CTAs start in id order whenever one of the resident slots
-// (num_ctas, one per SM) frees up.
+// (num_ctas, one per SM) frees up. The slot is recorded as the event's sm_id so that metrics and
+// pictures can show the machine's real parallelism instead of T*H*B one-tile CTAs.
 void replay_transient(const ReplayContext& ctx, const runtime::TransientScheduler& sched,
                       Trace& t) {
   const GridDim grid = sched.grid_dim(ctx.summary);
   t.launched_ctas = grid.count();
   t.events.reserve(grid.count());
   const std::size_t slots = std::min<std::size_t>(ctx.w.num_ctas, grid.count());
-  std::priority_queue<double, std::vector<double>, std::greater<double>> busy_until;
+  // (time the slot frees up, slot): the earliest free slot takes the next CTA, ties to the lower
+  // slot, so the assignment is deterministic.
+  using Slot = std::pair<double, std::int32_t>;
+  std::priority_queue<Slot, std::vector<Slot>, std::greater<Slot>> free_at;
   u32 sidx[1] = {0};
   u32 cta = 0;
   for (u32 z = 0; z < grid.z; ++z)
     for (u32 y = 0; y < grid.y; ++y)
       for (u32 x = 0; x < grid.x; ++x, ++cta) {
-        double start = 0;
-        if (busy_until.size() >= slots) {
-          start = busy_until.top();
-          busy_until.pop();
+        Slot slot{0.0, static_cast<std::int32_t>(free_at.size())};
+        if (free_at.size() >= slots) {
+          slot = free_at.top();
+          free_at.pop();
         }
+        const double start = slot.first;
         TileState st = sched.initial_state(sidx, ctx.summary, BlockIndex{x, y, z});
         double end = start;  // a CTA with nothing to do leaves at once
         if (auto s = sched.first_work(ctx.summary, st)) {
           t.events.push_back(ctx.event(cta, 0, st.idx, *s, start));
+          t.events.back().sm_id = slot.second;
           end = t.events.back().end_us;
         }
-        busy_until.push(end);
+        free_at.push({end, slot.second});
       }
 }
 

@@ -37,6 +37,46 @@ TEST_CASE("metrics of a hand-made trace") {
   CHECK(m.tile_count == 3);
   CHECK(m.launched_ctas == 3);
   CHECK(m.concurrent_ctas == 3);
+  CHECK(m.unit == sim::ExecutionUnit::Cta);
+  CHECK(m.unit_count == 3);
+}
+
+TEST_CASE("metrics of a hand-made transient trace count per slot/SM") {
+  Trace t;
+  t.workload.q_lens = {10};
+  t.workload.scheduler = SchedulerKind::Transient;
+  t.workload.num_ctas = 2;  // resident slots
+  t.launched_ctas = 4;      // CTA 3 had no tile
+  t.events = {ev(0, 0, 0, 4), ev(1, 0, 0, 2), ev(2, 0, 2, 8)};
+  t.events[0].sm_id = 0;
+  t.events[1].sm_id = 1;
+  t.events[2].sm_id = 1;  // ran in slot 1 after CTA 1
+  sim::Metrics m = sim::compute_metrics(t);
+  CHECK(m.unit == sim::ExecutionUnit::Slot);
+  CHECK(m.unit_count == 2);
+  CHECK(m.busy_min_us == 4);
+  CHECK(m.busy_max_us == 8);
+  CHECK(m.busy_mean_us == 6);
+  CHECK(m.tiles_min == 1);
+  CHECK(m.tiles_max == 2);
+  CHECK(m.tiles_mean == 1.5);
+  CHECK(m.imbalance == doctest::Approx(8.0 / 6.0));
+  CHECK(m.bound_us == 6);  // max(12 / 2 slots, longest tile 6)
+
+  // A GPU trace's SM ids may exceed the resident count: every SM seen is a unit.
+  t.events[2].sm_id = 5;
+  m = sim::compute_metrics(t);
+  CHECK(m.unit_count == 6);
+  CHECK(m.busy_min_us == 0);
+  CHECK(m.tiles_max == 1);
+
+  // Without SM ids (an older trace) there is nothing to count per slot: per CTA as before.
+  t.events[2].sm_id = -1;
+  m = sim::compute_metrics(t);
+  CHECK(m.unit == sim::ExecutionUnit::Cta);
+  CHECK(m.unit_count == 4);
+  CHECK(m.busy_min_us == 0);
+  CHECK(m.tiles_max == 1);
 }
 
 TEST_CASE("metrics: transient traces bound by the resident CTA count") {
@@ -49,6 +89,39 @@ TEST_CASE("metrics: transient traces bound by the resident CTA count") {
   CHECK(m.bound_us >= m.total_busy_us / 16);
   CHECK(m.efficiency <= 1.0);
   CHECK(m.efficiency > 0.5);
+  CHECK(m.unit == sim::ExecutionUnit::Slot);
+  CHECK(m.unit_count == 16);
+  CHECK(m.busy_mean_us == doctest::Approx(m.total_busy_us / 16));
+  CHECK(m.busy_min_us > 0);  // per CTA it was 0: most of the ~1000 CTAs have no tile
+}
+
+TEST_CASE("metrics: a uniform non-causal transient workload is even across slots") {
+  // T = 16 tiles per (head, sequence) are launched, but the second sequence has only 2: 256
+  // CTAs, 144 equal tiles. On 16 resident slots that is 9 tiles each (imbalance 1); counted per
+  // CTA, the 112 CTAs with nothing to do made it look uneven (256 / 144 = 1.78, min busy 0).
+  Workload w;
+  w.q_lens = {2048, 256};
+  w.kv_lens = {2048, 2048};  // every tile sees 16 KV blocks: all tiles cost the same
+  w.num_q_heads = 8;
+  w.num_kv_heads = 8;
+  w.mask = Mask::None;
+  w.scheduler = SchedulerKind::Transient;
+  w.num_ctas = 16;
+  Trace t = sim::replay(w);
+  const sim::Metrics m = sim::compute_metrics(t);
+  CHECK(m.launched_ctas == 256);
+  CHECK(m.tile_count == 144);
+  CHECK(m.unit == sim::ExecutionUnit::Slot);
+  CHECK(m.imbalance == doctest::Approx(1.0));
+  CHECK(m.tiles_min == 9);
+  CHECK(m.tiles_max == 9);
+  CHECK(m.busy_min_us == doctest::Approx(m.busy_max_us));
+
+  for (TraceEvent& e : t.events) e.sm_id = -1;  // what the per-CTA count said
+  const sim::Metrics per_cta = sim::compute_metrics(t);
+  CHECK(per_cta.unit == sim::ExecutionUnit::Cta);
+  CHECK(per_cta.imbalance == doctest::Approx(256.0 / 144.0));
+  CHECK(per_cta.busy_min_us == 0);
 }
 
 TEST_CASE("metrics: a perfectly even static schedule has efficiency 1") {

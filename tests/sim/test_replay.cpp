@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <map>
 #include <set>
 
@@ -108,6 +109,7 @@ TEST_CASE("static tile scheduler replay matches the closed form (safe and faithf
         CHECK(e.cta == c);
         CHECK(e.step == step++);
         CHECK(e.linear_idx == idx);
+        CHECK(e.sm_id == -1);  // a persistent CTA is its own unit: no slot to record
         CHECK(e.prompt_offset == co.prompt_offset);
         CHECK(e.head_idx == co.head);
         CHECK(e.prompt_idx == co.prompt);
@@ -142,20 +144,23 @@ TEST_CASE("transient replay: one tile per CTA, id x + T*(y + H*z), resident-CTA 
     const u32 T = (w.max_seq_len() + w.block_m - 1) / w.block_m;
     CHECK(t.launched_ctas == T * w.num_q_heads * w.batch_size());
     std::size_t k = 0;
-    std::vector<double> ends;  // finish times of CTAs so far, to replay the resident limit
+    // (finish time, resident slot) of CTAs so far, to replay the resident limit.
+    std::vector<std::pair<double, std::int32_t>> ends;
     for (u32 z = 0; z < w.batch_size(); ++z)
       for (u32 y = 0; y < w.num_q_heads; ++y)
         for (u32 x = 0; x < T; ++x) {
           const u32 cta = x + T * (y + w.num_q_heads * z);
           const u32 t_idx = w.flip_prompt_idx ? T - 1 - x : x;
           double start = 0;
-          if (ends.size() >= w.num_ctas) {  // wait for the earliest free slot
+          auto slot = static_cast<std::int32_t>(ends.size());  // a fresh slot while there is one
+          if (ends.size() >= w.num_ctas) {  // wait for the earliest free slot (ties: lower slot)
             std::sort(ends.begin(), ends.end());
-            start = ends.front();
+            start = ends.front().first;
+            slot = ends.front().second;
             ends.erase(ends.begin());
           }
           if (t_idx * w.block_m >= w.q_lens[z]) {
-            ends.push_back(start);
+            ends.push_back({start, slot});
             continue;
           }
           REQUIRE(k < t.events.size());
@@ -167,7 +172,8 @@ TEST_CASE("transient replay: one tile per CTA, id x + T*(y + H*z), resident-CTA 
           CHECK(e.prompt_idx == z);
           CHECK(e.linear_idx == (z * w.num_q_heads + y) * T + t_idx);
           CHECK(e.start_us == start);
-          ends.push_back(e.end_us);
+          CHECK(e.sm_id == slot);  // the modelled resident slot
+          ends.push_back({e.end_us, slot});
         }
     CHECK(k == t.events.size());
   }
@@ -188,6 +194,17 @@ TEST_CASE("transient replay never runs more than num_ctas CTAs at once") {
   int running = 0, peak = 0;
   for (const auto& p : points) peak = std::max(peak, running += p.second);
   CHECK(peak == 20);
+  // Each resident slot (sm_id) runs one CTA at a time, and all 20 are used.
+  std::map<std::int32_t, std::vector<std::pair<double, double>>> by_slot;
+  for (const TraceEvent& e : t.events) by_slot[e.sm_id].push_back({e.start_us, e.end_us});
+  CHECK(by_slot.size() == 20);
+  CHECK(by_slot.begin()->first == 0);
+  CHECK(by_slot.rbegin()->first == 19);
+  for (auto& [slot, spans] : by_slot) {
+    std::sort(spans.begin(), spans.end());
+    for (std::size_t i = 1; i < spans.size(); ++i)
+      REQUIRE_MESSAGE(spans[i - 1].second <= spans[i].first, "slot ", slot, " overlaps");
+  }
 }
 
 TEST_CASE("queued replay: hand-computed discrete-event order") {

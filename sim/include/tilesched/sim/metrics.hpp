@@ -7,14 +7,24 @@
 
 namespace tilesched::sim {
 
+// What the per-unit figures (busy, tiles, imbalance) are counted over: the hardware that runs
+// tiles side by side. A persistent CTA is such a unit. A transient CTA is not: the grid launches
+// one per tile (thousands, most idle for nearly all of the kernel), so per-CTA figures would say
+// "min busy 0, imbalance 7" about a perfectly even schedule; its tiles are counted per resident
+// slot (sim: the slot the replay modelled) or per SM (GPU), both given by the events' sm_id.
+enum class ExecutionUnit { Cta, Slot };
+
 struct Metrics {
   double makespan_us = 0;    // latest end (the kernel's duration; every trace starts at 0)
   double total_busy_us = 0;  // sum over events of (end - start)
   // Lower bound on any schedule of these tiles: max(total_busy / concurrent CTAs, longest tile).
   double bound_us = 0;
   double efficiency = 0;  // bound / makespan, in (0, 1]; 1 means no schedule could do better
-  double busy_min_us = 0, busy_mean_us = 0, busy_max_us = 0;  // per launched CTA
-  double tiles_min = 0, tiles_mean = 0, tiles_max = 0;        // per launched CTA
+  // Per execution unit (see `unit`): every launched CTA, or every slot/SM of a transient trace.
+  ExecutionUnit unit = ExecutionUnit::Cta;
+  std::size_t unit_count = 0;
+  double busy_min_us = 0, busy_mean_us = 0, busy_max_us = 0;
+  double tiles_min = 0, tiles_mean = 0, tiles_max = 0;
   double imbalance = 0;  // busy_max / busy_mean (1 = perfectly even)
   std::size_t tile_count = 0;
   std::size_t launched_ctas = 0;
@@ -23,6 +33,9 @@ struct Metrics {
   std::size_t concurrent_ctas = 0;
 };
 
+// Transient traces are counted per slot/SM when every event has an sm_id >= 0; the units are
+// 0 .. max(concurrent_ctas, largest sm_id + 1) - 1 so that idle slots count as idle. A transient
+// trace without SM ids (written before they were recorded) falls back to per-CTA figures.
 Metrics compute_metrics(const Trace& t);
 
 }  // namespace tilesched::sim
