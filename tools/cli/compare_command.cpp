@@ -34,13 +34,14 @@ int run_compare(const CompareOptions& o) {
   fmt::print("{}\ncost model: {}, C = {}\n\n", viz::describe_workload(base), cost.device,
              base.num_ctas);
   fmt::print("  {:<24} {:>12} {:>12} {:>10} {:>10}\n", "strategy", "makespan us", "efficiency %",
-             "imbalance", "tiles/CTA");
+             "imbalance", "max tiles");
   for (const StrategyResult& r : results)
     fmt::print("  {:<24} {:>12.1f} {:>12.1f} {:>10.3f} {:>10g}\n", r.name, r.metrics.makespan_us,
                100.0 * r.metrics.efficiency, r.metrics.imbalance, r.metrics.tiles_max);
   fmt::print(
-      "\nefficiency = lower bound / makespan; imbalance = max CTA busy / mean; tiles/CTA "
-      "is the maximum.\n");
+      "\nefficiency = lower bound / makespan; imbalance = max busy / mean busy and max tiles are "
+      "per "
+      "CTA, per resident slot for transient (its CTAs run one tile each).\n");
 
   if (!o.html_file.empty()) {
     std::vector<viz::ChartSection> sections;

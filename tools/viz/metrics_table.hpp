@@ -12,6 +12,10 @@ namespace tilesched::viz {
 
 using MetricRows = std::vector<std::pair<std::string, std::string>>;
 
+// "CTA", or "slot/SM" for a transient trace counted per resident slot (sim) or SM (GPU).
+std::string unit_name(const sim::Metrics& m);
+
+// "busy per CTA" / "busy per slot/SM" and so on, so the reader knows what was counted.
 MetricRows metric_rows(const sim::Metrics& m);
 
 // Two aligned columns, one metric per line, ending with a newline.
