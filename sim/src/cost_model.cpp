@@ -6,7 +6,6 @@
 
 #include "builtin_costs.hpp"
 #include "json_read.hpp"
-#include "tilesched/sim/io.hpp"
 
 namespace tilesched::sim {
 
@@ -116,14 +115,7 @@ CostModel CostModel::builtin(const std::string& profile) {
 }
 
 CostModel CostModel::load(const std::string& path) {
-  const std::string text = read_file(path);
-  try {
-    return from_json(json::parse(text));
-  } catch (const json::parse_error& e) {
-    throw std::invalid_argument("'" + path + "' is not valid JSON: " + e.what());
-  } catch (const std::invalid_argument& e) {
-    throw std::invalid_argument("'" + path + "': " + e.what());
-  }
+  return detail::read_json_file(path, from_json);
 }
 
 TileCost event_tile_cost(const Workload& w, const TraceEvent& e) {

@@ -3,10 +3,21 @@
 #include <cmath>
 #include <stdexcept>
 
+#include "tilesched/sim/io.hpp"
+
 namespace tilesched::sim::detail {
 
 void fail(const std::string& field, const std::string& problem) {
   throw std::invalid_argument("field '" + field + "': " + problem);
+}
+
+json parse_json_file(const std::string& path) {
+  const std::string text = read_file(path);
+  try {
+    return json::parse(text);
+  } catch (const json::parse_error& e) {
+    throw std::invalid_argument("'" + path + "' is not valid JSON: " + e.what());
+  }
 }
 
 std::string describe(const json& v) {

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <initializer_list>
 #include <nlohmann/json.hpp>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -33,6 +34,23 @@ double as_double(const json& v, const std::string& field);  // finite
 bool as_bool(const json& v, const std::string& field);
 std::string as_string(const json& v, const std::string& field);
 std::vector<std::uint64_t> as_u64_list(const json& v, const std::string& field);
+
+// The file at `path` parsed as JSON. std::runtime_error when it cannot be read,
+// std::invalid_argument "'<path>' is not valid JSON: ..." when it does not parse.
+json parse_json_file(const std::string& path);
+
+// parse_json_file, then `from_json` on the result, with the path put in front of any
+// std::invalid_argument it throws: every reader of a JSON file (workload, trace, cost table)
+// reports problems the same way.
+template <class FromJson>
+auto read_json_file(const std::string& path, FromJson&& from_json) {
+  const json j = parse_json_file(path);
+  try {
+    return from_json(j);
+  } catch (const std::invalid_argument& e) {
+    throw std::invalid_argument("'" + path + "': " + e.what());
+  }
+}
 
 }  // namespace tilesched::sim::detail
 

@@ -138,18 +138,7 @@ void write_trace(const std::string& path, const Trace& t) {
 }
 
 Trace read_trace(const std::string& path) {
-  const std::string text = read_file(path);
-  json j;
-  try {
-    j = json::parse(text);
-  } catch (const json::parse_error& e) {
-    throw std::invalid_argument("'" + path + "' is not valid JSON: " + e.what());
-  }
-  try {
-    return trace_from_json(j);
-  } catch (const std::invalid_argument& e) {
-    throw std::invalid_argument("'" + path + "': " + e.what());
-  }
+  return detail::read_json_file(path, trace_from_json);
 }
 
 }  // namespace tilesched::sim

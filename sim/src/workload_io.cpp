@@ -172,18 +172,7 @@ Workload workload_from_json(const json& j) {
 }
 
 Workload read_workload(const std::string& path) {
-  const std::string text = read_file(path);
-  json j;
-  try {
-    j = json::parse(text);
-  } catch (const json::parse_error& e) {
-    throw std::invalid_argument("'" + path + "' is not valid JSON: " + e.what());
-  }
-  try {
-    return workload_from_json(j);
-  } catch (const std::invalid_argument& e) {
-    throw std::invalid_argument("'" + path + "': " + e.what());
-  }
+  return detail::read_json_file(path, workload_from_json);
 }
 
 void write_workload(const std::string& path, const Workload& w) {
