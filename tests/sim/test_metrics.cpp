@@ -15,6 +15,19 @@ TraceEvent ev(u32 cta, u32 step, double start, double end) {
   e.end_us = end;
   return e;
 }
+
+// The six per-unit figures (busy min/mean/max µs, tiles min/mean/max), checked together.
+struct PerUnit {
+  double busy_min, busy_mean, busy_max, tiles_min, tiles_mean, tiles_max;
+};
+void check_per_unit(const sim::Metrics& m, const PerUnit& want) {
+  CHECK(m.busy_min_us == want.busy_min);
+  CHECK(m.busy_mean_us == want.busy_mean);
+  CHECK(m.busy_max_us == want.busy_max);
+  CHECK(m.tiles_min == want.tiles_min);
+  CHECK(m.tiles_mean == want.tiles_mean);
+  CHECK(m.tiles_max == want.tiles_max);
+}
 }  // namespace
 
 TEST_CASE("metrics of a hand-made trace") {
@@ -27,12 +40,7 @@ TEST_CASE("metrics of a hand-made trace") {
   CHECK(m.total_busy_us == 12);
   CHECK(m.bound_us == 6);  // max(12 / 3, longest tile 6)
   CHECK(m.efficiency == doctest::Approx(0.6));
-  CHECK(m.busy_min_us == 0);
-  CHECK(m.busy_max_us == 10);
-  CHECK(m.busy_mean_us == 4);
-  CHECK(m.tiles_min == 0);
-  CHECK(m.tiles_max == 2);
-  CHECK(m.tiles_mean == 1);
+  check_per_unit(m, {/*busy*/ 0, 4, 10, /*tiles*/ 0, 1, 2});
   CHECK(m.imbalance == doctest::Approx(2.5));
   CHECK(m.tile_count == 3);
   CHECK(m.launched_ctas == 3);
@@ -54,12 +62,7 @@ TEST_CASE("metrics of a hand-made transient trace count per slot/SM") {
   sim::Metrics m = sim::compute_metrics(t);
   CHECK(m.unit == sim::ExecutionUnit::Slot);
   CHECK(m.unit_count == 2);
-  CHECK(m.busy_min_us == 4);
-  CHECK(m.busy_max_us == 8);
-  CHECK(m.busy_mean_us == 6);
-  CHECK(m.tiles_min == 1);
-  CHECK(m.tiles_max == 2);
-  CHECK(m.tiles_mean == 1.5);
+  check_per_unit(m, {/*busy*/ 4, 6, 8, /*tiles*/ 1, 1.5, 2});
   CHECK(m.imbalance == doctest::Approx(8.0 / 6.0));
   CHECK(m.bound_us == 6);  // max(12 / 2 slots, longest tile 6)
 
@@ -67,16 +70,14 @@ TEST_CASE("metrics of a hand-made transient trace count per slot/SM") {
   t.events[2].sm_id = 5;
   m = sim::compute_metrics(t);
   CHECK(m.unit_count == 6);
-  CHECK(m.busy_min_us == 0);
-  CHECK(m.tiles_max == 1);
+  check_per_unit(m, {/*busy*/ 0, 2, 6, /*tiles*/ 0, 0.5, 1});
 
   // Without SM ids (an older trace) there is nothing to count per slot: per CTA as before.
   t.events[2].sm_id = -1;
   m = sim::compute_metrics(t);
   CHECK(m.unit == sim::ExecutionUnit::Cta);
   CHECK(m.unit_count == 4);
-  CHECK(m.busy_min_us == 0);
-  CHECK(m.tiles_max == 1);
+  check_per_unit(m, {/*busy*/ 0, 3, 6, /*tiles*/ 0, 0.75, 1});
 }
 
 TEST_CASE("metrics: transient traces bound by the resident CTA count") {

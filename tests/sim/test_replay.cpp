@@ -80,16 +80,25 @@ void check_ordered_and_back_to_back(const Trace& t) {
   }
 }
 
+// The loop the replay properties share: `count` random workloads from `seed`, each set to
+// `scheduler` and handed to `check` (with the iteration, which is also captured for failures).
+template <class Check>
+void for_random_workloads(std::uint64_t seed, int count, SchedulerKind scheduler, Check check) {
+  Rng rng(seed);
+  for (int iter = 0; iter < count; ++iter) {
+    Workload w = random_workload(rng);
+    w.scheduler = scheduler;
+    CAPTURE(iter);
+    check(w, iter);
+  }
+}
+
 }  // namespace
 
 TEST_CASE("static tile scheduler replay matches the closed form (safe and faithful)") {
-  Rng rng(1234);
   const sim::CostModel cost = flat_cost(1.0, 2.0, 3.0);
-  for (int iter = 0; iter < 300; ++iter) {
-    Workload w = random_workload(rng);
-    w.scheduler = SchedulerKind::Tile;
+  for_random_workloads(1234, 300, SchedulerKind::Tile, [&](Workload& w, int iter) {
     w.ragged_mode = iter % 2 ? RaggedMode::Faithful : RaggedMode::Safe;
-    CAPTURE(iter);
     const Trace t = sim::replay(w, cost);
     const u32 n = tiles_of(w);
     CHECK(t.launched_ctas == std::min(n, w.num_ctas));
@@ -129,17 +138,13 @@ TEST_CASE("static tile scheduler replay matches the closed form (safe and faithf
       }
     }
     CHECK(k == t.events.size());
-  }
+  });
 }
 
 TEST_CASE("transient replay: one tile per CTA, id x + T*(y + H*z), resident-CTA limit") {
-  Rng rng(99);
   const sim::CostModel cost = flat_cost(1.0, 2.0, 3.0);
-  for (int iter = 0; iter < 200; ++iter) {
-    Workload w = random_workload(rng);
-    w.scheduler = SchedulerKind::Transient;
+  for_random_workloads(99, 200, SchedulerKind::Transient, [&](Workload& w, int iter) {
     w.flip_prompt_idx = iter % 2 == 1;
-    CAPTURE(iter);
     const Trace t = sim::replay(w, cost);
     const u32 T = (w.max_seq_len() + w.block_m - 1) / w.block_m;
     CHECK(t.launched_ctas == T * w.num_q_heads * w.batch_size());
@@ -176,7 +181,7 @@ TEST_CASE("transient replay: one tile per CTA, id x + T*(y + H*z), resident-CTA 
           ends.push_back({e.end_us, slot});
         }
     CHECK(k == t.events.size());
-  }
+  });
 }
 
 TEST_CASE("transient replay never runs more than num_ctas CTAs at once") {
@@ -235,12 +240,8 @@ TEST_CASE("queued replay: hand-computed discrete-event order") {
 }
 
 TEST_CASE("queued replay is deterministic, covers every valid tile once, fetches in time order") {
-  Rng rng(7);
   const sim::CostModel cost = sim::CostModel::builtin("h200");
-  for (int iter = 0; iter < 200; ++iter) {
-    Workload w = random_workload(rng);
-    w.scheduler = SchedulerKind::Queued;
-    CAPTURE(iter);
+  for_random_workloads(7, 200, SchedulerKind::Queued, [&](Workload& w, int) {
     const Trace a = sim::replay(w, cost);
     const Trace b = sim::replay(w, cost);
     REQUIRE(a.events.size() == b.events.size());
@@ -269,7 +270,7 @@ TEST_CASE("queued replay is deterministic, covers every valid tile once, fetches
     for (std::size_t i = 1; i < fetched.size(); ++i)
       CHECK_MESSAGE(fetched[i - 1].linear_idx < fetched[i].linear_idx, show(fetched[i - 1]),
                     show(fetched[i]));
-  }
+  });
 }
 
 TEST_CASE("queued replay balances better than static striding on a ragged causal batch") {
