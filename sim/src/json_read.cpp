@@ -53,9 +53,9 @@ void check_known_fields(const json& obj, std::initializer_list<const char*> know
   }
 }
 
-const json& require(const json& obj, const char* key, const std::string& prefix) {
+const json& require(const json& obj, const char* key, std::string_view prefix) {
   const auto it = obj.find(key);
-  if (it == obj.end()) fail(prefix + key, "required field is missing");
+  if (it == obj.end()) fail(std::string(prefix) + key, "required field is missing");
   return *it;
 }
 

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "tilesched/config.hpp"
@@ -25,7 +26,10 @@ void require_object(const json& j, const std::string& what);
 // Rejects any key not in `known`, naming it and listing the accepted ones.
 void check_known_fields(const json& obj, std::initializer_list<const char*> known,
                         const std::string& prefix);
-const json& require(const json& obj, const char* key, const std::string& prefix);
+// The field `key` of `obj` (a reference into `obj`). `prefix` is a string_view so that a literal
+// "" creates no temporary std::string: binding the result of a call that takes a temporary to a
+// reference is what gcc 13's -Wdangling-reference flags, even though the result refers to `obj`.
+const json& require(const json& obj, const char* key, std::string_view prefix);
 
 std::uint64_t as_u64(const json& v, const std::string& field);
 u32 as_u32(const json& v, const std::string& field);

@@ -108,12 +108,13 @@ void replay_queued(const ReplayContext& ctx, const runtime::QueuedTileScheduler&
   by_time.reserve(ctx.summary.max_idx(ctx.w.num_q_heads));
 
   using Ready = std::pair<double, u32>;  // (time the CTA wants its next tile, CTA)
-  std::vector<Ready> heap_storage;
-  heap_storage.reserve(ctas);
-  std::priority_queue<Ready, std::vector<Ready>, std::greater<Ready>> ready(
-      std::greater<Ready>(), std::move(heap_storage));
-  // Every CTA takes its first tile at time 0, in CTA order.
-  for (u32 c = 0; c < ctas; ++c) ready.push({0.0, c});
+  // Every CTA takes its first tile at time 0, in CTA order. The loop runs over the vector's own
+  // size_t indices rather than pushing for u32 c < ctas: gcc 13 could not prove a u32 counter
+  // bounded (-Waggressive-loop-optimizations through the inlined heap code); this one is.
+  std::vector<Ready> initial(ctas);
+  for (std::size_t c = 0; c < initial.size(); ++c) initial[c] = Ready{0.0, static_cast<u32>(c)};
+  std::priority_queue<Ready, std::vector<Ready>, std::greater<Ready>> ready(std::greater<Ready>(),
+                                                                            std::move(initial));
   std::vector<bool> started(ctas, false);
   while (!ready.empty()) {
     const auto [time, c] = ready.top();
@@ -132,9 +133,10 @@ void replay_queued(const ReplayContext& ctx, const runtime::QueuedTileScheduler&
   }
 
   // Counting sort by CTA: stable, so each CTA's events stay in step order.
-  std::vector<std::size_t> first(ctas + 1, 0);
-  for (const TraceEvent& e : by_time) ++first[e.cta + 1];
-  for (u32 c = 0; c < ctas; ++c) first[c + 1] += first[c];
+  // Sizes and indices in size_t: `ctas + 1` in u32 would wrap to 0 for a grid of 2^32-1 CTAs.
+  std::vector<std::size_t> first(std::size_t(ctas) + 1, 0);
+  for (const TraceEvent& e : by_time) ++first[std::size_t(e.cta) + 1];
+  for (std::size_t c = 1; c < first.size(); ++c) first[c] += first[c - 1];
   t.events.resize(by_time.size());
   for (const TraceEvent& e : by_time) t.events[first[e.cta]++] = e;
 }
