@@ -62,8 +62,10 @@ void add_gpu_commands(CLI::App& app, Action& action) {
   run_cmd->callback([run, &action] { action = [run] { return run_run(*run); }; });
 
   auto bench = std::make_shared<BenchOptions>();
-  CLI::App* bench_cmd = app.add_subcommand(
-      "bench", "Benchmark the GPU kernel against cuDNN-class references over the standard grid");
+  CLI::App* bench_cmd =
+      app.add_subcommand("bench",
+                         "Time the GPU kernel (CUDA events, median) over the standard grid of "
+                         "DESIGN.md; tools/bench/gpu_bench.py adds cuDNN side by side");
   bench_cmd->add_option("--json", bench->json_file, "Write the results table as JSON to FILE")
       ->type_name("FILE");
   bench_cmd->add_flag("--quick", bench->quick, "A reduced grid");
