@@ -101,8 +101,6 @@ struct Workload {
     const std::uint64_t kv_rows = padded ? std::uint64_t(max_key_len()) * batch_size() : kv_total;
     if (q_rows > kU32Limit || kv_rows > kU32Limit)
       return "total rows of the batch do not fit in 32 bits";
-    if (q_rows * num_q_heads > kU32Limit * 4ull || kv_rows * num_kv_heads > kU32Limit * 4ull)
-      return "the batch is too large: rows x heads exceeds the supported size";
     return validate_schedule(
         ScheduleProblem{batch_size(), max_seq_len(), block_m, num_q_heads, num_ctas});
   }
