@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdlib>
 #include <string>
 
 #include "attention_kernel.cuh"
@@ -21,19 +20,9 @@ Status cuda_status(cudaError_t e, const char* what) {
 
 bool supported_head_dim(u32 d) { return d == 64 || d == 128 || d == 256; }
 
-// Tuning variants for d = 128 (TILESCHED_GPU_VARIANT): 0 = BN 64 with 32 rows per warp (the
-// default), 1 = BN 32 with 32 rows per warp, 2 = BN 64 with 16 rows per warp. The S accumulators
-// (rows x BN fp32) share the register file with O (rows x D fp32), so the best split is measured.
-int d128_variant() {
-  static const int v = [] {
-    const char* e = std::getenv("TILESCHED_GPU_VARIANT");
-    const int x = e ? std::atoi(e) : 0;
-    return (x >= 0 && x <= 2) ? x : 0;
-  }();
-  return v;
-}
-
-// The kernel's compile-time shape: head dim, KV block width, 16-row mma tiles per warp.
+// The kernel's compile-time shape: head dim, KV block width, 16-row mma tiles per warp. BN 64 and
+// two m tiles per warp for d = 64, 128 (measured against BN 32 and one m tile at d = 128, see
+// docs/gpu-performance.md); d = 256 has room for one m tile's accumulators only.
 template <int D, int BN, int MT>
 struct KernelShape {
   static constexpr int head_dim = D;
@@ -46,10 +35,7 @@ template <class F>
 Status with_head_dim(u32 d, F&& f) {
   switch (d) {
     case 64: return f(KernelShape<64, 64, 2>{});
-    case 128:
-      if (d128_variant() == 1) return f(KernelShape<128, 32, 2>{});
-      if (d128_variant() == 2) return f(KernelShape<128, 64, 1>{});
-      return f(KernelShape<128, 64, 2>{});
+    case 128: return f(KernelShape<128, 64, 2>{});
     case 256: return f(KernelShape<256, 64, 1>{});
     default: break;
   }

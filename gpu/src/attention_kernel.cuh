@@ -150,6 +150,149 @@ __device__ __forceinline__ void load_tile(bf16* dst, const bf16* src, std::size_
   }
 }
 
+// ---- fragments and the three stages of a KV block --------------------------------------------
+
+// A fragment (16 x 16) of the Q rows row0.. for k-slice kk.
+template <int D>
+__device__ __forceinline__ void load_q_fragment(u32 (&a)[4], const bf16* sq, int row0, int kk,
+                                                int lane) {
+  ldmatrix_x4(a, sq + swizzled<D>(row0 + (lane % 16), kk * 16 + (lane / 16) * 8));
+}
+// B fragments of two 8-key tiles (keys 16*np..) for k-slice kk. Matrices: (keys 0-7, k 0-7),
+// (keys 0-7, k 8-15), (keys 8-15, k 0-7), (keys 8-15, k 8-15).
+template <int D>
+__device__ __forceinline__ void load_k_fragment(u32 (&b)[4], const bf16* k_tile, int np, int kk,
+                                                int lane) {
+  const int m = lane / 8;
+  ldmatrix_x4(b, k_tile + swizzled<D>(np * 16 + (m / 2) * 8 + lane % 8, kk * 16 + (m % 2) * 8));
+}
+// B fragments of two 8-wide column tiles of V (columns 16*dp..) for keys 16*kk.. (transposed
+// matrices: (keys 0-7, d 0-7), (keys 8-15, d 0-7), (keys 0-7, d 8-15), (keys 8-15, d 8-15)).
+template <int D>
+__device__ __forceinline__ void load_v_fragment(u32 (&b)[4], const bf16* v_tile, int kk, int dp,
+                                                int lane) {
+  const int m = lane / 8;
+  ldmatrix_x4_trans(b,
+                    v_tile + swizzled<D>(kk * 16 + (m % 2) * 8 + lane % 8, dp * 16 + (m / 2) * 8));
+}
+
+// S = Q K^T for the warp's m tiles (rows warp_row0..) and the block's keys; each K fragment feeds
+// every m tile.
+template <int D, int kNTiles, int kMTiles>
+__device__ __forceinline__ void compute_scores(float (&sc)[kMTiles][kNTiles][4], const bf16* sq,
+                                               int warp_row0, const bf16* k_tile, int lane) {
+  constexpr int kPairs = kNTiles / 2;
+  constexpr int kSteps = D / 16 * kPairs;
+#pragma unroll
+  for (int mt = 0; mt < kMTiles; ++mt)
+#pragma unroll
+    for (int n = 0; n < kNTiles; ++n)
+      sc[mt][n][0] = sc[mt][n][1] = sc[mt][n][2] = sc[mt][n][3] = 0.f;
+  u32 a[kMTiles][4];
+  u32 b[4];
+#pragma unroll
+  for (int step = 0; step < kSteps; ++step) {
+    const int kk = step / kPairs;
+    const int np = step % kPairs;
+    if (np == 0)
+#pragma unroll
+      for (int mt = 0; mt < kMTiles; ++mt)
+        load_q_fragment<D>(a[mt], sq, warp_row0 + 16 * mt, kk, lane);
+    load_k_fragment<D>(b, k_tile, np, kk, lane);
+#pragma unroll
+    for (int mt = 0; mt < kMTiles; ++mt) {
+      mma_bf16(sc[mt][2 * np], a[mt], b[0], b[1]);
+      mma_bf16(sc[mt][2 * np + 1], a[mt], b[2], b[3]);
+    }
+  }
+}
+
+// What the mask of one KV block needs to know about it and the thread's rows.
+struct BlockMask {
+  bool needed;  // the block reaches past the key tail or the warp's first diagonal
+  bool causal;
+  u32 key0;  // first key of the block
+  u32 kv_len;
+  u32 key_limit[2];  // last key each of the thread's two rows sees (bottom-right aligned)
+};
+
+// Online softmax for one m tile: mask, update the running max (log2 domain) and sum of the
+// thread's two rows, rescale their O accumulators, and turn the weights into bf16 A fragments of
+// P (two adjacent 8-key tiles form one 16 x 16 fragment).
+template <int kNTiles, int kDTiles>
+__device__ __forceinline__ void online_softmax(float (&sc)[kNTiles][4], const BlockMask& mask,
+                                               float scale_log2, int lane, float (&row_max)[2],
+                                               float (&row_sum)[2], float (&acc)[kDTiles][4],
+                                               u32 (&pa)[kNTiles / 2][4]) {
+  float block_max[2] = {-INFINITY, -INFINITY};
+#pragma unroll
+  for (int n = 0; n < kNTiles; ++n) {
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      float x = sc[n][e] * scale_log2;
+      if (mask.needed) {
+        const u32 key = mask.key0 + n * 8 + 2 * (lane % 4) + (e & 1);
+        const bool visible = key < mask.kv_len && (!mask.causal || key <= mask.key_limit[e / 2]);
+        if (!visible) x = -INFINITY;
+      }
+      sc[n][e] = x;
+      block_max[e / 2] = fmaxf(block_max[e / 2], x);
+    }
+  }
+  // The 4 threads of a quad share a row.
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    float m = block_max[r];
+    m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, 1));
+    m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, 2));
+    const float new_max = fmaxf(row_max[r], m);
+    // A row that has seen no visible key yet keeps max -inf; subtract 0 then (exp2(-inf) = 0).
+    const float base = new_max == -INFINITY ? 0.f : new_max;
+    const float alpha = fast_exp2(row_max[r] - base);
+    row_max[r] = new_max;
+    row_sum[r] *= alpha;
+#pragma unroll
+    for (int n = 0; n < kNTiles; ++n) {
+#pragma unroll
+      for (int e = 2 * r; e < 2 * r + 2; ++e) sc[n][e] = fast_exp2(sc[n][e] - base);
+      row_sum[r] += sc[n][2 * r] + sc[n][2 * r + 1];
+    }
+#pragma unroll
+    for (int i = 0; i < kDTiles; ++i) {
+      acc[i][2 * r] *= alpha;
+      acc[i][2 * r + 1] *= alpha;
+    }
+  }
+#pragma unroll
+  for (int kk = 0; kk < kNTiles / 2; ++kk) {
+    pa[kk][0] = pack_bf16(sc[2 * kk][0], sc[2 * kk][1]);
+    pa[kk][1] = pack_bf16(sc[2 * kk][2], sc[2 * kk][3]);
+    pa[kk][2] = pack_bf16(sc[2 * kk + 1][0], sc[2 * kk + 1][1]);
+    pa[kk][3] = pack_bf16(sc[2 * kk + 1][2], sc[2 * kk + 1][3]);
+  }
+}
+
+// O += P V for every m tile of the warp; each V fragment feeds every m tile.
+template <int D, int kKSlices, int kMTiles>
+__device__ __forceinline__ void accumulate_pv(float (&acc)[kMTiles][D / 8][4],
+                                              const u32 (&pa)[kMTiles][kKSlices][4],
+                                              const bf16* v_tile, int lane) {
+  constexpr int kPairs = D / 16;
+  constexpr int kSteps = kKSlices * kPairs;
+  u32 b[4];
+#pragma unroll
+  for (int step = 0; step < kSteps; ++step) {
+    const int kk = step / kPairs;
+    const int dp = step % kPairs;
+    load_v_fragment<D>(b, v_tile, kk, dp, lane);
+#pragma unroll
+    for (int mt = 0; mt < kMTiles; ++mt) {
+      mma_bf16(acc[mt][2 * dp], pa[mt][kk], b[0], b[1]);
+      mma_bf16(acc[mt][2 * dp + 1], pa[mt][kk], b[2], b[3]);
+    }
+  }
+}
+
 // ---- one work tile --------------------------------------------------------------------------------
 
 // Where a tile's rows and keys are, from its SeqInfo (the same geometry as the simulator).
@@ -227,7 +370,6 @@ __device__ void process_tile(const KernelParams& p, const SeqInfo& s, const Tile
     for (int i = 0; i < kDTiles; ++i) acc[mt][i][0] = acc[mt][i][1] = acc[mt][i][2] = acc[mt][i][3] = 0.f;
   float row_max[kMTiles][2];  // log2-scaled running max per row
   float row_sum[kMTiles][2];  // this thread's partial sums (quad-reduced at the end)
-  u32 key_limit[kMTiles][2];  // last key each row sees (bottom-right aligned causal mask)
   const u32 diag_shift = g.kv_len - g.seq_len;
   const u32 warp_row0 = warp * kWarpRows;
 #pragma unroll
@@ -236,7 +378,6 @@ __device__ void process_tile(const KernelParams& p, const SeqInfo& s, const Tile
     for (int r = 0; r < 2; ++r) {
       row_max[mt][r] = -INFINITY;
       row_sum[mt][r] = 0.f;
-      key_limit[mt][r] = s.prompt_offset + warp_row0 + mt * 16 + lane / 4 + 8 * r + diag_shift;
     }
 
   for (u32 block = 0; block < g.kv_blocks; ++block) {
@@ -253,106 +394,29 @@ __device__ void process_tile(const KernelParams& p, const SeqInfo& s, const Tile
     const bf16* k_tile = sk + stage * kBlockN * D;
     const bf16* v_tile = sv + stage * kBlockN * D;
 
-    // S = Q K^T for the warp's rows and the block's keys. Each K fragment feeds every m tile.
+    // Mask keys past the sequence and, causally, past each row's diagonal. Only blocks that reach
+    // past the warp's first row's diagonal or the key tail need it.
+    BlockMask mask;
+    mask.key0 = block * kBlockN;
+    mask.kv_len = g.kv_len;
+    mask.causal = p.causal;
+    mask.needed = mask.key0 + kBlockN > g.kv_len ||
+                  (p.causal && mask.key0 + kBlockN > s.prompt_offset + warp_row0 + diag_shift + 1);
+    auto row_mask = [&](int mt) {
+      BlockMask m = mask;
+      for (int r = 0; r < 2; ++r)
+        m.key_limit[r] = s.prompt_offset + warp_row0 + mt * 16 + lane / 4 + 8 * r + diag_shift;
+      return m;
+    };
+
     float sc[kMTiles][kNTiles][4];
+    compute_scores<D, kNTiles, kMTiles>(sc, sq, warp_row0, k_tile, lane);
+    u32 pa[kMTiles][kNTiles / 2][4];  // P as bf16 A fragments
 #pragma unroll
     for (int mt = 0; mt < kMTiles; ++mt)
-#pragma unroll
-      for (int n = 0; n < kNTiles; ++n) sc[mt][n][0] = sc[mt][n][1] = sc[mt][n][2] = sc[mt][n][3] = 0.f;
-#pragma unroll
-    for (int kk = 0; kk < D / 16; ++kk) {
-      u32 a[kMTiles][4];
-#pragma unroll
-      for (int mt = 0; mt < kMTiles; ++mt)
-        ldmatrix_x4(a[mt], sq + swizzled<D>(warp_row0 + mt * 16 + (lane % 16), kk * 16 + (lane / 16) * 8));
-#pragma unroll
-      for (int np = 0; np < kNTiles / 2; ++np) {
-        // Matrices: (keys 0-7, k 0-7), (keys 0-7, k 8-15), (keys 8-15, k 0-7), (keys 8-15, k 8-15).
-        const int m = lane / 8;
-        u32 b[4];
-        ldmatrix_x4(b, k_tile + swizzled<D>(np * 16 + (m / 2) * 8 + lane % 8, kk * 16 + (m % 2) * 8));
-#pragma unroll
-        for (int mt = 0; mt < kMTiles; ++mt) {
-          mma_bf16(sc[mt][2 * np], a[mt], b[0], b[1]);
-          mma_bf16(sc[mt][2 * np + 1], a[mt], b[2], b[3]);
-        }
-      }
-    }
-
-    // Scale to the log2 domain; mask keys past the sequence and, causally, past each row's
-    // diagonal. Only blocks that reach past the warp's first row's diagonal or the key tail
-    // need it.
-    const u32 key0 = block * kBlockN;
-    const bool needs_mask = key0 + kBlockN > g.kv_len ||
-                            (p.causal && key0 + kBlockN > s.prompt_offset + warp_row0 + diag_shift + 1);
-#pragma unroll
-    for (int mt = 0; mt < kMTiles; ++mt) {
-      float block_max[2] = {-INFINITY, -INFINITY};
-#pragma unroll
-      for (int n = 0; n < kNTiles; ++n) {
-#pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          float x = sc[mt][n][e] * p.scale_log2;
-          if (needs_mask) {
-            const u32 key = key0 + n * 8 + 2 * (lane % 4) + (e & 1);
-            const bool visible = key < g.kv_len && (!p.causal || key <= key_limit[mt][e / 2]);
-            if (!visible) x = -INFINITY;
-          }
-          sc[mt][n][e] = x;
-          block_max[e / 2] = fmaxf(block_max[e / 2], x);
-        }
-      }
-      // Online softmax: new max per row (the 4 threads of a quad share a row), rescale history.
-#pragma unroll
-      for (int r = 0; r < 2; ++r) {
-        float m = block_max[r];
-        m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, 1));
-        m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, 2));
-        const float new_max = fmaxf(row_max[mt][r], m);
-        // A row that has seen no visible key yet keeps max -inf; subtract 0 then (exp2(-inf) = 0).
-        const float base = new_max == -INFINITY ? 0.f : new_max;
-        const float alpha = fast_exp2(row_max[mt][r] - base);
-        row_max[mt][r] = new_max;
-        row_sum[mt][r] *= alpha;
-#pragma unroll
-        for (int n = 0; n < kNTiles; ++n) {
-          sc[mt][n][2 * r] = fast_exp2(sc[mt][n][2 * r] - base);
-          sc[mt][n][2 * r + 1] = fast_exp2(sc[mt][n][2 * r + 1] - base);
-          row_sum[mt][r] += sc[mt][n][2 * r] + sc[mt][n][2 * r + 1];
-        }
-#pragma unroll
-        for (int i = 0; i < kDTiles; ++i) {
-          acc[mt][i][2 * r] *= alpha;
-          acc[mt][i][2 * r + 1] *= alpha;
-        }
-      }
-    }
-
-    // O += P V: P's accumulators of two adjacent key tiles form one bf16 A fragment (16 x 16);
-    // each V fragment feeds every m tile.
-#pragma unroll
-    for (int kk = 0; kk < kBlockN / 16; ++kk) {
-      u32 a[kMTiles][4];
-#pragma unroll
-      for (int mt = 0; mt < kMTiles; ++mt) {
-        a[mt][0] = pack_bf16(sc[mt][2 * kk][0], sc[mt][2 * kk][1]);
-        a[mt][1] = pack_bf16(sc[mt][2 * kk][2], sc[mt][2 * kk][3]);
-        a[mt][2] = pack_bf16(sc[mt][2 * kk + 1][0], sc[mt][2 * kk + 1][1]);
-        a[mt][3] = pack_bf16(sc[mt][2 * kk + 1][2], sc[mt][2 * kk + 1][3]);
-      }
-#pragma unroll
-      for (int dp = 0; dp < kDTiles / 2; ++dp) {
-        // Transposed matrices: (keys 0-7, d 0-7), (keys 8-15, d 0-7), (keys 0-7, d 8-15), ...
-        const int m = lane / 8;
-        u32 b[4];
-        ldmatrix_x4_trans(b, v_tile + swizzled<D>(kk * 16 + (m % 2) * 8 + lane % 8, dp * 16 + (m / 2) * 8));
-#pragma unroll
-        for (int mt = 0; mt < kMTiles; ++mt) {
-          mma_bf16(acc[mt][2 * dp], a[mt], b[0], b[1]);
-          mma_bf16(acc[mt][2 * dp + 1], a[mt], b[2], b[3]);
-        }
-      }
-    }
+      online_softmax(sc[mt], row_mask(mt), p.scale_log2, lane, row_max[mt], row_sum[mt], acc[mt],
+                     pa[mt]);
+    accumulate_pv<D, kNTiles / 2, kMTiles>(acc, pa, v_tile, lane);
     __syncthreads();  // every warp is done with this stage before it is refilled
   }
 

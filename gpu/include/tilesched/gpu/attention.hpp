@@ -31,9 +31,9 @@ struct Status {
 
 // The kernel's tile sizes. BM must equal the workload's block_m (it is the scheduler's tile
 // shape). BN (keys per shared-memory K/V block) is the kernel's own choice, 64 for every head dim
-// (the tuning knob TILESCHED_GPU_VARIANT=1 selects 32 for d = 128, see docs/gpu-kernel.md); a
-// trace still counts KV blocks with the workload's block_n, so GPU and simulator traces speak of
-// the same cost whatever BN the kernel uses.
+// (32 was measured slower at d = 128, docs/gpu-performance.md); a trace still counts KV blocks
+// with the workload's block_n, so GPU and simulator traces speak of the same cost whatever BN the
+// kernel uses.
 inline constexpr u32 kKernelBlockM = 128;
 inline constexpr u32 kKernelBlockN = 64;
 
