@@ -218,7 +218,8 @@ struct BlockMask {
 
 // Online softmax for one m tile: mask, update the running max (log2 domain) and sum of the
 // thread's two rows, rescale their O accumulators, and turn the weights into bf16 A fragments of
-// P (two adjacent 8-key tiles form one 16 x 16 fragment).
+// P (two adjacent 8-key tiles form one 16 x 16 fragment). The max is taken on raw scores and the
+// scale folded into the exponent's FFMA: one instruction per weight fewer than scaling first.
 template <int kNTiles, int kDTiles>
 __device__ __forceinline__ void online_softmax(float (&sc)[kNTiles][4], const BlockMask& mask,
                                                float scale_log2, int lane, float (&row_max)[2],
@@ -229,7 +230,7 @@ __device__ __forceinline__ void online_softmax(float (&sc)[kNTiles][4], const Bl
   for (int n = 0; n < kNTiles; ++n) {
 #pragma unroll
     for (int e = 0; e < 4; ++e) {
-      float x = sc[n][e] * scale_log2;
+      float x = sc[n][e];
       if (mask.needed) {
         const u32 key = mask.key0 + n * 8 + 2 * (lane % 4) + (e & 1);
         const bool visible = key < mask.kv_len && (!mask.causal || key <= mask.key_limit[e / 2]);
@@ -245,6 +246,8 @@ __device__ __forceinline__ void online_softmax(float (&sc)[kNTiles][4], const Bl
     float m = block_max[r];
     m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, 1));
     m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, 2));
+    // The scale is positive (validate), so the max of scaled scores is the scaled max.
+    m *= scale_log2;
     const float new_max = fmaxf(row_max[r], m);
     // A row that has seen no visible key yet keeps max -inf; subtract 0 then (exp2(-inf) = 0).
     const float base = new_max == -INFINITY ? 0.f : new_max;
@@ -254,7 +257,8 @@ __device__ __forceinline__ void online_softmax(float (&sc)[kNTiles][4], const Bl
 #pragma unroll
     for (int n = 0; n < kNTiles; ++n) {
 #pragma unroll
-      for (int e = 2 * r; e < 2 * r + 2; ++e) sc[n][e] = fast_exp2(sc[n][e] - base);
+      for (int e = 2 * r; e < 2 * r + 2; ++e)
+        sc[n][e] = fast_exp2(fmaf(sc[n][e], scale_log2, -base));
       row_sum[r] += sc[n][2 * r] + sc[n][2 * r + 1];
     }
 #pragma unroll
@@ -272,23 +276,36 @@ __device__ __forceinline__ void online_softmax(float (&sc)[kNTiles][4], const Bl
   }
 }
 
-// O += P V for every m tile of the warp; each V fragment feeds every m tile.
+// O += P V for every m tile of the warp; each V fragment feeds every m tile. With two m tiles the
+// V fragments of the next step are loaded before this step's mma are issued, so the tensor pipe
+// does not wait on shared-memory latency (measured +1 %, docs/gpu-performance.md). With one
+// (d = 256, 64 steps) double-buffering both loops put fragments in local memory (ptxas: 176 B
+// stack frame; measured 7x slower), so d = 256 keeps the plain loop.
 template <int D, int kKSlices, int kMTiles>
 __device__ __forceinline__ void accumulate_pv(float (&acc)[kMTiles][D / 8][4],
                                               const u32 (&pa)[kMTiles][kKSlices][4],
                                               const bf16* v_tile, int lane) {
+  constexpr bool kPipelined = kMTiles > 1;
   constexpr int kPairs = D / 16;
   constexpr int kSteps = kKSlices * kPairs;
-  u32 b[4];
+  u32 b[kPipelined ? 2 : 1][4];
+  if constexpr (kPipelined) load_v_fragment<D>(b[0], v_tile, 0, 0, lane);
 #pragma unroll
   for (int step = 0; step < kSteps; ++step) {
     const int kk = step / kPairs;
     const int dp = step % kPairs;
-    load_v_fragment<D>(b, v_tile, kk, dp, lane);
+    const int vb = kPipelined ? step & 1 : 0;
+    if constexpr (kPipelined) {
+      if (step + 1 < kSteps)
+        load_v_fragment<D>(b[(step + 1) & 1], v_tile, (step + 1) / kPairs, (step + 1) % kPairs,
+                           lane);
+    } else {
+      load_v_fragment<D>(b[0], v_tile, kk, dp, lane);
+    }
 #pragma unroll
     for (int mt = 0; mt < kMTiles; ++mt) {
-      mma_bf16(acc[mt][2 * dp], pa[mt][kk], b[0], b[1]);
-      mma_bf16(acc[mt][2 * dp + 1], pa[mt][kk], b[2], b[3]);
+      mma_bf16(acc[mt][2 * dp], pa[mt][kk], b[vb][0], b[vb][1]);
+      mma_bf16(acc[mt][2 * dp + 1], pa[mt][kk], b[vb][2], b[vb][3]);
     }
   }
 }
