@@ -81,26 +81,49 @@ struct AtomicCounter {
   }
 };
 
+namespace detail {
+
+// What every scheduler shares: the index mapping it walks (SPEC §3), and the two look-ups that
+// only depend on it.
+struct MappedScheduler {
+  TileMapping mapping{};
+
+  TS_HOST_DEVICE constexpr WorkInfo get_current_work_info(const TileSummary& s,
+                                                          const TileState& st) const {
+    return s.get_current_work_info(mapping, st.idx);
+  }
+
+  TS_HOST_DEVICE constexpr SeqInfo unsafe_seq_info(const TileSummary& s, u32 idx) const {
+    return s.unsafe_seq_info(mapping, idx);
+  }
+
+  // Persistent grids launch min(C, N) CTAs; the stride stays C even when fewer are launched.
+  TS_HOST_DEVICE constexpr GridDim persistent_grid(const TileSummary& s, u32 num_ctas) const {
+    return GridDim{min_u32(num_ctas, s.max_idx(mapping.num_heads)), 1, 1};
+  }
+};
+
+}  // namespace detail
+
 namespace runtime {
 
 // SPEC §4.1: persistent, static. CTA c visits c, c+C, c+2C, ... below N (safe mode: only tiles
 // that start inside their sequence).
-class TileScheduler {
+class TileScheduler : public detail::MappedScheduler {
  public:
   static constexpr SchedulerKind kind = SchedulerKind::Tile;
   static constexpr bool may_advance = true;
 
-  TileMapping mapping{};
   u32 num_ctas = 132;
   RaggedMode ragged_mode = RaggedMode::Safe;
 
   constexpr TileScheduler() = default;
   TS_HOST_DEVICE constexpr TileScheduler(TileMapping m, u32 ctas, RaggedMode r = RaggedMode::Safe)
-      : mapping(m), num_ctas(ctas), ragged_mode(r) {}
+      : MappedScheduler{m}, num_ctas(ctas), ragged_mode(r) {}
 
   // The stride is num_ctas even when fewer CTAs are launched (N < C).
   TS_HOST_DEVICE constexpr GridDim grid_dim(const TileSummary& s) const {
-    return GridDim{min_u32(num_ctas, s.max_idx(mapping.num_heads)), 1, 1};
+    return persistent_grid(s, num_ctas);
   }
 
   TS_HOST_DEVICE constexpr TileState initial_state(u32* sidx, const TileSummary& s,
@@ -108,19 +131,10 @@ class TileScheduler {
     return TileState{block.x, sidx, s.max_idx(mapping.num_heads)};
   }
 
-  TS_HOST_DEVICE constexpr WorkInfo get_current_work_info(const TileSummary& s,
-                                                          const TileState& st) const {
-    return s.get_current_work_info(mapping, st.idx);
-  }
-
   // Upstream's raw step: no skipping, no range check beyond is_valid_tile.
   TS_HOST_DEVICE constexpr WorkInfo fetch_next_work(const TileSummary& s, TileState& st) const {
     st.idx += num_ctas;
     return get_current_work_info(s, st);
-  }
-
-  TS_HOST_DEVICE constexpr SeqInfo unsafe_seq_info(const TileSummary& s, u32 idx) const {
-    return s.unsafe_seq_info(mapping, idx);
   }
 
   // Upstream checks a CTA's first tile and, when it starts past its sequence, steps once; safe
@@ -152,12 +166,11 @@ class TileScheduler {
 // come from a global counter that the host sets to C before every launch. Tiles that start past
 // their sequence are skipped in the fetch loop (upstream does this too, so ragged_mode does not
 // apply). In decoding mode every index below N is a tile.
-class QueuedTileScheduler {
+class QueuedTileScheduler : public detail::MappedScheduler {
  public:
   static constexpr SchedulerKind kind = SchedulerKind::Queued;
   static constexpr bool may_advance = true;
 
-  TileMapping mapping{};
   u32 num_ctas = 132;
   bool decoding = false;
   AtomicCounter counter{};
@@ -165,10 +178,10 @@ class QueuedTileScheduler {
   constexpr QueuedTileScheduler() = default;
   TS_HOST_DEVICE constexpr QueuedTileScheduler(TileMapping m, u32 ctas, AtomicCounter c,
                                                bool decode = false)
-      : mapping(m), num_ctas(ctas), decoding(decode), counter(c) {}
+      : MappedScheduler{m}, num_ctas(ctas), decoding(decode), counter(c) {}
 
   TS_HOST_DEVICE constexpr GridDim grid_dim(const TileSummary& s) const {
-    return GridDim{min_u32(num_ctas, s.max_idx(mapping.num_heads)), 1, 1};
+    return persistent_grid(s, num_ctas);
   }
 
   // The value the host stores in the counter before each launch.
@@ -177,15 +190,6 @@ class QueuedTileScheduler {
   TS_HOST_DEVICE TileState initial_state(u32* sidx, const TileSummary& s, BlockIndex block) const {
     if (detail::thread_rank() == 0) sidx[0] = block.x;
     return TileState{block.x, sidx, s.max_idx(mapping.num_heads)};
-  }
-
-  TS_HOST_DEVICE constexpr WorkInfo get_current_work_info(const TileSummary& s,
-                                                          const TileState& st) const {
-    return s.get_current_work_info(mapping, st.idx);
-  }
-
-  TS_HOST_DEVICE constexpr SeqInfo unsafe_seq_info(const TileSummary& s, u32 idx) const {
-    return s.unsafe_seq_info(mapping, idx);
   }
 
   TS_HOST_DEVICE constexpr bool accepts(const TileSummary& s, u32 idx) const {
@@ -226,17 +230,18 @@ class QueuedTileScheduler {
 
 // SPEC §4.3: one tile per CTA, grid (T, H, B). The tile's linear index (state.idx) is the DEFAULT
 // mapping's, so traces of every scheduler speak of tiles the same way.
-class TransientScheduler {
+class TransientScheduler : public detail::MappedScheduler {
  public:
   static constexpr SchedulerKind kind = SchedulerKind::Transient;
   static constexpr bool may_advance = false;
 
-  TileMapping mapping{};  // mapping.schedule is ignored: the grid is the walk
+  // mapping.schedule is ignored: the grid is the walk
   bool flip_prompt_idx = false;
 
   constexpr TransientScheduler() = default;
   TS_HOST_DEVICE constexpr TransientScheduler(TileMapping m, bool flip)
-      : mapping{m.tile_shape, m.num_heads, Schedule::Default}, flip_prompt_idx(flip) {}
+      : MappedScheduler{TileMapping{m.tile_shape, m.num_heads, Schedule::Default}},
+        flip_prompt_idx(flip) {}
 
   TS_HOST_DEVICE constexpr GridDim grid_dim(const TileSummary& s) const {
     return GridDim{s.max_num_prompt_tiles, mapping.num_heads, s.batch_size};
@@ -248,15 +253,6 @@ class TransientScheduler {
     const u32 t = flip_prompt_idx ? s.max_num_prompt_tiles - 1 - block.x : block.x;
     const u32 idx = (block.z * mapping.num_heads + block.y) * s.max_num_prompt_tiles + t;
     return TileState{idx, sidx, s.max_idx(mapping.num_heads)};
-  }
-
-  TS_HOST_DEVICE constexpr WorkInfo get_current_work_info(const TileSummary& s,
-                                                          const TileState& st) const {
-    return s.get_current_work_info(mapping, st.idx);
-  }
-
-  TS_HOST_DEVICE constexpr SeqInfo unsafe_seq_info(const TileSummary& s, u32 idx) const {
-    return s.unsafe_seq_info(mapping, idx);
   }
 
   // A CTA whose tile starts past its sequence returns at once (both ragged modes).
