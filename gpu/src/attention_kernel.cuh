@@ -150,6 +150,26 @@ __device__ __forceinline__ void load_tile(bf16* dst, const bf16* src, std::size_
   }
 }
 
+// load_tile with the loop unrolled over each thread's chunks: a thread's chunks are kThreads /
+// kChunks rows apart, in the same column and the same swizzle, so each one is the first plus a
+// constant in shared memory and a multiple of the stride in global memory.
+template <int D, int Rows, int kThreads>
+__device__ __forceinline__ void load_tile_unrolled(bf16* dst, const bf16* src, std::size_t stride,
+                                                   int valid_rows) {
+  constexpr int kChunks = D / 8;
+  constexpr int kRowStep = kThreads / kChunks;
+  static_assert(kThreads % kChunks == 0 && Rows % kRowStep == 0, "whole rows per pass");
+  const int row0 = threadIdx.x / kChunks;
+  const int col = (threadIdx.x % kChunks) * 8;
+  bf16* to = dst + swizzled<D>(row0, col);
+  const bf16* from = src + row0 * stride + col;
+#pragma unroll
+  for (int i = 0; i < Rows / kRowStep; ++i) {
+    const bool valid = row0 + i * kRowStep < valid_rows;
+    cp_async_16(to + i * kRowStep * D, valid ? from + i * kRowStep * stride : src, valid);
+  }
+}
+
 // ---- fragments and the three stages of a KV block --------------------------------------------
 
 // A fragment (16 x 16) of the Q rows row0.. for k-slice kk.
@@ -216,28 +236,38 @@ struct BlockMask {
   u32 key_limit[2];  // last key each of the thread's two rows sees (bottom-right aligned)
 };
 
-// Online softmax for one m tile: mask, update the running max (log2 domain) and sum of the
-// thread's two rows, rescale their O accumulators, and turn the weights into bf16 A fragments of
-// P (two adjacent 8-key tiles form one 16 x 16 fragment). The max is taken on raw scores and the
-// scale folded into the exponent's FFMA: one instruction per weight fewer than scaling first.
+// Sets the scores of keys past the sequence and, causally, past each row's diagonal to -inf. A
+// pass of its own before the softmax, taken only for blocks that need it (ptxas: fewer spills
+// than testing the mask inside the softmax loop).
+template <int kNTiles>
+__device__ __forceinline__ void apply_mask(float (&sc)[kNTiles][4], const BlockMask& mask,
+                                           int lane) {
+#pragma unroll
+  for (int n = 0; n < kNTiles; ++n)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      const u32 key = mask.key0 + n * 8 + 2 * (lane % 4) + (e & 1);
+      const bool visible = key < mask.kv_len && (!mask.causal || key <= mask.key_limit[e / 2]);
+      if (!visible) sc[n][e] = -INFINITY;
+    }
+}
+
+// Online softmax for one m tile (scores already masked): update the running max (log2 domain) and
+// sum of the thread's two rows, rescale their O accumulators, and turn the weights into bf16 A
+// fragments of P (two adjacent 8-key tiles form one 16 x 16 fragment). The max is taken on raw
+// scores and the scale folded into the exponent's FFMA: one instruction per weight fewer than
+// scaling first.
 template <int kNTiles, int kDTiles>
-__device__ __forceinline__ void online_softmax(float (&sc)[kNTiles][4], const BlockMask& mask,
-                                               float scale_log2, int lane, float (&row_max)[2],
-                                               float (&row_sum)[2], float (&acc)[kDTiles][4],
+__device__ __forceinline__ void online_softmax(float (&sc)[kNTiles][4], float scale_log2,
+                                               float (&row_max)[2], float (&row_sum)[2],
+                                               float (&acc)[kDTiles][4],
                                                u32 (&pa)[kNTiles / 2][4]) {
   float block_max[2] = {-INFINITY, -INFINITY};
 #pragma unroll
   for (int n = 0; n < kNTiles; ++n) {
 #pragma unroll
     for (int e = 0; e < 4; ++e) {
-      float x = sc[n][e];
-      if (mask.needed) {
-        const u32 key = mask.key0 + n * 8 + 2 * (lane % 4) + (e & 1);
-        const bool visible = key < mask.kv_len && (!mask.causal || key <= mask.key_limit[e / 2]);
-        if (!visible) x = -INFINITY;
-      }
-      sc[n][e] = x;
-      block_max[e / 2] = fmaxf(block_max[e / 2], x);
+      block_max[e / 2] = fmaxf(block_max[e / 2], sc[n][e]);
     }
   }
   // The 4 threads of a quad share a row.
@@ -367,6 +397,18 @@ __device__ void process_tile(const KernelParams& p, const SeqInfo& s, const Tile
 
   auto load_kv = [&](u32 block, int stage) {
     const u32 key0 = block * kBlockN;
+    if constexpr (kMTiles > 1) {
+      // d = 64, 128: the copy loop unrolled and the source recomputed from the parameters each
+      // block instead of kept live in two pointers (ptxas, d = 128: spills 76/152 B -> 32/24 B
+      // with the mask pass of its own; measured +14 %, docs/gpu-performance.md). With one m tile
+      // (d = 256) this spills where the plain loop does not.
+      const int valid = static_cast<int>(min_u32(g.kv_len - key0, kBlockN));
+      const std::size_t stride = std::size_t(p.num_kv_heads) * D;
+      const std::size_t off = std::size_t(g.kv_start + key0) * stride + std::size_t(kv_head) * D;
+      load_tile_unrolled<D, kBlockN, kThreads>(sk + stage * kBlockN * D, p.k + off, stride, valid);
+      load_tile_unrolled<D, kBlockN, kThreads>(sv + stage * kBlockN * D, p.v + off, stride, valid);
+      return;
+    }
     const int valid = static_cast<int>(min_u32(g.kv_len - key0, kBlockN));
     load_tile<D, kBlockN, kThreads>(sk + stage * kBlockN * D, k_src + std::size_t(key0) * kv_stride,
                           kv_stride, valid);
@@ -430,9 +472,10 @@ __device__ void process_tile(const KernelParams& p, const SeqInfo& s, const Tile
     compute_scores<D, kNTiles, kMTiles>(sc, sq, warp_row0, k_tile, lane);
     u32 pa[kMTiles][kNTiles / 2][4];  // P as bf16 A fragments
 #pragma unroll
-    for (int mt = 0; mt < kMTiles; ++mt)
-      online_softmax(sc[mt], row_mask(mt), p.scale_log2, lane, row_max[mt], row_sum[mt], acc[mt],
-                     pa[mt]);
+    for (int mt = 0; mt < kMTiles; ++mt) {
+      if (mask.needed) apply_mask(sc[mt], row_mask(mt), lane);
+      online_softmax(sc[mt], p.scale_log2, row_max[mt], row_sum[mt], acc[mt], pa[mt]);
+    }
     accumulate_pv<D, kNTiles / 2, kMTiles>(acc, pa, v_tile, lane);
     __syncthreads();  // every warp is done with this stage before it is refilled
   }
