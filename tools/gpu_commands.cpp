@@ -10,10 +10,10 @@
 #include <ctime>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <string>
 #include <vector>
 
-#include <set>
 #include "tilesched/gpu/attention.hpp"
 #include "tilesched/gpu/device_problem.hpp"
 #include "tilesched/sim/attention.hpp"
@@ -125,7 +125,9 @@ std::vector<std::string> schedule_differences(const Trace& predicted, const Trac
 
 }  // namespace
 
-bool gpu_half_built() { return true; }
+bool gpu_half_built() {
+  return true;
+}
 
 int run_gpu_command(const RunCommandOptions& options) {
   const Workload& w = options.workload;
@@ -144,7 +146,8 @@ int run_gpu_command(const RunCommandOptions& options) {
   std::vector<float> lse;
   std::uint64_t o_unwritten = 0, lse_unwritten = 0;
   gpu::Status st = dev.create(w, /*record_trace=*/true);
-  if (st) st = dev.upload(sim::to_bf16_bits(in.q), sim::to_bf16_bits(in.k), sim::to_bf16_bits(in.v));
+  if (st)
+    st = dev.upload(sim::to_bf16_bits(in.q), sim::to_bf16_bits(in.k), sim::to_bf16_bits(in.v));
   if (st) st = dev.run();  // warm-up: module load and first-touch stay out of the measured trace
   if (st) st = dev.poison_outputs();
   if (st) st = dev.run();
@@ -164,7 +167,8 @@ int run_gpu_command(const RunCommandOptions& options) {
     else
       std::printf("schedule: every CTA's tile sequence %s\n",
                   diffs.empty() ? "identical to the simulator's" : "DIFFERS");
-    for (std::size_t i = 0; i < diffs.size() && i < 10; ++i) std::printf("  %s\n", diffs[i].c_str());
+    for (std::size_t i = 0; i < diffs.size() && i < 10; ++i)
+      std::printf("  %s\n", diffs[i].c_str());
     ok = ok && diffs.empty();
     if (o_unwritten || lse_unwritten) {
       std::printf("coverage: %llu elements of O and %llu of LSE never written\n",
@@ -182,10 +186,11 @@ int run_gpu_command(const RunCommandOptions& options) {
       const double x = std::max(err.o_rel, err.lse_rel);
       if (err.has_nan || !(x <= kTileTolerance)) {
         if (++bad <= 5)
-          std::printf("  tile (prompt %u, head %u, offset %u) on CTA %u: O error %.3g, LSE error "
-                      "%.3g%s\n",
-                      e.prompt_idx, e.head_idx, e.prompt_offset, e.cta, err.o_rel, err.lse_rel,
-                      err.has_nan ? ", NaN" : "");
+          std::printf(
+              "  tile (prompt %u, head %u, offset %u) on CTA %u: O error %.3g, LSE error "
+              "%.3g%s\n",
+              e.prompt_idx, e.head_idx, e.prompt_offset, e.cta, err.o_rel, err.lse_rel,
+              err.has_nan ? ", NaN" : "");
       }
       if (!std::isnan(x)) worst = std::max(worst, x);
     }
@@ -230,12 +235,14 @@ int bench_gpu_command(const BenchCommandOptions& options) {
   int sms = 0;
   if (gpu::Status s = gpu::device_info(device, sms); !s) return fail(s.message);
   const std::vector<u32> dims = {64, 128, 256};
-  const std::vector<u32> seqs = options.quick ? std::vector<u32>{1024, 8192}
-                                              : std::vector<u32>{512, 1024, 2048, 4096, 8192, 16384};
+  const std::vector<u32> seqs = options.quick
+                                    ? std::vector<u32>{1024, 8192}
+                                    : std::vector<u32>{512, 1024, 2048, 4096, 8192, 16384};
   nlohmann::json rows = nlohmann::json::array();
-  std::printf("device: %s (%d SMs); bf16, hidden 2048, batch x seq = 16384 tokens; median of %d "
-              "after %d warm-up\n",
-              device.c_str(), sms, options.iterations, options.warmup);
+  std::printf(
+      "device: %s (%d SMs); bf16, hidden 2048, batch x seq = 16384 tokens; median of %d "
+      "after %d warm-up\n",
+      device.c_str(), sms, options.iterations, options.warmup);
   std::printf("%5s %6s %5s %4s %7s %-14s %5s %10s %9s %9s\n", "d", "seq", "batch", "H", "causal",
               "scheduler", "CTAs", "median ms", "TFLOP/s", "trace %");
   for (u32 d : dims) {
@@ -274,8 +281,8 @@ int bench_gpu_command(const BenchCommandOptions& options) {
           trace_pct = (median(tms) / med - 1.0) * 100.0;
         }
         std::printf("%5u %6u %5u %4u %7s %-14s %5u %10.3f %9.1f %9.2f\n", d, seq, w.batch_size(),
-                    w.num_q_heads, causal ? "yes" : "no", strategy_name(w).c_str(), w.num_ctas,
-                    med, tflops, trace_pct);
+                    w.num_q_heads, causal ? "yes" : "no", strategy_name(w).c_str(), w.num_ctas, med,
+                    tflops, trace_pct);
         std::fflush(stdout);
         nlohmann::json row = {{"d", d},
                               {"seq", seq},

@@ -49,10 +49,10 @@ struct KernelParams {
   u32 padded_kv_len;          // keys per sequence of a padded batch
   u32 num_q_heads;
   u32 num_kv_heads;
-  u32 group;            // query heads per KV head
-  float scale_log2;     // softmax scale * log2(e)
+  u32 group;         // query heads per KV head
+  float scale_log2;  // softmax scale * log2(e)
   bool causal;
-  u32 trace_block_n;    // the workload's BN: kv_blocks in the trace use it (SPEC §7)
+  u32 trace_block_n;  // the workload's BN: kv_blocks in the trace use it (SPEC §7)
   TraceBuffer trace;
 };
 
@@ -77,7 +77,9 @@ __device__ __forceinline__ void cp_async_16(void* dst, const void* src, bool val
                "r"(src_bytes)
                : "memory");
 }
-__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
+__device__ __forceinline__ void cp_async_commit() {
+  asm volatile("cp.async.commit_group;\n" ::: "memory");
+}
 template <int N>
 __device__ __forceinline__ void cp_async_wait() {
   asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
@@ -340,15 +342,16 @@ __device__ __forceinline__ void accumulate_pv(float (&acc)[kMTiles][D / 8][4],
   }
 }
 
-// ---- one work tile --------------------------------------------------------------------------------
+// ---- one work tile
+// --------------------------------------------------------------------------------
 
 // Where a tile's rows and keys are, from its SeqInfo (the same geometry as the simulator).
 struct TileGeometry {
-  TileRows rows;          // query rows the tile owns (safe ragged mode: never more)
-  u32 seq_len;            // query rows of the sequence
-  u32 kv_start;           // first key row of the sequence in K/V
-  u32 kv_len;             // keys of the sequence
-  u32 kv_blocks;          // kernel's BN-wide blocks to process
+  TileRows rows;  // query rows the tile owns (safe ragged mode: never more)
+  u32 seq_len;    // query rows of the sequence
+  u32 kv_start;   // first key row of the sequence in K/V
+  u32 kv_len;     // keys of the sequence
+  u32 kv_blocks;  // kernel's BN-wide blocks to process
 };
 
 template <int BN>
@@ -366,9 +369,9 @@ __device__ __forceinline__ TileGeometry tile_geometry(const KernelParams& p,
     g.kv_len = p.padded_kv_len;
   }
   const Mask mask = p.causal ? Mask::Causal : Mask::None;
-  g.kv_blocks = tile_cost(s.prompt_offset, g.rows.query_rows, g.seq_len, g.kv_len, kKernelBlockM,
-                          BN, mask)
-                    .kv_blocks;
+  g.kv_blocks =
+      tile_cost(s.prompt_offset, g.rows.query_rows, g.seq_len, g.kv_len, kKernelBlockM, BN, mask)
+          .kv_blocks;
   return g;
 }
 
@@ -411,9 +414,9 @@ __device__ void process_tile(const KernelParams& p, const SeqInfo& s, const Tile
     }
     const int valid = static_cast<int>(min_u32(g.kv_len - key0, kBlockN));
     load_tile<D, kBlockN, kThreads>(sk + stage * kBlockN * D, k_src + std::size_t(key0) * kv_stride,
-                          kv_stride, valid);
+                                    kv_stride, valid);
     load_tile<D, kBlockN, kThreads>(sv + stage * kBlockN * D, v_src + std::size_t(key0) * kv_stride,
-                          kv_stride, valid);
+                                    kv_stride, valid);
   };
 
   load_tile<D, kBlockM, kThreads>(sq, q_src, q_stride, static_cast<int>(g.rows.query_rows));
@@ -426,7 +429,8 @@ __device__ void process_tile(const KernelParams& p, const SeqInfo& s, const Tile
 #pragma unroll
   for (int mt = 0; mt < kMTiles; ++mt)
 #pragma unroll
-    for (int i = 0; i < kDTiles; ++i) acc[mt][i][0] = acc[mt][i][1] = acc[mt][i][2] = acc[mt][i][3] = 0.f;
+    for (int i = 0; i < kDTiles; ++i)
+      acc[mt][i][0] = acc[mt][i][1] = acc[mt][i][2] = acc[mt][i][3] = 0.f;
   float row_max[kMTiles][2];  // log2-scaled running max per row
   float row_sum[kMTiles][2];  // this thread's partial sums (quad-reduced at the end)
   const u32 diag_shift = g.kv_len - g.seq_len;
@@ -542,10 +546,10 @@ __global__ void __launch_bounds__(threads_per_cta<MT>(), ctas_per_sm<MT>())
         e.head_idx = s->head_idx;
         e.prompt_idx = s->prompt_idx;
         e.query_rows = g.rows.query_rows;
-        e.kv_blocks = tile_cost(s->prompt_offset, g.rows.query_rows, g.seq_len, g.kv_len,
-                                kKernelBlockM, p.trace_block_n,
-                                p.causal ? Mask::Causal : Mask::None)
-                          .kv_blocks;
+        e.kv_blocks =
+            tile_cost(s->prompt_offset, g.rows.query_rows, g.seq_len, g.kv_len, kKernelBlockM,
+                      p.trace_block_n, p.causal ? Mask::Causal : Mask::None)
+                .kv_blocks;
         e.sm_id = sm_id();
         e.reserved = 0;
         e.start_ns = start;

@@ -71,18 +71,20 @@ Status DeviceProblem::create(const Workload& w, bool record_trace) {
   record_trace_ = record_trace;
   const std::size_t q_elems = std::size_t(w.total_q_rows()) * w.num_q_heads * w.head_dim;
   const std::size_t kv_elems = std::size_t(w.total_kv_rows()) * w.num_kv_heads * w.head_dim;
-  if (Status s = guarded("allocating device buffers", [&] {
-        buffers_ = std::make_unique<Buffers>();
-        buffers_->q.resize(std::max<std::size_t>(q_elems, 1));
-        buffers_->o.resize(std::max<std::size_t>(q_elems, 1));
-        buffers_->k.resize(std::max<std::size_t>(kv_elems, 1));
-        buffers_->v.resize(std::max<std::size_t>(kv_elems, 1));
-        buffers_->lse.resize(std::max<std::size_t>(std::size_t(w.total_q_rows()) * w.num_q_heads, 1));
-        const std::vector<u32> qo = w.q_row_offsets(), ko = w.kv_row_offsets();
-        buffers_->q_offsets.assign(qo.begin(), qo.end());
-        buffers_->kv_offsets.assign(ko.begin(), ko.end());
-        buffers_->counter.resize(1);
-      });
+  if (Status s = guarded("allocating device buffers",
+                         [&] {
+                           buffers_ = std::make_unique<Buffers>();
+                           buffers_->q.resize(std::max<std::size_t>(q_elems, 1));
+                           buffers_->o.resize(std::max<std::size_t>(q_elems, 1));
+                           buffers_->k.resize(std::max<std::size_t>(kv_elems, 1));
+                           buffers_->v.resize(std::max<std::size_t>(kv_elems, 1));
+                           buffers_->lse.resize(std::max<std::size_t>(
+                               std::size_t(w.total_q_rows()) * w.num_q_heads, 1));
+                           const std::vector<u32> qo = w.q_row_offsets(), ko = w.kv_row_offsets();
+                           buffers_->q_offsets.assign(qo.begin(), qo.end());
+                           buffers_->kv_offsets.assign(ko.begin(), ko.end());
+                           buffers_->counter.resize(1);
+                         });
       !s)
     return s;
   if (record_trace) return recorder_.allocate(processed_tile_count(w));
@@ -92,10 +94,10 @@ Status DeviceProblem::create(const Workload& w, bool record_trace) {
 Status DeviceProblem::upload(const std::vector<std::uint16_t>& q,
                              const std::vector<std::uint16_t>& k,
                              const std::vector<std::uint16_t>& v) {
-  const std::size_t q_elems = std::size_t(workload_.total_q_rows()) * workload_.num_q_heads *
-                              workload_.head_dim;
-  const std::size_t kv_elems = std::size_t(workload_.total_kv_rows()) * workload_.num_kv_heads *
-                               workload_.head_dim;
+  const std::size_t q_elems =
+      std::size_t(workload_.total_q_rows()) * workload_.num_q_heads * workload_.head_dim;
+  const std::size_t kv_elems =
+      std::size_t(workload_.total_kv_rows()) * workload_.num_kv_heads * workload_.head_dim;
   if (q.size() != q_elems || k.size() != kv_elems || v.size() != kv_elems)
     return Status::error("input sizes do not match the workload: Q " + std::to_string(q.size()) +
                          " (want " + std::to_string(q_elems) + "), K/V " +
@@ -144,7 +146,9 @@ AttentionArgs DeviceProblem::args() const {
   return a;
 }
 
-Status DeviceProblem::run() { return attention_forward(args()); }
+Status DeviceProblem::run() {
+  return attention_forward(args());
+}
 
 Status DeviceProblem::synchronize() {
   return cuda_status(cudaDeviceSynchronize(), "the attention kernel");
@@ -152,8 +156,8 @@ Status DeviceProblem::synchronize() {
 
 Status DeviceProblem::count_unwritten(std::uint64_t& o_unwritten, std::uint64_t& lse_unwritten) {
   if (Status s = synchronize(); !s) return s;
-  const std::size_t q_elems = std::size_t(workload_.total_q_rows()) * workload_.num_q_heads *
-                              workload_.head_dim;
+  const std::size_t q_elems =
+      std::size_t(workload_.total_q_rows()) * workload_.num_q_heads * workload_.head_dim;
   const std::size_t lse_elems = std::size_t(workload_.total_q_rows()) * workload_.num_q_heads;
   return guarded("counting unwritten outputs", [&] {
     o_unwritten = static_cast<std::uint64_t>(
@@ -165,8 +169,8 @@ Status DeviceProblem::count_unwritten(std::uint64_t& o_unwritten, std::uint64_t&
 
 Status DeviceProblem::download(std::vector<std::uint16_t>& o_bits, std::vector<float>& lse) {
   if (Status s = synchronize(); !s) return s;
-  const std::size_t q_elems = std::size_t(workload_.total_q_rows()) * workload_.num_q_heads *
-                              workload_.head_dim;
+  const std::size_t q_elems =
+      std::size_t(workload_.total_q_rows()) * workload_.num_q_heads * workload_.head_dim;
   const std::size_t lse_elems = std::size_t(workload_.total_q_rows()) * workload_.num_q_heads;
   return guarded("downloading O and LSE", [&] {
     o_bits.resize(q_elems);

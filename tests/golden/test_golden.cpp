@@ -97,8 +97,8 @@ std::vector<std::string> output_problems(const Golden& g) {
     if (err.has_nan || !(err.o_rel <= 1e-2) || !(err.lse_rel <= 1e-2))
       out.push_back("tile (prompt " + std::to_string(e.prompt_idx) + ", head " +
                     std::to_string(e.head_idx) + ", offset " + std::to_string(e.prompt_offset) +
-                    ") on CTA " + std::to_string(e.cta) + ": O error " +
-                    std::to_string(err.o_rel) + ", LSE error " + std::to_string(err.lse_rel));
+                    ") on CTA " + std::to_string(e.cta) + ": O error " + std::to_string(err.o_rel) +
+                    ", LSE error " + std::to_string(err.lse_rel));
   }
   return out;
 }

@@ -15,8 +15,8 @@ namespace {
 
 std::string tile_name(const TraceEvent& e) {
   std::ostringstream s;
-  s << "tile (prompt " << e.prompt_idx << ", head " << e.head_idx << ", offset "
-    << e.prompt_offset << ", idx " << e.linear_idx << ") on CTA " << e.cta << " step " << e.step;
+  s << "tile (prompt " << e.prompt_idx << ", head " << e.head_idx << ", offset " << e.prompt_offset
+    << ", idx " << e.linear_idx << ") on CTA " << e.cta << " step " << e.step;
   return s.str();
 }
 
@@ -28,8 +28,8 @@ std::map<u32, std::vector<TraceEvent>> by_cta(const Trace& t) {
 
 bool same_tile(const TraceEvent& a, const TraceEvent& b) {
   return a.step == b.step && a.linear_idx == b.linear_idx && a.prompt_offset == b.prompt_offset &&
-         a.head_idx == b.head_idx && a.prompt_idx == b.prompt_idx &&
-         a.query_rows == b.query_rows && a.kv_blocks == b.kv_blocks;
+         a.head_idx == b.head_idx && a.prompt_idx == b.prompt_idx && a.query_rows == b.query_rows &&
+         a.kv_blocks == b.kv_blocks;
 }
 
 void check_static_schedule(const Trace& gpu, const Trace& sim, std::vector<std::string>& out) {
@@ -44,13 +44,12 @@ void check_static_schedule(const Trace& gpu, const Trace& sim, std::vector<std::
     }
     for (std::size_t i = 0; i < n; ++i)
       if (!same_tile(it->second[i], sim_events[i]))
-        out.push_back("CTA " + std::to_string(cta) + " step " + std::to_string(i) + ": GPU ran " +
-                      tile_name(it->second[i]) + " (rows " +
-                      std::to_string(it->second[i].query_rows) + ", kv blocks " +
-                      std::to_string(it->second[i].kv_blocks) + "), simulator says " +
-                      tile_name(sim_events[i]) + " (rows " +
-                      std::to_string(sim_events[i].query_rows) + ", kv blocks " +
-                      std::to_string(sim_events[i].kv_blocks) + ")");
+        out.push_back(
+            "CTA " + std::to_string(cta) + " step " + std::to_string(i) + ": GPU ran " +
+            tile_name(it->second[i]) + " (rows " + std::to_string(it->second[i].query_rows) +
+            ", kv blocks " + std::to_string(it->second[i].kv_blocks) + "), simulator says " +
+            tile_name(sim_events[i]) + " (rows " + std::to_string(sim_events[i].query_rows) +
+            ", kv blocks " + std::to_string(sim_events[i].kv_blocks) + ")");
   }
   for (const auto& [cta, events] : g)
     if (!s.count(cta))
@@ -81,9 +80,8 @@ void check_queued_schedule(const Workload& w, const Trace& gpu, const Trace& sim
     for (std::size_t i = 0; i < events.size(); ++i) {
       const u32 idx = events[i].linear_idx;
       if (i > 0 && idx <= events[i - 1].linear_idx)
-        out.push_back("CTA " + std::to_string(cta) + " fetched " + std::to_string(idx) +
-                      " after " + std::to_string(events[i - 1].linear_idx) +
-                      ": counter order violated");
+        out.push_back("CTA " + std::to_string(cta) + " fetched " + std::to_string(idx) + " after " +
+                      std::to_string(events[i - 1].linear_idx) + ": counter order violated");
       if (idx < c && idx != cta)
         out.push_back("CTA " + std::to_string(cta) + " processed static tile " +
                       std::to_string(idx) + ", which belongs to CTA " + std::to_string(idx));
@@ -124,7 +122,8 @@ CheckOutcome check_workload(const Workload& w, std::uint64_t seed, double tolera
   const sim::AttentionInputs in = sim::make_inputs(w, seed);
   gpu::DeviceProblem dev;
   gpu::Status st = dev.create(w, /*record_trace=*/true);
-  if (st) st = dev.upload(sim::to_bf16_bits(in.q), sim::to_bf16_bits(in.k), sim::to_bf16_bits(in.v));
+  if (st)
+    st = dev.upload(sim::to_bf16_bits(in.q), sim::to_bf16_bits(in.k), sim::to_bf16_bits(in.v));
   if (st) st = dev.poison_outputs();
   if (st) st = dev.run();
   std::uint64_t o_unwritten = 0, lse_unwritten = 0;

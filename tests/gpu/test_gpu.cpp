@@ -1,8 +1,7 @@
 // GPU vs simulator, tile by tile (label gpu). Skips itself (exit 77) where there is no device.
 #define DOCTEST_CONFIG_IMPLEMENT
-#include <doctest/doctest.h>
-
 #include <cuda_runtime.h>
+#include <doctest/doctest.h>
 
 #include <cstdio>
 #include <cstdlib>
@@ -94,7 +93,7 @@ TEST_CASE("padded and ragged, GQA 1/4/8, d 64/128/256, causal and not") {
           Workload w;
           w.padded = padded;
           w.q_lens = padded ? std::vector<u32>{200, 200} : std::vector<u32>{1, 300, 0, 129};
-          if (!padded && mask == Mask::None) w.kv_lens = {5, 170, 0, 400};  // keys != queries
+          if (!padded && mask == Mask::None) w.kv_lens = {5, 170, 0, 400};    // keys != queries
           if (!padded && mask == Mask::Causal) w.kv_lens = {1, 333, 0, 129};  // bottom-right
           w.num_kv_heads = 2;
           w.num_q_heads = 2 * group;

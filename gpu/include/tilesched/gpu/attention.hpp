@@ -7,8 +7,8 @@
 //   K, V  [total_kv_rows][num_kv_heads][head_dim]
 // Padded batch: sequence b starts at row b*S_max (keys: b*max_key_len). Ragged batch: device arrays
 // of B+1 exclusive prefix sums (Workload::q_row_offsets()/kv_row_offsets() uploaded as u32).
-// Causal masks are bottom-right aligned: query row i of a sequence sees keys j <= i + kv_len - q_len.
-// LSE is the natural log of sum_j exp(scale * s_j).
+// Causal masks are bottom-right aligned: query row i of a sequence sees keys j <= i + kv_len -
+// q_len. LSE is the natural log of sum_j exp(scale * s_j).
 #pragma once
 
 #include <cstdint>
@@ -67,8 +67,8 @@ struct AttentionArgs {
   const void* q = nullptr;  // bf16, device
   const void* k = nullptr;
   const void* v = nullptr;
-  void* o = nullptr;        // bf16, device
-  float* lse = nullptr;     // fp32, device
+  void* o = nullptr;                    // bf16, device
+  float* lse = nullptr;                 // fp32, device
   const u32* q_row_offsets = nullptr;   // device, B+1 entries; ragged batches only
   const u32* kv_row_offsets = nullptr;  // device, B+1 entries; ragged batches only
   float softmax_scale = 0.f;            // <= 0 means 1/sqrt(head_dim)

@@ -31,8 +31,8 @@ class DeviceProblem {
   AttentionArgs args() const;  // arguments for attention_forward over these buffers
   void set_softmax_scale(float s) { scale_ = s; }
   void set_stream(void* stream) { stream_ = stream; }
-  Status run();                // attention_forward(args())
-  Status synchronize();        // waits and reports any error from the kernel
+  Status run();          // attention_forward(args())
+  Status synchronize();  // waits and reports any error from the kernel
 
   // Elements of O still holding the poison pattern, and LSE entries still NaN (counted on the
   // device with thrust::count_if).
