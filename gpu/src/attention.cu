@@ -7,18 +7,17 @@
 #include <string>
 
 #include "attention_kernel.cuh"
+#include "cuda_status.hpp"
 #include "tilesched/gpu/attention.hpp"
 
 namespace tilesched::gpu {
 namespace {
 
-Status cuda_status(cudaError_t e, const char* what) {
-  if (e == cudaSuccess) return Status::success();
-  return Status::error(std::string(what) + " failed: " + cudaGetErrorName(e) + " (" +
-                       cudaGetErrorString(e) + ")");
-}
+using detail::cuda_status;
 
-bool supported_head_dim(u32 d) { return d == 64 || d == 128 || d == 256; }
+bool supported_head_dim(u32 d) {
+  return d == 64 || d == 128 || d == 256;
+}
 
 // The kernel's compile-time shape: head dim, KV block width, 16-row mma tiles per warp. BN 64 and
 // two m tiles per warp for d = 64, 128 (measured against BN 32 and one m tile at d = 128, see
@@ -53,7 +52,8 @@ u32 processed_tile_count(const Workload& w) {
 GridDim launch_grid(const Workload& w) {
   const std::vector<u32> offsets = w.q_row_offsets();
   const TileSummary summary = w.summary(offsets.data());
-  return with_scheduler(w, AtomicCounter{}, [&](const auto& sched) { return sched.grid_dim(summary); });
+  return with_scheduler(w, AtomicCounter{},
+                        [&](const auto& sched) { return sched.grid_dim(summary); });
 }
 
 Status validate(const AttentionArgs& a) {
@@ -67,17 +67,18 @@ Status validate(const AttentionArgs& a) {
                          " is not supported by the GPU kernel: it processes tiles of " +
                          std::to_string(kKernelBlockM) + " query rows");
   if (w.ragged_mode != RaggedMode::Safe)
-    return Status::error("faithful ragged mode is simulator-only: the GPU kernel never writes "
-                         "rows a tile does not own (use safe mode)");
+    return Status::error(
+        "faithful ragged mode is simulator-only: the GPU kernel never writes "
+        "rows a tile does not own (use safe mode)");
   if (a.q == nullptr || a.k == nullptr || a.v == nullptr)
     return Status::error("Q, K and V must be device pointers (one of them is null)");
   if (a.o == nullptr) return Status::error("O must be a device pointer (it is null)");
   if (a.lse == nullptr) return Status::error("LSE must be a device pointer (it is null)");
   if (!w.padded && (a.q_row_offsets == nullptr || a.kv_row_offsets == nullptr))
-    return Status::error("a ragged batch needs device row-offset arrays for Q and KV "
-                         "(B+1 prefix sums); one of them is null");
-  if (!std::isfinite(a.softmax_scale))
-    return Status::error("softmax scale must be finite");
+    return Status::error(
+        "a ragged batch needs device row-offset arrays for Q and KV "
+        "(B+1 prefix sums); one of them is null");
+  if (!std::isfinite(a.softmax_scale)) return Status::error("softmax scale must be finite");
   if (w.scheduler == SchedulerKind::Queued && a.queue_counter == nullptr)
     return Status::error("the queued scheduler needs a device counter (queue_counter is null)");
   if (a.trace.events != nullptr) {
@@ -114,8 +115,8 @@ Status attention_forward(const AttentionArgs& a) {
   p.num_q_heads = w.num_q_heads;
   p.num_kv_heads = w.num_kv_heads;
   p.group = w.group_size();
-  const float scale = a.softmax_scale > 0.f ? a.softmax_scale
-                                            : 1.f / std::sqrt(static_cast<float>(w.head_dim));
+  const float scale =
+      a.softmax_scale > 0.f ? a.softmax_scale : 1.f / std::sqrt(static_cast<float>(w.head_dim));
   p.scale_log2 = scale * 1.4426950408889634f;
   p.causal = w.mask == Mask::Causal;
   p.trace_block_n = w.block_n;
@@ -150,7 +151,8 @@ Status attention_forward(const AttentionArgs& a) {
         if (Status s = cuda_status(cudaGetLastError(), "launching the counter reset"); !s) return s;
       }
       const GridDim g = sched.grid_dim(summary);
-      kernel<<<dim3(g.x, g.y, g.z), detail::threads_per_cta<MT>(), smem, stream>>>(sched, summary, p);
+      kernel<<<dim3(g.x, g.y, g.z), detail::threads_per_cta<MT>(), smem, stream>>>(sched, summary,
+                                                                                   p);
       return cuda_status(cudaGetLastError(), "launching the attention kernel");
     });
   });

@@ -6,16 +6,13 @@
 #include <ctime>
 #include <string>
 
+#include "cuda_status.hpp"
 #include "tilesched/gpu/attention.hpp"
 
 namespace tilesched::gpu {
 namespace {
 
-Status cuda_status(cudaError_t e, const char* what) {
-  if (e == cudaSuccess) return Status::success();
-  return Status::error(std::string(what) + " failed: " + cudaGetErrorName(e) + " (" +
-                       cudaGetErrorString(e) + ")");
-}
+using detail::cuda_status;
 
 std::string utc_now_iso8601() {
   const std::time_t t = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
@@ -40,8 +37,9 @@ Status TraceRecorder::allocate(u32 capacity) {
   buffer_.events = nullptr;
   buffer_.capacity = 0;
   void* events = nullptr;
-  if (Status s = cuda_status(cudaMalloc(&events, std::max<u32>(capacity, 1) * sizeof(DeviceTraceEvent)),
-                             "cudaMalloc(trace events)");
+  if (Status s =
+          cuda_status(cudaMalloc(&events, std::max<u32>(capacity, 1) * sizeof(DeviceTraceEvent)),
+                      "cudaMalloc(trace events)");
       !s)
     return s;
   buffer_.events = static_cast<DeviceTraceEvent*>(events);
@@ -60,8 +58,9 @@ Status TraceRecorder::download_raw(std::vector<DeviceTraceEvent>& out) const {
   if (buffer_.events == nullptr) return Status::error("the trace recorder has no buffer");
   if (Status s = cuda_status(cudaDeviceSynchronize(), "the attention kernel"); !s) return s;
   u32 count = 0;
-  if (Status s = cuda_status(cudaMemcpy(&count, buffer_.count, sizeof count, cudaMemcpyDeviceToHost),
-                             "copying the trace count");
+  if (Status s =
+          cuda_status(cudaMemcpy(&count, buffer_.count, sizeof count, cudaMemcpyDeviceToHost),
+                      "copying the trace count");
       !s)
     return s;
   if (count > buffer_.capacity)
