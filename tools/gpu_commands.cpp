@@ -280,9 +280,12 @@ int bench_gpu_command(const BenchCommandOptions& options) {
           if (!st) return fail(st.message);
           trace_pct = (median(tms) / med - 1.0) * 100.0;
         }
-        std::printf("%5u %6u %5u %4u %7s %-14s %5u %10.3f %9.1f %9.2f\n", d, seq, w.batch_size(),
+        // The trace overhead is only measured at d = 128: other rows show "-", not "nan".
+        char trace_col[32] = "-";
+        if (!std::isnan(trace_pct)) std::snprintf(trace_col, sizeof trace_col, "%.2f", trace_pct);
+        std::printf("%5u %6u %5u %4u %7s %-14s %5u %10.3f %9.1f %9s\n", d, seq, w.batch_size(),
                     w.num_q_heads, causal ? "yes" : "no", strategy_name(w).c_str(), w.num_ctas, med,
-                    tflops, trace_pct);
+                    tflops, trace_col);
         std::fflush(stdout);
         nlohmann::json row = {{"d", d},
                               {"seq", seq},
