@@ -10,7 +10,6 @@
 #include <ctime>
 #include <map>
 #include <nlohmann/json.hpp>
-#include <set>
 #include <string>
 #include <vector>
 
@@ -20,6 +19,7 @@
 #include "tilesched/sim/io.hpp"
 #include "tilesched/sim/metrics.hpp"
 #include "tilesched/sim/replay.hpp"
+#include "tilesched/sim/schedule_check.hpp"
 #include "tilesched/sim/trace_io.hpp"
 #include "viz/schedule_outputs.hpp"
 
@@ -73,56 +73,6 @@ std::string today_utc() {
   return buf;
 }
 
-std::string tile_text(const TraceEvent& e) {
-  return "idx " + std::to_string(e.linear_idx) + " (prompt " + std::to_string(e.prompt_idx) +
-         ", head " + std::to_string(e.head_idx) + ", offset " + std::to_string(e.prompt_offset) +
-         ", rows " + std::to_string(e.query_rows) + ", kv blocks " + std::to_string(e.kv_blocks) +
-         ")";
-}
-
-// Static schedulers: every CTA's tile sequence must be the simulator's. Queued: the same set of
-// tiles, each once (the order between CTAs depends on timing).
-std::vector<std::string> schedule_differences(const Trace& predicted, const Trace& measured) {
-  std::vector<std::string> out;
-  if (predicted.launched_ctas != measured.launched_ctas)
-    out.push_back("launched " + std::to_string(measured.launched_ctas) + " CTAs, simulator " +
-                  std::to_string(predicted.launched_ctas));
-  if (measured.workload.scheduler == SchedulerKind::Queued) {
-    std::multiset<u32> m;
-    std::set<u32> p;
-    for (const auto& e : measured.events) m.insert(e.linear_idx);
-    for (const auto& e : predicted.events) p.insert(e.linear_idx);
-    for (u32 i : p)
-      if (m.count(i) != 1)
-        out.push_back("tile " + std::to_string(i) + " processed " + std::to_string(m.count(i)) +
-                      " times");
-    for (u32 i : m)
-      if (!p.count(i)) out.push_back("tile " + std::to_string(i) + " is not in the model's set");
-    return out;
-  }
-  std::map<u32, std::vector<TraceEvent>> pm, mm;
-  for (const auto& e : predicted.events) pm[e.cta].push_back(e);
-  for (const auto& e : measured.events) mm[e.cta].push_back(e);
-  std::set<u32> ctas;
-  for (const auto& [c, v] : pm) ctas.insert(c);
-  for (const auto& [c, v] : mm) ctas.insert(c);
-  for (u32 c : ctas) {
-    const auto& a = pm[c];
-    const auto& b = mm[c];
-    for (std::size_t i = 0; i < std::max(a.size(), b.size()); ++i) {
-      const bool same = i < a.size() && i < b.size() && a[i].linear_idx == b[i].linear_idx &&
-                        a[i].query_rows == b[i].query_rows && a[i].kv_blocks == b[i].kv_blocks;
-      if (!same) {
-        out.push_back("CTA " + std::to_string(c) + " step " + std::to_string(i) + ": GPU " +
-                      (i < b.size() ? tile_text(b[i]) : "nothing") + ", simulator " +
-                      (i < a.size() ? tile_text(a[i]) : "nothing"));
-        break;
-      }
-    }
-  }
-  return out;
-}
-
 }  // namespace
 
 bool gpu_half_built() {
@@ -159,7 +109,7 @@ int run_gpu_command(const RunCommandOptions& options) {
   const Trace predicted = sim::replay(w);
   bool ok = true;
   if (options.check) {
-    const std::vector<std::string> diffs = schedule_differences(predicted, measured);
+    const std::vector<std::string> diffs = sim::schedule_differences(predicted, measured);
     if (w.scheduler == SchedulerKind::Queued)
       std::printf("schedule: queued, tile set %s (%zu tiles)\n",
                   diffs.empty() ? "identical to the simulator's" : "DIFFERS",

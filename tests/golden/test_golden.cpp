@@ -5,15 +5,14 @@
 #include <doctest/doctest.h>
 
 #include <cstring>
-#include <map>
 #include <nlohmann/json.hpp>
-#include <set>
 #include <string>
 #include <vector>
 
 #include "tilesched/sim/attention.hpp"
 #include "tilesched/sim/io.hpp"
 #include "tilesched/sim/replay.hpp"
+#include "tilesched/sim/schedule_check.hpp"
 #include "tilesched/sim/trace_io.hpp"
 
 using namespace tilesched;
@@ -54,38 +53,6 @@ std::vector<Golden> load_all() {
   return out;
 }
 
-std::string tile_key(const TraceEvent& e) {
-  return std::to_string(e.step) + ":" + std::to_string(e.linear_idx) + ":" +
-         std::to_string(e.prompt_offset) + ":" + std::to_string(e.head_idx) + ":" +
-         std::to_string(e.prompt_idx) + ":" + std::to_string(e.query_rows) + ":" +
-         std::to_string(e.kv_blocks);
-}
-
-// Schedule problems, one sentence each (empty when the recorded schedule is the model's).
-std::vector<std::string> schedule_problems(const Trace& gpu, const Trace& sim) {
-  std::vector<std::string> out;
-  if (gpu.launched_ctas != sim.launched_ctas)
-    out.push_back("launched CTAs differ: " + std::to_string(gpu.launched_ctas) + " vs " +
-                  std::to_string(sim.launched_ctas));
-  if (gpu.workload.scheduler == SchedulerKind::Queued) {
-    std::multiset<u32> g;
-    std::set<u32> s;
-    for (const auto& e : gpu.events) g.insert(e.linear_idx);
-    for (const auto& e : sim.events) s.insert(e.linear_idx);
-    if (g.size() != s.size() || std::set<u32>(g.begin(), g.end()) != s)
-      out.push_back("queued tile set differs from the simulator's");
-    return out;
-  }
-  std::map<u32, std::vector<std::string>> gc, sc;
-  for (const auto& e : gpu.events) gc[e.cta].push_back(tile_key(e));
-  for (const auto& e : sim.events) sc[e.cta].push_back(tile_key(e));
-  for (const auto& [cta, seq] : sc)
-    if (gc[cta] != seq) out.push_back("CTA " + std::to_string(cta) + " ran other tiles");
-  for (const auto& [cta, seq] : gc)
-    if (!sc.count(cta) && !seq.empty()) out.push_back("CTA " + std::to_string(cta) + " extra");
-  return out;
-}
-
 // Tiles whose recorded O/LSE are off the simulator's (or NaN), one sentence each.
 std::vector<std::string> output_problems(const Golden& g) {
   const Workload& w = g.trace.workload;
@@ -115,7 +82,7 @@ TEST_CASE("golden H200 traces and outputs agree with the simulator") {
     CHECK(g.o.size() == std::size_t(w.total_q_rows()) * w.num_q_heads * w.head_dim);
     CHECK(g.lse.size() == std::size_t(w.total_q_rows()) * w.num_q_heads);
     CHECK_FALSE(g.o_has_poison);
-    for (const auto& p : schedule_problems(g.trace, sim::replay(w))) FAIL_CHECK(p);
+    for (const auto& p : sim::schedule_differences(sim::replay(w), g.trace)) FAIL_CHECK(p);
     for (const auto& p : output_problems(g)) FAIL_CHECK(p);
   }
 }
@@ -131,7 +98,7 @@ TEST_CASE("the golden check notices a wrong schedule and a wrong tile") {
     ++other;
   REQUIRE(other < swapped.events.size());
   std::swap(swapped.events[0].linear_idx, swapped.events[other].linear_idx);
-  CHECK_FALSE(schedule_problems(swapped, sim_trace).empty());
+  CHECK_FALSE(sim::schedule_differences(sim_trace, swapped).empty());
   // One tile's output scaled by 2 is out of tolerance, and the message names it.
   const TraceEvent& e = g.trace.events.front();
   const Workload& w = g.trace.workload;

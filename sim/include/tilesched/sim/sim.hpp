@@ -6,5 +6,6 @@
 #include "tilesched/sim/io.hpp"
 #include "tilesched/sim/metrics.hpp"
 #include "tilesched/sim/replay.hpp"
+#include "tilesched/sim/schedule_check.hpp"
 #include "tilesched/sim/trace_io.hpp"
 #include "tilesched/sim/workload_io.hpp"
