@@ -52,11 +52,11 @@ namespace detail {
 
 namespace {
 
-template <class E, class Parse>
-E read_enum(const json& v, const std::string& field, Parse parse, const char* accepted) {
+template <class E>
+E read_enum(const json& v, const std::string& field) {
   const std::string s = as_string(v, field);
-  const auto e = parse(s);
-  if (!e) fail(field, "unknown name \"" + s + "\" (accepted: " + accepted + ")");
+  const std::optional<E> e = parse_enum<E>(s);
+  if (!e) fail(field, "unknown name \"" + s + "\" (accepted: " + enum_choices<E>() + ")");
   return *e;
 }
 
@@ -138,17 +138,12 @@ Workload workload_from_json_at(const json& j, const std::string& prefix) {
   if (j.contains("block_m")) w.block_m = as_u32(j["block_m"], P + "block_m");
   if (j.contains("block_n")) w.block_n = as_u32(j["block_n"], P + "block_n");
   if (j.contains("num_ctas")) w.num_ctas = as_u32(j["num_ctas"], P + "num_ctas");
-  if (j.contains("mask"))
-    w.mask = read_enum<Mask>(j["mask"], P + "mask", parse_mask, "causal, none");
+  if (j.contains("mask")) w.mask = read_enum<Mask>(j["mask"], P + "mask");
   if (j.contains("scheduler"))
-    w.scheduler = read_enum<SchedulerKind>(j["scheduler"], P + "scheduler", parse_scheduler_kind,
-                                           "tile, queued, transient");
-  if (j.contains("schedule"))
-    w.schedule = read_enum<Schedule>(j["schedule"], P + "schedule", parse_schedule,
-                                     "default, prompt_rotate");
+    w.scheduler = read_enum<SchedulerKind>(j["scheduler"], P + "scheduler");
+  if (j.contains("schedule")) w.schedule = read_enum<Schedule>(j["schedule"], P + "schedule");
   if (j.contains("ragged_mode"))
-    w.ragged_mode = read_enum<RaggedMode>(j["ragged_mode"], P + "ragged_mode", parse_ragged_mode,
-                                          "safe, faithful");
+    w.ragged_mode = read_enum<RaggedMode>(j["ragged_mode"], P + "ragged_mode");
   if (j.contains("flip_prompt_idx"))
     w.flip_prompt_idx = as_bool(j["flip_prompt_idx"], P + "flip_prompt_idx");
   if (j.contains("cost_profile")) {

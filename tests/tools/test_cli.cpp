@@ -1,14 +1,18 @@
 // Flag parsing: values are parsed strictly, bad values name their flag, flags override the
-// workload, and the exit codes are the documented ones.
+// workload, every enum name works everywhere it is read, and the exit codes are the documented
+// ones.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <fstream>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "cli/commands.hpp"
 #include "cli/errors.hpp"
-#include "cli/parse_values.hpp"
+#include "cli/typed_flags.hpp"
+#include "cli/view_flags.hpp"
 #include "cli/workload_flags.hpp"
 #include "gpu_commands.hpp"
 #include "test_support.hpp"
@@ -29,13 +33,26 @@ Workload workload_from_flags(std::vector<std::string> args) {
   return resolve_workload(flags);
 }
 
+// The message of the usage error (exit 2) the flags give: a bad value while parsing, or a
+// workload the flags make invalid.
 std::string usage_error_of(std::vector<std::string> args) {
   try {
     workload_from_flags(std::move(args));
+  } catch (const CLI::ParseError& e) {
+    return e.what();
   } catch (const UsageError& e) {
     return e.what();
   }
   return "(no usage error)";
+}
+
+std::string number_error(const std::string& text, std::uint64_t min, std::uint64_t max) {
+  try {
+    parse_decimal(text, min, max);
+  } catch (const std::invalid_argument& e) {
+    return e.what();
+  }
+  return "(no error)";
 }
 
 int exit_code_of(std::vector<const char*> args) {
@@ -45,25 +62,52 @@ int exit_code_of(std::vector<const char*> args) {
 
 }  // namespace
 
-TEST_CASE("numbers are decimal, whole and in range, and errors name the flag") {
-  CHECK(parse_u32("--ctas", "132") == 132);
-  CHECK(parse_u32("--ctas", "010") == 10);  // not octal
-  CHECK_THROWS_WITH_AS(parse_u32("--ctas", "0x10"), "--ctas: '0x10' is not a whole number",
-                       UsageError);
-  CHECK_THROWS_AS(parse_u32("--ctas", "-1"), UsageError);
-  CHECK_THROWS_AS(parse_u32("--ctas", "4294967296"), UsageError);
-  CHECK(parse_u32("--ctas", "4294967295") == 4294967295u);
-  CHECK_THROWS_AS(parse_u32("--ctas", ""), UsageError);
-  CHECK_THROWS_AS(parse_int_at_least("--iters", "0", 1), UsageError);
+TEST_CASE("numbers are decimal, whole and in range") {
+  CHECK(parse_decimal("132", 0, UINT32_MAX) == 132);
+  CHECK(parse_decimal(" 010 ", 0, UINT32_MAX) == 10);  // not octal
+  CHECK(number_error("0x10", 0, UINT32_MAX) == "'0x10' is not a whole number");
+  CHECK(number_error("-1", 0, UINT32_MAX) == "'-1' is not a whole number");
+  CHECK(number_error("4294967296", 0, UINT32_MAX) ==
+        "4294967296 is too large (at most 4294967295)");
+  CHECK(parse_decimal("4294967295", 0, UINT32_MAX) == 4294967295u);
+  CHECK(parse_decimal("18446744073709551615", 0, UINT64_MAX) == UINT64_MAX);
+  CHECK(number_error("18446744073709551616", 0, UINT64_MAX).find("too large") != std::string::npos);
+  CHECK(number_error("", 0, UINT32_MAX) == "expected a whole number, got nothing");
+  CHECK(number_error("0", 1, INT32_MAX) == "must be at least 1, got 0");
+}
+
+TEST_CASE("number flags are stored typed, exactly as typed, and errors name the flag") {
+  CHECK(workload_from_flags({"--ctas", "010"}).num_ctas == 10);  // CLI11 alone reads octal 8
+  CHECK(usage_error_of({"--ctas", "0x10"}) == "--ctas: '0x10' is not a whole number");
+  CHECK(usage_error_of({"--ctas", "-1"}) == "--ctas: '-1' is not a whole number");
+  CHECK(usage_error_of({"--heads", "4294967296"}) ==
+        "--heads: 4294967296 is too large (at most 4294967295)");
+  CHECK(usage_error_of({"--bm", ""}) == "--bm: expected a whole number, got nothing");
+  CHECK(usage_error_of({"--batch", "0", "--seq-len", "8"}) == "--batch: must be at least 1, got 0");
+
+  CLI::App app("test");
+  std::uint64_t seed = 0;
+  int iterations = 0;
+  add_number_flag(app, "--seed", seed, "");
+  add_number_flag(app, "--iters", iterations, "", 1);
+  app.parse(std::vector<std::string>{"2147483647", "--iters", "18446744073709551615", "--seed"});
+  CHECK(seed == UINT64_MAX);
+  CHECK(iterations == INT32_MAX);
+  CHECK_THROWS_WITH_AS(app.parse(std::vector<std::string>{"2147483648", "--iters"}),
+                       "--iters: 2147483648 is too large (at most 2147483647)",
+                       CLI::ValidationError);
 }
 
 TEST_CASE("length lists") {
-  CHECK(parse_u32_list("--q-lens", "512, 8192,1000") == std::vector<u32>{512, 8192, 1000});
-  CHECK(parse_u32_list("--q-lens", "7") == std::vector<u32>{7});
-  CHECK_THROWS_AS(parse_u32_list("--q-lens", "512,,1"), UsageError);
-  CHECK_THROWS_AS(parse_u32_list("--q-lens", "512,"), UsageError);
-  CHECK_THROWS_WITH_AS(parse_u32_list("--kv-lens", "5,x"), "--kv-lens: 'x' is not a whole number",
-                       UsageError);
+  CHECK(parse_u32_list("512, 8192,1000") == std::vector<u32>{512, 8192, 1000});
+  CHECK(parse_u32_list("7") == std::vector<u32>{7});
+  CHECK_THROWS_AS(parse_u32_list("512,,1"), std::invalid_argument);
+  CHECK_THROWS_AS(parse_u32_list("512,"), std::invalid_argument);
+  CHECK(workload_from_flags({"--q-lens", "512, 8192,1000"}).q_lens ==
+        std::vector<u32>{512, 8192, 1000});
+  CHECK(usage_error_of({"--kv-lens", "5,x"}) == "--kv-lens: 'x' is not a whole number");
+  CHECK(usage_error_of({"--q-lens", "512,,1"}).rfind("--q-lens: empty entry in '512,,1'", 0) == 0);
+  CHECK(usage_error_of({"--q-lens", "4294967296"}).rfind("--q-lens: ", 0) == 0);
 }
 
 TEST_CASE("without flags the workload is the simulator's default") {
@@ -125,6 +169,61 @@ TEST_CASE("bad values are usage errors that say what is wrong") {
   CHECK(usage_error_of({"--scheduler", "fastest"}).find("--scheduler") != std::string::npos);
   CHECK(usage_error_of({"--q-lens", "0"}).find("no work") != std::string::npos);
   CHECK(usage_error_of({"--cost-profile", "a100"}).find("--cost-profile") != std::string::npos);
+}
+
+namespace {
+
+// Every row of E's table names its value in to_string (aliases excepted), parse_enum, the
+// workload flag `flag` and the workload JSON field `json_field`.
+template <class E>
+void check_names_of(E Workload::*field, const char* flag, const char* json_field) {
+  for (const EnumName<E>& row : enum_names(E{})) {
+    CAPTURE(row.name);
+    CHECK(parse_enum<E>(row.name) == row.value);
+    if (!row.alias) CHECK(std::string(to_string(row.value)) == row.name);
+    CHECK(workload_from_flags({flag, row.name}).*field == row.value);
+    nlohmann::json j = sim::workload_to_json(test::small_workload());
+    j[json_field] = row.name;
+    const Workload read = sim::workload_from_json(j);
+    CHECK(read.*field == row.value);
+    if (!row.alias) CHECK(sim::workload_to_json(read)[json_field] == row.name);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("every name in an enum's table works in to_string, parsing, flags and JSON") {
+  check_names_of(&Workload::mask, "--mask", "mask");
+  check_names_of(&Workload::scheduler, "--scheduler", "scheduler");
+  check_names_of(&Workload::schedule, "--schedule", "schedule");
+  check_names_of(&Workload::ragged_mode, "--ragged", "ragged_mode");
+  CHECK(workload_from_flags({"--schedule", "rotate"}).schedule == Schedule::PromptRotate);
+  CHECK(std::string(to_string(Schedule::PromptRotate)) == "prompt_rotate");
+  CHECK(enum_choices<Schedule>() == "default, prompt_rotate");  // aliases are not offered
+  CHECK(std::string(to_string(SchedulerSync::Default)) == "producer");
+  CHECK(parse_enum<Mask>("Causal") == std::nullopt);  // exact names only
+}
+
+TEST_CASE("choice flags take names, not the numbers enums are stored as") {
+  CHECK(usage_error_of({"--mask", "1"}) ==
+        "--mask: unknown value '1' (expected one of: none, causal)");
+  CHECK(usage_error_of({"--schedule", "diagonal"}) ==
+        "--schedule: unknown value 'diagonal' (expected one of: default, prompt_rotate)");
+}
+
+TEST_CASE("view flags are typed and checked while parsing") {
+  CLI::App app("test");
+  ViewFlags flags;
+  add_view_flags(app, flags);
+  app.parse(std::vector<std::string>{"7", "--max-rows", "batch", "--color-by", "never", "--color"});
+  CHECK(flags.color == ColorWhen::Never);
+  CHECK(flags.color_by == viz::ColorBy::Batch);
+  CHECK(flags.max_rows == 7);
+  CLI::App bad("test");
+  add_view_flags(bad, flags);
+  CHECK_THROWS_WITH_AS(bad.parse(std::vector<std::string>{"rainbow", "--color-by"}),
+                       "--color-by: unknown value 'rainbow' (expected one of: head, batch)",
+                       CLI::ValidationError);
 }
 
 TEST_CASE("exit codes: 0 help, 2 usage, 1 runtime failure") {

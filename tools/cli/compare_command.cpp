@@ -21,11 +21,10 @@ namespace {
 struct CompareOptions {
   WorkloadFlags workload;
   std::string html_file;
-  std::string color_by = "head";
+  viz::ColorBy color_by = viz::ColorBy::Head;
 };
 
 int run_compare(const CompareOptions& o) {
-  const viz::ColorBy color_by = resolve_color_by(o.color_by);
   const Workload base = resolve_workload(o.workload);
   const sim::CostModel cost = resolve_cost_model(o.workload, base);
 
@@ -46,7 +45,7 @@ int run_compare(const CompareOptions& o) {
   if (!o.html_file.empty()) {
     std::vector<viz::ChartSection> sections;
     for (const StrategyResult& r : results) sections.push_back({r.name, &r.trace, r.metrics});
-    sim::write_file_atomically(o.html_file, viz::render_comparison_html(sections, color_by));
+    sim::write_file_atomically(o.html_file, viz::render_comparison_html(sections, o.color_by));
     fmt::print("wrote {}\n", o.html_file);
   }
   return kExitOk;
@@ -63,9 +62,7 @@ void add_compare_command(CLI::App& app, Action& action) {
   add_workload_flags(*cmd, options->workload, WorkloadFlagSet{/*strategy=*/false, true});
   cmd->add_option("--html", options->html_file, "Write one page with a Gantt chart per strategy")
       ->type_name("FILE");
-  cmd->add_option("--color-by", options->color_by, "Colour tiles by: head | batch")
-      ->type_name("WHAT")
-      ->capture_default_str();
+  add_color_by_flag(*cmd, options->color_by);
   cmd->footer("The workload's own scheduler and schedule are ignored: every strategy is run.");
   cmd->callback([options, &action] { action = [options] { return run_compare(*options); }; });
 }

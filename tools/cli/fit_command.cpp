@@ -1,5 +1,6 @@
 // `tilesched fit`: fit the simulator's cost model to traces measured on a GPU.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <filesystem>
 #include <memory>
@@ -10,6 +11,7 @@
 #include "cli/commands.hpp"
 #include "cli/cost_fit.hpp"
 #include "cli/errors.hpp"
+#include "cli/typed_flags.hpp"
 #include "tilesched/sim/io.hpp"
 #include "tilesched/sim/trace_io.hpp"
 
@@ -36,12 +38,7 @@ std::string common_device(const std::vector<LabelledTrace>& traces) {
 
 int run_fit(const FitOptions& o) {
   if (o.trace_files.empty()) throw UsageError("no traces given: name at least one TRACE.json");
-  sim::CostModel base;
-  try {
-    base = sim::CostModel::builtin(o.base);
-  } catch (const std::invalid_argument& e) {
-    throw UsageError(std::string("--base: ") + e.what());
-  }
+  const sim::CostModel base = sim::CostModel::builtin(o.base);  // checked while parsing
 
   std::vector<LabelledTrace> traces;
   for (const std::string& path : o.trace_files) {
@@ -64,23 +61,19 @@ int run_fit(const FitOptions& o) {
   const CostFitReport report = fit_cost_model(traces, base, device);
   fmt::print("{}", format_cost_fit_report(report));
   if (!report.negative_coefficients.empty()) {
-    std::string list;
-    for (const std::string& n : report.negative_coefficients)
-      list += (list.empty() ? "" : "; ") + n;
     // Cost files reject negative costs; clamping would hide that the traces do not support the
     // model's shape (e.g. too few distinct block counts, or noise larger than a block's cost).
     throw std::runtime_error(fmt::format(
         "negative fitted coefficients ({}): not writing '{}'; measure tiles with a wider range "
         "of KV lengths, causal and not",
-        list, o.out_file));
+        fmt::join(report.negative_coefficients, "; "), o.out_file));
   }
 
   nlohmann::json j = report.model.to_json();
-  std::string fitted_dims;
-  for (const HeadDimFit& f : report.fits)
-    fitted_dims += (fitted_dims.empty() ? "" : ", ") + std::to_string(f.head_dim);
+  std::vector<u32> fitted_dims;
+  for (const HeadDimFit& f : report.fits) fitted_dims.push_back(f.head_dim);
   j["note"] = fmt::format("head_dims {} fitted by `tilesched fit` to {} trace(s); others from '{}'",
-                          fitted_dims, traces.size(), o.base);
+                          fmt::join(fitted_dims, ", "), traces.size(), o.base);
   // Like `sim --out DIR`, the place to write is created if missing.
   const std::filesystem::path parent = std::filesystem::path(o.out_file).parent_path();
   if (!parent.empty()) std::filesystem::create_directories(parent);
@@ -107,7 +100,8 @@ void add_fit_command(CLI::App& app, Action& action) {
                   "Built-in profile whose head_dims are kept where the traces have none: h200 | "
                   "h100")
       ->type_name("PROFILE")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(builtin_cost_profile());
   cmd->add_flag("--allow-sim", options->allow_sim,
                 "Accept traces that were not measured on a GPU (with a warning)");
   cmd->footer(

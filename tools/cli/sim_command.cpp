@@ -7,7 +7,7 @@
 #include "cli/attention_check.hpp"
 #include "cli/commands.hpp"
 #include "cli/errors.hpp"
-#include "cli/parse_values.hpp"
+#include "cli/typed_flags.hpp"
 #include "cli/view_flags.hpp"
 #include "cli/workload_flags.hpp"
 #include "tilesched/sim/metrics.hpp"
@@ -20,19 +20,17 @@ struct SimOptions {
   WorkloadFlags workload;
   ViewFlags view;
   bool attention = false;
-  std::string seed = "1";
+  std::uint64_t seed = 1;
 };
 
 int run_sim(const SimOptions& o) {
-  validate_view_flags(o.view);
-  const std::uint64_t seed = parse_uint("--seed", o.seed);
   const Workload w = resolve_workload(o.workload);
   const sim::CostModel cost = resolve_cost_model(o.workload, w);
   const Trace trace = sim::replay(w, cost);
   show_and_write_trace(trace, sim::compute_metrics(trace), o.view);
   if (!o.attention) return kExitOk;
 
-  const AttentionReport report = check_attention(trace, seed);
+  const AttentionReport report = check_attention(trace, o.seed);
   fmt::print("\n{}", format_attention_report(report));
   if (w.ragged_mode == RaggedMode::Faithful && !report.coverage_ok())
     fmt::print(
@@ -66,8 +64,7 @@ void add_sim_command(CLI::App& app, Action& action) {
   cmd->add_flag("--attention", options->attention,
                 "Also compute attention tile by tile and check coverage and error against a naive "
                 "reference (exit 1 if it fails in safe mode)");
-  cmd->add_option("--seed", options->seed, "Seed of the random attention inputs")
-      ->type_name("N")
+  add_number_flag(*cmd, "--seed", options->seed, "Seed of the random attention inputs")
       ->capture_default_str();
   cmd->footer(
       "Exit status: 0 success, 1 a file could not be read or written (or the attention check "

@@ -3,30 +3,42 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <cstddef>
 #include <string>
 
+#include "tilesched/names.hpp"
 #include "tilesched/sim/metrics.hpp"
 #include "tilesched/trace.hpp"
 #include "viz/colors.hpp"
 
 namespace tilesched::cli {
 
+// When the terminal view uses ANSI colours.
+enum class ColorWhen { Auto, Always, Never };
+
+inline constexpr EnumName<ColorWhen> kColorWhenNames[] = {
+    {ColorWhen::Auto, "auto"},
+    {ColorWhen::Always, "always"},
+    {ColorWhen::Never, "never"},
+};
+constexpr const auto& enum_names(ColorWhen) {
+  return kColorWhenNames;
+}
+
 struct ViewFlags {
   std::string out_dir = "out";
-  std::string color_by = "head";
-  std::string color = "auto";
-  std::string max_rows = "40";
+  viz::ColorBy color_by = viz::ColorBy::Head;
+  ColorWhen color = ColorWhen::Auto;
+  std::size_t max_rows = 40;
 };
 
 void add_view_flags(CLI::App& command, ViewFlags& flags);
 
-viz::ColorBy resolve_color_by(const std::string& text);  // UsageError when unknown
+// --color-by, which `compare` also takes.
+CLI::Option* add_color_by_flag(CLI::App& command, viz::ColorBy& color_by);
 
 // Prints the metrics table and the terminal view to stdout, writes schedule.html, trace.json and
 // perfetto.json into flags.out_dir, and says where they are.
 void show_and_write_trace(const Trace& trace, const sim::Metrics& metrics, const ViewFlags& flags);
-
-// Checks every view flag's value up front, so a typo fails before a long simulation (UsageError).
-void validate_view_flags(const ViewFlags& flags);
 
 }  // namespace tilesched::cli

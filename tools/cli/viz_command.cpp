@@ -16,7 +16,6 @@ struct VizOptions {
 };
 
 int run_viz(const VizOptions& o) {
-  validate_view_flags(o.view);
   const Trace trace = sim::read_trace(o.trace_file);
   show_and_write_trace(trace, sim::compute_metrics(trace), o.view);
   return kExitOk;

@@ -3,59 +3,59 @@
 #include <fmt/format.h>
 
 #include "cli/errors.hpp"
-#include "cli/parse_values.hpp"
+#include "cli/typed_flags.hpp"
 #include "tilesched/sim/workload_io.hpp"
 
 namespace tilesched::cli {
 
+namespace {
+
+void add_sequence_flags(CLI::App& command, WorkloadFlags& f) {
+  CLI::Option* q = add_u32_list_flag(command, "--q-lens", f.q_lens,
+                                     "Query rows per sequence, comma-separated (a ragged batch)");
+  add_u32_list_flag(command, "--kv-lens", f.kv_lens,
+                    "Keys per sequence, comma-separated (default: q-lens)");
+  CLI::Option* batch =
+      add_number_flag(command, "--batch", f.batch, "Sequences of a padded batch (with --seq-len)",
+                      /*min=*/1);
+  CLI::Option* seq =
+      add_number_flag(command, "--seq-len", f.seq_len, "Rows of every sequence of a padded batch");
+  batch->needs(seq);
+  seq->needs(batch);
+  q->excludes(batch)->excludes(seq);
+}
+
+void add_strategy_flags(CLI::App& command, WorkloadFlags& f) {
+  add_choice_flag(command, "--scheduler", f.scheduler, "Scheduler")->type_name("KIND");
+  add_choice_flag(command, "--schedule", f.schedule, "Index order")->type_name("ORDER");
+  command.add_flag("--flip", f.flip, "Transient scheduler: most expensive tiles first");
+}
+
+}  // namespace
+
 void add_workload_flags(CLI::App& command, WorkloadFlags& f, WorkloadFlagSet set) {
-  f.command = &command;
   command
       .add_option("workload", f.workload_file,
                   "Workload JSON file (default: the built-in ragged causal prefill workload)")
       ->type_name("WORKLOAD.json");
-  auto* q = command
-                .add_option("--q-lens", f.q_lens,
-                            "Query rows per sequence, comma-separated (a ragged batch)")
-                ->type_name("LIST");
-  command
-      .add_option("--kv-lens", f.kv_lens, "Keys per sequence, comma-separated (default: q-lens)")
-      ->type_name("LIST");
-  auto* batch =
-      command.add_option("--batch", f.batch, "Sequences of a padded batch (with --seq-len)")
-          ->type_name("N");
-  auto* seq =
-      command.add_option("--seq-len", f.seq_len, "Rows of every sequence of a padded batch")
-          ->type_name("N");
-  batch->needs(seq);
-  seq->needs(batch);
-  q->excludes(batch)->excludes(seq);
-  command.add_option("--heads", f.heads, "Query heads")->type_name("N");
-  command.add_option("--kv-heads", f.kv_heads, "KV heads (query heads must be a multiple)")
-      ->type_name("N");
-  command.add_option("--head-dim", f.head_dim, "Head dimension d")->type_name("N");
-  command.add_option("--mask", f.mask, "Attention mask: none | causal")->type_name("MASK");
-  command.add_option("--bm", f.block_m, "BM: query rows per tile")->type_name("N");
-  command.add_option("--bn", f.block_n, "BN: keys per KV block")->type_name("N");
-  if (set.strategy) {
-    command.add_option("--scheduler", f.scheduler, "Scheduler: tile | queued | transient")
-        ->type_name("KIND");
-    command.add_option("--schedule", f.schedule, "Index order: default | prompt_rotate")
-        ->type_name("ORDER");
-    command.add_flag("--flip", f.flip, "Transient scheduler: most expensive tiles first");
-  }
-  command
-      .add_option("--ctas", f.ctas,
-                  "C: persistent CTAs (tile, queued) or resident CTAs (transient)")
-      ->type_name("N");
-  command
-      .add_option("--ragged", f.ragged,
-                  "Ragged tiles past a sequence's end: safe (skip) | faithful (upstream)")
+  add_sequence_flags(command, f);
+  add_number_flag(command, "--heads", f.heads, "Query heads");
+  add_number_flag(command, "--kv-heads", f.kv_heads, "KV heads (query heads must be a multiple)");
+  add_number_flag(command, "--head-dim", f.head_dim, "Head dimension d");
+  add_choice_flag(command, "--mask", f.mask, "Attention mask")->type_name("MASK");
+  add_number_flag(command, "--bm", f.block_m, "BM: query rows per tile");
+  add_number_flag(command, "--bn", f.block_n, "BN: keys per KV block");
+  if (set.strategy) add_strategy_flags(command, f);
+  add_number_flag(command, "--ctas", f.ctas,
+                  "C: persistent CTAs (tile, queued) or resident CTAs (transient)");
+  add_choice_flag(command, "--ragged", f.ragged,
+                  "Tiles past a sequence's end, skipped (safe) or run as upstream does (faithful)")
       ->type_name("MODE");
-  auto* profile =
+  CLI::Option* profile =
       command
           .add_option("--cost-profile", f.cost_profile, "Built-in cost coefficients: h200 | h100")
-          ->type_name("NAME");
+          ->type_name("NAME")
+          ->check(builtin_cost_profile());
   if (set.cost_model) {
     command.add_option("--cost-model", f.cost_model_file, "Cost model JSON file")
         ->type_name("FILE")
@@ -65,8 +65,27 @@ void add_workload_flags(CLI::App& command, WorkloadFlags& f, WorkloadFlagSet set
 
 namespace {
 
-bool given(const WorkloadFlags& f, const char* name) {
-  return f.command->count(name) > 0;
+template <class T>
+void override_with(const std::optional<T>& flag, T& field) {
+  if (flag) field = *flag;
+}
+
+void apply_sequence_flags(const WorkloadFlags& f, Workload& w) {
+  if (!f.q_lens.empty()) {
+    w.q_lens = f.q_lens;
+    w.padded = false;
+    w.kv_lens.clear();  // the old KV lengths belong to the old sequences
+  }
+  if (f.batch) {
+    w.q_lens.assign(*f.batch, *f.seq_len);  // --batch needs --seq-len
+    w.padded = true;
+    w.kv_lens.clear();
+  }
+  if (!f.kv_lens.empty()) {
+    w.kv_lens = f.kv_lens;
+    // A padded batch has one KV length; let it be given once.
+    if (w.padded && w.kv_lens.size() == 1) w.kv_lens.assign(w.q_lens.size(), w.kv_lens[0]);
+  }
 }
 
 }  // namespace
@@ -74,53 +93,28 @@ bool given(const WorkloadFlags& f, const char* name) {
 Workload resolve_workload(const WorkloadFlags& f) {
   Workload w =
       f.workload_file.empty() ? sim::default_workload() : sim::read_workload(f.workload_file);
-  if (given(f, "--q-lens")) {
-    w.q_lens = parse_u32_list("--q-lens", f.q_lens);
-    w.padded = false;
-    w.kv_lens.clear();  // the old KV lengths belong to the old sequences
+  apply_sequence_flags(f, w);
+  override_with(f.heads, w.num_q_heads);
+  override_with(f.kv_heads, w.num_kv_heads);
+  override_with(f.head_dim, w.head_dim);
+  override_with(f.mask, w.mask);
+  override_with(f.block_m, w.block_m);
+  override_with(f.block_n, w.block_n);
+  override_with(f.scheduler, w.scheduler);
+  override_with(f.schedule, w.schedule);
+  if (f.flip) {
+    if (w.scheduler != SchedulerKind::Transient)
+      throw UsageError(
+          "--flip applies to the transient scheduler only (add --scheduler transient)");
+    w.flip_prompt_idx = true;
   }
-  if (given(f, "--batch")) {
-    const u32 batch = parse_u32("--batch", f.batch);
-    if (batch == 0) throw UsageError("--batch: a batch needs at least 1 sequence");
-    w.q_lens.assign(batch, parse_u32("--seq-len", f.seq_len));
-    w.padded = true;
-    w.kv_lens.clear();
-  }
-  if (given(f, "--kv-lens")) {
-    w.kv_lens = parse_u32_list("--kv-lens", f.kv_lens);
-    // A padded batch has one KV length; let it be given once.
-    if (w.padded && w.kv_lens.size() == 1) w.kv_lens.assign(w.q_lens.size(), w.kv_lens[0]);
-  }
-  if (given(f, "--heads")) w.num_q_heads = parse_u32("--heads", f.heads);
-  if (given(f, "--kv-heads")) w.num_kv_heads = parse_u32("--kv-heads", f.kv_heads);
-  if (given(f, "--head-dim")) w.head_dim = parse_u32("--head-dim", f.head_dim);
-  if (given(f, "--mask")) w.mask = *parse_mask(parse_choice("--mask", f.mask, {"none", "causal"}));
-  if (given(f, "--bm")) w.block_m = parse_u32("--bm", f.block_m);
-  if (given(f, "--bn")) w.block_n = parse_u32("--bn", f.block_n);
-  if (f.command->get_option_no_throw("--scheduler")) {
-    if (given(f, "--scheduler"))
-      w.scheduler = *parse_scheduler_kind(
-          parse_choice("--scheduler", f.scheduler, {"tile", "queued", "transient"}));
-    if (given(f, "--schedule"))
-      w.schedule = *parse_schedule(
-          parse_choice("--schedule", f.schedule, {"default", "prompt_rotate", "rotate"}));
-    if (given(f, "--flip")) {
-      if (w.scheduler != SchedulerKind::Transient)
-        throw UsageError(
-            "--flip applies to the transient scheduler only (add --scheduler "
-            "transient)");
-      w.flip_prompt_idx = true;
-    }
-  }
-  if (given(f, "--ctas")) w.num_ctas = parse_u32("--ctas", f.ctas);
-  if (given(f, "--ragged"))
-    w.ragged_mode = *parse_ragged_mode(parse_choice("--ragged", f.ragged, {"safe", "faithful"}));
-  if (given(f, "--cost-profile"))
-    w.cost_profile = parse_choice("--cost-profile", f.cost_profile, {"h200", "h100"});
+  override_with(f.ctas, w.num_ctas);
+  override_with(f.ragged, w.ragged_mode);
+  if (!f.cost_profile.empty()) w.cost_profile = f.cost_profile;
 
   if (const std::string problem = w.validate(); !problem.empty()) {
     // The file was valid on its own (read_workload checks), so flags made it invalid.
-    throw UsageError("invalid workload: " + problem);
+    throw UsageError(fmt::format("invalid workload: {}", problem));
   }
   return w;
 }
@@ -130,7 +124,7 @@ sim::CostModel resolve_cost_model(const WorkloadFlags& f, const Workload& w) {
   try {
     return sim::CostModel::builtin(w.cost_profile);
   } catch (const std::invalid_argument& e) {
-    // Only a workload file can name an unknown profile; the flag is checked above.
+    // Only a workload file can name an unknown profile; the flag is checked while parsing.
     throw std::runtime_error(fmt::format("cost profile '{}': {}", w.cost_profile, e.what()));
   }
 }

@@ -4,18 +4,25 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "tilesched/sim/cost_model.hpp"
 #include "tilesched/workload.hpp"
 
 namespace tilesched::cli {
 
+// Each field holds its flag's value as parsed; empty (or false) when the flag was not given.
 struct WorkloadFlags {
-  CLI::App* command = nullptr;  // to ask which flags were given
   std::string workload_file;
-  std::string q_lens, kv_lens, batch, seq_len, heads, kv_heads, head_dim, mask, block_m, block_n,
-      scheduler, schedule, ctas, ragged, cost_profile, cost_model_file;
+  std::vector<u32> q_lens, kv_lens;
+  std::optional<u32> batch, seq_len, heads, kv_heads, head_dim, block_m, block_n, ctas;
+  std::optional<Mask> mask;
+  std::optional<SchedulerKind> scheduler;
+  std::optional<Schedule> schedule;
+  std::optional<RaggedMode> ragged;
+  std::string cost_profile, cost_model_file;
   bool flip = false;
 };
 
@@ -29,8 +36,8 @@ void add_workload_flags(CLI::App& command, WorkloadFlags& flags, WorkloadFlagSet
 
 // The workload: the file (or the default workload), then every given flag applied on top, then
 // validated. A file that cannot be read or is invalid throws std::runtime_error /
-// std::invalid_argument (exit 1); a bad flag or a combination the flags make invalid throws
-// UsageError (exit 2).
+// std::invalid_argument (exit 1); a combination the flags make invalid throws UsageError
+// (exit 2). Each flag's own value was checked while parsing.
 Workload resolve_workload(const WorkloadFlags& flags);
 
 // --cost-model FILE when given, else the built-in profile the workload names.

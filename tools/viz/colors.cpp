@@ -6,8 +6,8 @@
 
 namespace tilesched::viz {
 
-const char* to_string(ColorBy c) {
-  return c == ColorBy::Batch ? "batch" : "head";
+const char* category_name(ColorBy by) {
+  return by == ColorBy::Batch ? "prompt" : "head";
 }
 
 u32 color_key(const TraceEvent& e, ColorBy by) {

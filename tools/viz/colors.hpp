@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <string>
 
+#include "tilesched/names.hpp"
 #include "tilesched/trace.hpp"
 
 namespace tilesched::viz {
@@ -12,11 +13,20 @@ namespace tilesched::viz {
 // What a tile's colour stands for.
 enum class ColorBy { Head, Batch };
 
-const char* to_string(ColorBy c);
+inline constexpr EnumName<ColorBy> kColorByNames[] = {
+    {ColorBy::Head, "head"},
+    {ColorBy::Batch, "batch"},
+};
+constexpr const auto& enum_names(ColorBy) {
+  return kColorByNames;
+}
 
 struct Rgb {
   std::uint8_t r = 0, g = 0, b = 0;
 };
+
+// What one category is called in legends: "head", or "prompt" for a sequence.
+const char* category_name(ColorBy by);
 
 // The category a tile belongs to under `by`.
 u32 color_key(const TraceEvent& e, ColorBy by);

@@ -81,10 +81,6 @@ void draw_axis(std::string& svg, double y, double extent, double scale, bool lab
   }
 }
 
-std::string category_name(ColorBy by) {
-  return by == ColorBy::Batch ? "prompt" : "head";
-}
-
 const char* kPageStyle = R"(
 body { font-family: system-ui, -apple-system, "Segoe UI", sans-serif; margin: 24px; color: #222; }
 h1 { font-size: 20px; margin: 0 0 4px 0; }
@@ -237,7 +233,7 @@ const char* kHoverNote =
 std::string render_schedule_html(const Trace& trace, const sim::Metrics& metrics,
                                  const ChartOptions& options) {
   const std::string strategy = strategy_name(trace.workload);
-  std::string html = page_start("tilesched: " + strategy);
+  std::string html = page_start(fmt::format("tilesched: {}", strategy));
   html += fmt::format("<h1>tilesched schedule: {}</h1>\n", xml_escape(strategy));
   html +=
       fmt::format("<p class=\"workload\">{}<br/>{}</p>\n",

@@ -87,14 +87,14 @@ std::string render_terminal(const Trace& trace, const TerminalOptions& options) 
   const double us_per_cell = makespan > 0 ? makespan / width : 1.0;
 
   std::string out;
-  const char* what = options.color_by == ColorBy::Batch ? "prompt" : "head";
+  const char* what = category_name(options.color_by);
   out += fmt::format(
       "{} CTAs, {} tiles; one cell = {} us; a tile starts at its {}'s symbol "
       "(0-9a-zA-Z = {} mod 62){}\n",
       ctas, trace.events.size(), format_us(us_per_cell), what, what,
-      options.color ? ", colour = " + std::string(what) : ", '-' while it runs");
+      options.color ? fmt::format(", colour = {}", what) : ", '-' while it runs");
   // Time scale aligned with the cells below ("CTA    0 |" is 10 characters wide).
-  const std::string end_label = format_us(makespan) + " us";
+  const std::string end_label = fmt::format("{} us", format_us(makespan));
   out += fmt::format("{:>9}|0{:>{}}|\n", "", end_label, width - 1);
   for (std::size_t c = 0; c < shown; ++c) {
     const CtaRow& row = rows[c];

@@ -1,60 +1,102 @@
 // Text names of the enums, for the CLI, the trace format and error messages (host only).
+//
+// Each enum has one table, and everything that names its values reads it: to_string, parse_enum,
+// the JSON reader and writer, the command's choice flags and their help text. A new value is one
+// row here. The first row of a value is its name (printed and written); rows marked kAlias are
+// other spellings that parsing also accepts.
 #pragma once
 
 #include <optional>
 #include <string>
 #include <string_view>
+#include <type_traits>
 
 #include "tilesched/types.hpp"
 
 namespace tilesched {
 
-inline const char* to_string(Schedule s) {
-  return s == Schedule::PromptRotate ? "prompt_rotate" : "default";
+template <class E>
+struct EnumName {
+  E value;
+  const char* name;
+  bool alias = false;
+};
+
+inline constexpr bool kAlias = true;
+
+inline constexpr EnumName<Schedule> kScheduleNames[] = {
+    {Schedule::Default, "default"},
+    {Schedule::PromptRotate, "prompt_rotate"},
+    {Schedule::PromptRotate, "rotate", kAlias},
+};
+inline constexpr EnumName<SchedulerKind> kSchedulerKindNames[] = {
+    {SchedulerKind::Tile, "tile"},
+    {SchedulerKind::Queued, "queued"},
+    {SchedulerKind::Transient, "transient"},
+};
+inline constexpr EnumName<RaggedMode> kRaggedModeNames[] = {
+    {RaggedMode::Safe, "safe"},
+    {RaggedMode::Faithful, "faithful"},
+};
+inline constexpr EnumName<Mask> kMaskNames[] = {
+    {Mask::None, "none"},
+    {Mask::Causal, "causal"},
+};
+inline constexpr EnumName<SchedulerSync> kSchedulerSyncNames[] = {
+    {SchedulerSync::None, "none"},
+    {SchedulerSync::Producer, "producer"},
+    {SchedulerSync::All, "all"},
+};
+
+// The table of an enum, found by argument-dependent lookup so that enums of other namespaces
+// (the pictures' colouring, the command's flags) add theirs beside their own definition.
+constexpr const auto& enum_names(Schedule) {
+  return kScheduleNames;
 }
-inline const char* to_string(SchedulerKind k) {
-  switch (k) {
-    case SchedulerKind::Tile: return "tile";
-    case SchedulerKind::Queued: return "queued";
-    case SchedulerKind::Transient: return "transient";
-  }
-  return "?";
+constexpr const auto& enum_names(SchedulerKind) {
+  return kSchedulerKindNames;
 }
-inline const char* to_string(RaggedMode r) {
-  return r == RaggedMode::Faithful ? "faithful" : "safe";
+constexpr const auto& enum_names(RaggedMode) {
+  return kRaggedModeNames;
 }
-inline const char* to_string(Mask m) {
-  return m == Mask::Causal ? "causal" : "none";
+constexpr const auto& enum_names(Mask) {
+  return kMaskNames;
 }
-inline const char* to_string(SchedulerSync s) {
-  switch (s) {
-    case SchedulerSync::None: return "none";
-    case SchedulerSync::Producer: return "producer";
-    case SchedulerSync::All: return "all";
-  }
-  return "?";
+constexpr const auto& enum_names(SchedulerSync) {
+  return kSchedulerSyncNames;
 }
 
-inline std::optional<Schedule> parse_schedule(std::string_view s) {
-  if (s == "default") return Schedule::Default;
-  if (s == "prompt_rotate" || s == "rotate") return Schedule::PromptRotate;
+// Whether E has a table (and so to_string and parse_enum).
+template <class E, class = void>
+struct has_enum_names : std::false_type {};
+template <class E>
+struct has_enum_names<E, std::void_t<decltype(enum_names(E{}))>> : std::true_type {};
+
+template <class E, class = std::enable_if_t<has_enum_names<E>::value>>
+constexpr const char* to_string(E value) {
+  for (const EnumName<E>& row : enum_names(value))
+    if (row.value == value) return row.name;
+  return "?";  // a value without a row: the table lacks it
+}
+
+// The value named `name` (a name or an alias, exact match), or nothing.
+template <class E>
+constexpr std::optional<E> parse_enum(std::string_view name) {
+  for (const EnumName<E>& row : enum_names(E{}))
+    if (name == row.name) return row.value;
   return std::nullopt;
 }
-inline std::optional<SchedulerKind> parse_scheduler_kind(std::string_view s) {
-  if (s == "tile") return SchedulerKind::Tile;
-  if (s == "queued") return SchedulerKind::Queued;
-  if (s == "transient") return SchedulerKind::Transient;
-  return std::nullopt;
-}
-inline std::optional<RaggedMode> parse_ragged_mode(std::string_view s) {
-  if (s == "safe") return RaggedMode::Safe;
-  if (s == "faithful") return RaggedMode::Faithful;
-  return std::nullopt;
-}
-inline std::optional<Mask> parse_mask(std::string_view s) {
-  if (s == "none") return Mask::None;
-  if (s == "causal") return Mask::Causal;
-  return std::nullopt;
+
+// "none, causal": the names (not the aliases) in table order, for messages and help text.
+template <class E>
+std::string enum_choices(std::string_view separator = ", ") {
+  std::string out;
+  for (const EnumName<E>& row : enum_names(E{})) {
+    if (row.alias) continue;
+    if (!out.empty()) out += separator;
+    out += row.name;
+  }
+  return out;
 }
 
 // How WorkInfo prints in the reference: (prompt_offset, head_idx, prompt_idx, is_valid).

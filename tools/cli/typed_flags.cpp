@@ -1,0 +1,96 @@
+#include "cli/typed_flags.hpp"
+
+#include <stdexcept>
+
+#include "tilesched/sim/cost_model.hpp"
+
+namespace tilesched::cli {
+
+namespace {
+
+std::string_view trim(std::string_view s) {
+  const auto first = s.find_first_not_of(" \t");
+  if (first == std::string_view::npos) return {};
+  return s.substr(first, s.find_last_not_of(" \t") - first + 1);
+}
+
+}  // namespace
+
+std::uint64_t parse_decimal(std::string_view text, std::uint64_t min, std::uint64_t max) {
+  const std::string_view digits = trim(text);
+  if (digits.empty()) throw std::invalid_argument("expected a whole number, got nothing");
+  std::uint64_t value = 0;
+  for (const char ch : digits) {
+    if (ch < '0' || ch > '9')
+      throw std::invalid_argument(fmt::format("'{}' is not a whole number", text));
+    const auto digit = static_cast<std::uint64_t>(ch - '0');
+    if (value > (max - digit) / 10)
+      throw std::invalid_argument(fmt::format("{} is too large (at most {})", digits, max));
+    value = value * 10 + digit;
+  }
+  if (value < min)
+    throw std::invalid_argument(fmt::format("must be at least {}, got {}", min, value));
+  return value;
+}
+
+std::vector<u32> parse_u32_list(std::string_view text) {
+  std::vector<u32> values;
+  std::size_t start = 0;
+  while (true) {
+    const std::size_t comma = text.find(',', start);
+    const std::string_view item = text.substr(start, comma == text.npos ? comma : comma - start);
+    if (trim(item).empty())
+      throw std::invalid_argument(
+          fmt::format("empty entry in '{}' (give comma-separated lengths such as 512,8192)", text));
+    values.push_back(static_cast<u32>(parse_decimal(item, 0, UINT32_MAX)));
+    if (comma == text.npos) break;
+    start = comma + 1;
+  }
+  return values;
+}
+
+CLI::Validator decimal_number(std::uint64_t min, std::uint64_t max) {
+  return CLI::Validator(
+      [min, max](std::string& text) -> std::string {
+        try {
+          text = fmt::format("{}", parse_decimal(text, min, max));
+        } catch (const std::invalid_argument& e) {
+          return e.what();
+        }
+        return {};
+      },
+      "");
+}
+
+CLI::Validator builtin_cost_profile() {
+  return CLI::Validator(
+      [](std::string& name) -> std::string {
+        try {
+          sim::CostModel::builtin(name);
+        } catch (const std::invalid_argument& e) {
+          return e.what();
+        }
+        return {};
+      },
+      "");
+}
+
+CLI::Option* add_u32_list_flag(CLI::App& command, const std::string& name, std::vector<u32>& values,
+                               const std::string& help) {
+  // A list is one argument split here rather than by CLI11, whose delimiter option silently
+  // drops empty entries ("512,,1").
+  return command
+      .add_option_function<std::string>(
+          name,
+          [name, &values](const std::string& text) {
+            try {
+              values = parse_u32_list(text);
+            } catch (const std::invalid_argument& e) {
+              throw CLI::ValidationError(name, e.what());
+            }
+          },
+          help)
+      ->type_name("LIST");
+}
+
+}  // namespace tilesched::cli
