@@ -1,6 +1,7 @@
 // The tilesched command. Everything is in cli/ and viz/; main only guarantees that no exception
 // escapes (one line on stderr and exit 1, never an abort).
-#include <cstdio>
+#include <fmt/format.h>
+
 #include <exception>
 
 #include "cli/commands.hpp"
@@ -9,9 +10,9 @@ int main(int argc, char** argv) {
   try {
     return tilesched::cli::run_tool(argc, argv);
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "tilesched: %s\n", e.what());
+    fmt::print(stderr, "tilesched: {}\n", e.what());
   } catch (...) {
-    std::fprintf(stderr, "tilesched: unexpected internal error\n");
+    fmt::print(stderr, "tilesched: unexpected internal error\n");
   }
   return 1;
 }

@@ -9,7 +9,8 @@ namespace {
 
 // "tilesched sim" when a subcommand was chosen, so the error line says which flags were meant.
 std::string command_name(const CLI::App& app) {
-  for (const CLI::App* sub : app.get_subcommands()) return "tilesched " + sub->get_name();
+  for (const CLI::App* sub : app.get_subcommands())
+    return fmt::format("tilesched {}", sub->get_name());
   return "tilesched";
 }
 

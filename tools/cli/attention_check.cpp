@@ -45,7 +45,7 @@ std::string format_attention_report(const AttentionReport& r) {
       "  relative error    O {:.3e}, LSE {:.3e} (tolerance {:.0e})\n",
       r.written_once, r.rows_total, r.gaps, r.double_writes, r.coverage_ok() ? "ok" : "FAILED",
       r.o_error, r.lse_error, kAttentionTolerance);
-  for (const std::string& p : r.problems) out += "  problem: " + p + "\n";
+  for (const std::string& p : r.problems) out += fmt::format("  problem: {}\n", p);
   if (r.problem_count > r.problems.size())
     out += fmt::format("  ... and {} more problems\n", r.problem_count - r.problems.size());
   return out;

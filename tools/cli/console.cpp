@@ -1,5 +1,6 @@
 #include "cli/console.hpp"
 
+#include <fmt/format.h>
 #include <sys/ioctl.h>
 #include <unistd.h>
 
@@ -31,13 +32,13 @@ Progress::Progress(std::string task, std::size_t total)
     : task_(std::move(task)), total_(total), enabled_(stderr_is_terminal()) {}
 
 Progress::~Progress() {
-  if (enabled_ && done_ > 0) std::fputs("\r\x1b[2K", stderr);
+  if (enabled_ && done_ > 0) fmt::print(stderr, "\r\x1b[2K");
 }
 
 void Progress::step(const std::string& label) {
   ++done_;
   if (!enabled_) return;
-  std::fprintf(stderr, "\r\x1b[2K%s %zu/%zu: %s", task_.c_str(), done_, total_, label.c_str());
+  fmt::print(stderr, "\r\x1b[2K{} {}/{}: {}", task_, done_, total_, label);
   std::fflush(stderr);
 }
 

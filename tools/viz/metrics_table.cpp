@@ -15,13 +15,14 @@ std::string unit_name(const sim::Metrics& m) {
 MetricRows metric_rows(const sim::Metrics& m) {
   const std::string unit = unit_name(m);
   return {
-      {"makespan", format_us(m.makespan_us) + " us"},
-      {"lower bound", format_us(m.bound_us) + " us"},
+      {"makespan", fmt::format("{} us", format_us(m.makespan_us))},
+      {"lower bound", fmt::format("{} us", format_us(m.bound_us))},
       {"efficiency", fmt::format("{:.1f} % (bound / makespan)", 100.0 * m.efficiency)},
       {"imbalance", fmt::format("{:.3f} (max busy / mean busy)", m.imbalance)},
-      {"busy per " + unit, fmt::format("min {}  mean {}  max {} us", format_us(m.busy_min_us),
-                                       format_us(m.busy_mean_us), format_us(m.busy_max_us))},
-      {"tiles per " + unit,
+      {fmt::format("busy per {}", unit),
+       fmt::format("min {}  mean {}  max {} us", format_us(m.busy_min_us),
+                   format_us(m.busy_mean_us), format_us(m.busy_max_us))},
+      {fmt::format("tiles per {}", unit),
        fmt::format("min {:g}  mean {:.1f}  max {:g}", m.tiles_min, m.tiles_mean, m.tiles_max)},
       {"tiles", fmt::format("{}", m.tile_count)},
       {"launched CTAs", fmt::format("{} ({} at once)", m.launched_ctas, m.concurrent_ctas)},

@@ -1,5 +1,7 @@
 #include "viz/schedule_outputs.hpp"
 
+#include <fmt/format.h>
+
 #include <filesystem>
 #include <stdexcept>
 #include <system_error>
@@ -15,9 +17,12 @@ void ensure_directory(const std::string& dir) {
   std::error_code ec;
   if (fs::is_directory(dir, ec)) return;
   if (fs::exists(dir, ec))
-    throw std::runtime_error("cannot use '" + dir + "' as output directory: it is not a directory");
+    throw std::runtime_error(
+        fmt::format("cannot use '{}' as output directory: it is not a directory", dir));
   fs::create_directories(dir, ec);
-  if (ec) throw std::runtime_error("cannot create output directory '" + dir + "': " + ec.message());
+  if (ec)
+    throw std::runtime_error(
+        fmt::format("cannot create output directory '{}': {}", dir, ec.message()));
 }
 
 ScheduleOutputs write_schedule_outputs(const Trace& trace, const sim::Metrics& metrics,
