@@ -92,39 +92,48 @@ table.metrics th { color: #555; font-weight: normal; }
 p.note { color: #777; font-size: 12px; }
 )";
 
-}  // namespace
+// Where everything of one chart goes, decided before drawing.
+struct ChartLayout {
+  double extent = 1;  // µs at the right end of the time axis
+  double scale = 1;   // px per µs
+  u32 rows = 1;       // CTA rows
+  double row_h = 1;
+  std::map<u32, std::size_t> categories;  // colour category -> tiles, for the legend
+  std::size_t per_legend_row = 1;
+  double plot_top = 0, plot_height = 0;
+  double width = 0, height = 0;
 
-std::string render_gantt_svg(const Trace& trace, const ChartOptions& options) {
-  const double makespan = makespan_of(trace);
-  double extent = options.time_extent_us > 0 ? options.time_extent_us : makespan;
+  double x_of(double us) const { return kLeft + us * scale; }
+};
+
+constexpr double kTitleY = 18;
+constexpr double kLegendTop = 30;
+
+ChartLayout chart_layout(const Trace& trace, const ChartOptions& options) {
+  ChartLayout l;
+  l.extent = options.time_extent_us > 0 ? options.time_extent_us : makespan_of(trace);
   // An empty trace still gets an axis; a non-finite time (hand-edited file) must not hang the
   // tick loop.
-  if (!(extent > 0) || !std::isfinite(extent)) extent = 1;
-  const double scale = kPlotWidth / extent;
-  const u32 rows = row_count(trace);
-  const double row_h = row_height(rows);
+  if (!(l.extent > 0) || !std::isfinite(l.extent)) l.extent = 1;
+  l.scale = kPlotWidth / l.extent;
+  l.rows = row_count(trace);
+  l.row_h = row_height(l.rows);
+  for (const TraceEvent& e : trace.events) ++l.categories[color_key(e, options.color_by)];
+  l.per_legend_row = static_cast<std::size_t>((kLeft + kPlotWidth) / kLegendItemWidth);
+  // The legend's entries: a swatch per category up to kMaxLegendItems, then "+N more".
+  const std::size_t legend_entries = std::min(l.categories.size(), kMaxLegendItems + 1);
+  const std::size_t legend_rows = (legend_entries + l.per_legend_row - 1) / l.per_legend_row;
+  l.plot_top = kLegendTop + legend_rows * kLegendRowHeight + 28;
+  l.plot_height = l.rows * l.row_h;
+  l.width = kLeft + kPlotWidth + kRight;
+  l.height = l.plot_top + l.plot_height + 44;
+  return l;
+}
 
-  // Categories actually present, for the legend.
-  std::map<u32, std::size_t> categories;
-  for (const TraceEvent& e : trace.events) ++categories[color_key(e, options.color_by)];
-  const std::size_t legend_items = std::min(categories.size(), kMaxLegendItems);
-  const auto per_legend_row = static_cast<std::size_t>((kLeft + kPlotWidth) / kLegendItemWidth);
-  const std::size_t legend_rows =
-      (legend_items + (categories.size() > kMaxLegendItems ? 1 : 0) + per_legend_row - 1) /
-      per_legend_row;
-
-  const double title_y = 18;
-  const double legend_top = 30;
-  const double plot_top = legend_top + legend_rows * kLegendRowHeight + 28;
-  const double plot_height = rows * row_h;
-  const double width = kLeft + kPlotWidth + kRight;
-  const double height = plot_top + plot_height + 44;
-
-  std::string svg;
-  svg.reserve(256 * trace.events.size() + 4096);
+void draw_header(std::string& svg, const ChartLayout& l, const std::string& title) {
   svg += fmt::format(R"(<svg xmlns="http://www.w3.org/2000/svg" width="{:.0f}" height="{:.0f}" )"
                      R"(viewBox="0 0 {:.0f} {:.0f}" font-family="sans-serif" font-size="11">)",
-                     width, height, width, height);
+                     l.width, l.height, l.width, l.height);
   svg += '\n';
   // Thin white outlines separate back-to-back tiles; on hair-thin rows they would hide the fill.
   svg += fmt::format(
@@ -132,77 +141,97 @@ std::string render_gantt_svg(const Trace& trace, const ChartOptions& options) {
       "stroke-width:1}} .axis{{stroke:#555555;stroke-width:1}} .grid{{stroke:#dddddd;"
       "stroke-width:1}} .row{{fill:#f4f4f4}} .tick{{fill:#444444}} "
       ".label{{fill:#333333}}</style>\n",
-      row_h >= 4 ? "0.5" : "0");
-  const std::string title = options.title.empty() ? describe_trace(trace) : options.title;
+      l.row_h >= 4 ? "0.5" : "0");
   svg += fmt::format(R"(<text class="label" x="{:.0f}" y="{:.0f}" font-size="14" )"
                      R"(font-weight="bold">{}</text>)",
-                     kLeft, title_y, xml_escape(title));
+                     kLeft, kTitleY, xml_escape(title));
   svg += '\n';
+}
 
-  // Legend: one swatch per category.
+// One swatch per category, then "+N more" when there are too many to tell apart.
+void draw_legend(std::string& svg, const ChartLayout& l, ColorBy color_by) {
+  const auto at = [&](std::size_t item) {
+    return std::make_pair(8 + (item % l.per_legend_row) * kLegendItemWidth,
+                          kLegendTop + (item / l.per_legend_row) * kLegendRowHeight);
+  };
   std::size_t item = 0;
-  for (const auto& [key, count] : categories) {
+  for (const auto& [key, count] : l.categories) {
     if (item == kMaxLegendItems) break;
-    const double x = 8 + (item % per_legend_row) * kLegendItemWidth;
-    const double y = legend_top + (item / per_legend_row) * kLegendRowHeight;
+    const auto [x, y] = at(item++);
     svg += fmt::format(
         R"(<rect class="legend" x="{:.0f}" y="{:.0f}" width="10" height="10" fill="{}">)"
         R"(<title>{} {}: {} tiles</title></rect>)"
-        R"(<text class="label" x="{:.0f}" y="{:.0f}">{} {}</text>)",
-        x, y, to_hex(category_color(key)), category_name(options.color_by), key, count, x + 14,
-        y + 9, category_name(options.color_by), key);
-    svg += '\n';
-    ++item;
+        R"(<text class="label" x="{:.0f}" y="{:.0f}">{} {}</text>)"
+        "\n",
+        x, y, to_hex(category_color(key)), category_name(color_by), key, count, x + 14, y + 9,
+        category_name(color_by), key);
   }
-  if (categories.size() > kMaxLegendItems) {
-    const double x = 8 + (item % per_legend_row) * kLegendItemWidth;
-    const double y = legend_top + (item / per_legend_row) * kLegendRowHeight;
-    svg += fmt::format(R"(<text class="label" x="{:.0f}" y="{:.0f}">+{} more</text>)", x, y + 9,
-                       categories.size() - kMaxLegendItems);
-    svg += '\n';
+  if (l.categories.size() > kMaxLegendItems) {
+    const auto [x, y] = at(item);
+    svg += fmt::format(R"(<text class="label" x="{:.0f}" y="{:.0f}">+{} more</text>)"
+                       "\n",
+                       x, y + 9, l.categories.size() - kMaxLegendItems);
   }
+}
 
-  // Alternate row shading, vertical grid lines and CTA labels.
-  if (row_h >= 3) {
-    for (std::uint64_t r = 1; r < rows; r += 2)
+// Alternate row shading, vertical grid lines and CTA labels.
+void draw_background(std::string& svg, const ChartLayout& l) {
+  if (l.row_h >= 3) {
+    for (std::uint64_t r = 1; r < l.rows; r += 2)
       svg +=
           fmt::format(R"(<rect class="row" x="{:.0f}" y="{:.2f}" width="{:.0f}" height="{:.2f}"/>)"
                       "\n",
-                      kLeft, plot_top + r * row_h, extent * scale, row_h);
+                      kLeft, l.plot_top + r * l.row_h, l.extent * l.scale, l.row_h);
   }
-  const double step = tick_step(extent, 10);
-  for (double t = step; t <= extent * (1 + 1e-9); t += step)
+  const double step = tick_step(l.extent, 10);
+  for (double t = step; t <= l.extent * (1 + 1e-9); t += step)
     svg += fmt::format(R"(<line class="grid" x1="{:.1f}" y1="{:.1f}" x2="{:.1f}" y2="{:.1f}"/>)"
                        "\n",
-                       kLeft + t * scale, plot_top, kLeft + t * scale, plot_top + plot_height);
-  const std::uint64_t every = label_every(row_h);
-  for (std::uint64_t r = 0; r < rows; r += every)
+                       l.x_of(t), l.plot_top, l.x_of(t), l.plot_top + l.plot_height);
+  const std::uint64_t every = label_every(l.row_h);
+  for (std::uint64_t r = 0; r < l.rows; r += every)
     svg += fmt::format(R"(<text class="label" x="{:.0f}" y="{:.2f}" text-anchor="end" )"
                        R"(dominant-baseline="middle">CTA {}</text>)"
                        "\n",
-                       kLeft - 6, plot_top + (r + 0.5) * row_h, r);
+                       kLeft - 6, l.plot_top + (r + 0.5) * l.row_h, r);
+}
 
-  // The tiles. A zero-length tile (no rows to write) still gets a sliver so it can be found.
-  const double pad = row_h >= 6 ? 1.0 : 0.0;
+// One <rect class="tile"> per event, its tooltip describing the tile. A zero-length tile (no
+// rows to write) still gets a sliver so it can be found.
+void draw_tiles(std::string& svg, const Trace& trace, const ChartLayout& l, ColorBy color_by) {
+  const double pad = l.row_h >= 6 ? 1.0 : 0.0;
   svg += "<g>\n";
   for (const TraceEvent& e : trace.events) {
-    const double x = kLeft + e.start_us * scale;
-    const double w = std::max((e.end_us - e.start_us) * scale, 0.6);
-    const double y = plot_top + e.cta * row_h + pad;
     svg += fmt::format(
         R"(<rect class="tile" x="{:.2f}" y="{:.2f}" width="{:.2f}" height="{:.2f}" fill="{}">)"
         "<title>{}</title></rect>\n",
-        x, y, w, std::max(row_h - 2 * pad, 0.2),
-        to_hex(category_color(color_key(e, options.color_by))), xml_escape(describe_event(e)));
+        l.x_of(e.start_us), l.plot_top + e.cta * l.row_h + pad,
+        std::max((e.end_us - e.start_us) * l.scale, 0.6), std::max(l.row_h - 2 * pad, 0.2),
+        to_hex(category_color(color_key(e, color_by))), xml_escape(describe_event(e)));
   }
   svg += "</g>\n";
+}
 
-  // Axes: at the bottom, and repeated on top when the chart is too tall to see both ends at once.
-  if (rows > 40) draw_axis(svg, plot_top - 2, extent, scale, true);
-  draw_axis(svg, plot_top + plot_height + 2, extent, scale, false);
+// At the bottom, and repeated on top when the chart is too tall to see both ends at once.
+void draw_time_axes(std::string& svg, const ChartLayout& l) {
+  if (l.rows > 40) draw_axis(svg, l.plot_top - 2, l.extent, l.scale, true);
+  draw_axis(svg, l.plot_top + l.plot_height + 2, l.extent, l.scale, false);
   svg += fmt::format(R"(<text class="label" x="{:.0f}" y="{:.0f}" text-anchor="middle">)"
                      "time (µs)</text>\n",
-                     kLeft + kPlotWidth / 2, plot_top + plot_height + 36);
+                     kLeft + kPlotWidth / 2, l.plot_top + l.plot_height + 36);
+}
+
+}  // namespace
+
+std::string render_gantt_svg(const Trace& trace, const ChartOptions& options) {
+  const ChartLayout layout = chart_layout(trace, options);
+  std::string svg;
+  svg.reserve(256 * trace.events.size() + 4096);
+  draw_header(svg, layout, options.title.empty() ? describe_trace(trace) : options.title);
+  draw_legend(svg, layout, options.color_by);
+  draw_background(svg, layout);
+  draw_tiles(svg, trace, layout, options.color_by);
+  draw_time_axes(svg, layout);
   svg += "</svg>\n";
   return svg;
 }
