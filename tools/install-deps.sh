@@ -3,7 +3,7 @@
 # The CUDA toolkit is not installed here: the GPU half builds only where nvcc already is.
 set -euo pipefail
 packages=(cmake ninja-build g++ pkg-config libeigen3-dev doctest-dev libcli11-dev
-          nlohmann-json3-dev libfmt-dev libbenchmark-dev python3)
+          nlohmann-json3-dev libfmt-dev libbenchmark-dev libtinyxml2-dev python3)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

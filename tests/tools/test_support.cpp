@@ -1,5 +1,6 @@
 #include "test_support.hpp"
 
+#include <fmt/format.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -31,8 +32,7 @@ Trace small_trace(SchedulerKind scheduler, Schedule schedule) {
 ScratchDir::ScratchDir(const std::string& tag) {
   static std::atomic<int> counter{0};
   path_ = std::filesystem::temp_directory_path() /
-          ("tilesched-test-" + tag + "-" + std::to_string(::getpid()) + "-" +
-           std::to_string(counter++));
+          fmt::format("tilesched-test-{}-{}-{}", tag, ::getpid(), counter++);
   std::filesystem::remove_all(path_);
   std::filesystem::create_directories(path_);
 }
