@@ -112,7 +112,8 @@ Workload resolve_workload(const WorkloadFlags& f) {
       w.flip_prompt_idx = true;
     }
   }
-  if (given(f, "--ctas")) w.num_ctas = parse_u32("--ctas", f.ctas);
+  // One flag for both numbers: the persistent stride and the transient resident limit.
+  if (given(f, "--ctas")) w.num_ctas = w.resident_ctas = parse_u32("--ctas", f.ctas);
   if (given(f, "--ragged"))
     w.ragged_mode = *parse_ragged_mode(parse_choice("--ragged", f.ragged, {"safe", "faithful"}));
   if (given(f, "--cost-profile"))
