@@ -68,8 +68,7 @@ std::vector<u32> to_u32_lengths(const std::vector<std::uint64_t>& xs, const std:
   std::vector<u32> out;
   out.reserve(xs.size());
   for (std::size_t i = 0; i < xs.size(); ++i) {
-    if (xs[i] > 0xFFFFFFFFull)
-      fail(fmt::format("{}[{}]", field, i), "does not fit in 32 bits");
+    if (xs[i] > 0xFFFFFFFFull) fail(fmt::format("{}[{}]", field, i), "does not fit in 32 bits");
     out.push_back(static_cast<u32>(xs[i]));
   }
   return out;

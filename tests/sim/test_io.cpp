@@ -319,7 +319,9 @@ TEST_CASE("trace JSON: each bad input has its own message") {
   CHECK(contains(m, "'events[0]' must be a JSON object"));
   m = trace_error(json::array());
   CHECK(contains(m, "a trace must be a JSON object"));
+}
 
+TEST_CASE("trace JSON: a file that is not JSON is named") {
   TempDir dir;
   const std::string path = dir.path + "/t.json";
   sim::write_file_atomically(path, "not json");
