@@ -1,6 +1,6 @@
 // The tool's GPU subcommands (`tilesched run`, `tilesched bench`). Implemented in
-// gpu_commands.cpp when the GPU half is built, and by gpu_commands_unavailable.cpp otherwise
-// (which says so and exits non-zero).
+// gpu_commands_run.cpp and gpu_commands_bench.cpp when the GPU half is built, and by
+// gpu_commands_unavailable.cpp otherwise (which says so and exits non-zero).
 #pragma once
 
 #include <cstdint>
@@ -24,7 +24,7 @@ struct BenchCommandOptions {
   int iterations = 20;
 };
 
-// Both return the process exit code.
+// Both return the process exit code; a device or file failure is thrown as std::runtime_error.
 int run_gpu_command(const RunCommandOptions& options);
 int bench_gpu_command(const BenchCommandOptions& options);
 

@@ -1,6 +1,7 @@
 // Host side of the GPU half: argument checks, scheduler dispatch and the launch (Arguments ->
 // Params happens here once, so the kernel does no host work).
 #include <cuda_runtime.h>
+#include <fmt/format.h>
 
 #include <algorithm>
 #include <cmath>
@@ -38,7 +39,7 @@ Status with_head_dim(u32 d, F&& f) {
     case 256: return f(KernelShape<256, 64, 1>{});
     default: break;
   }
-  return Status::error("head dim " + std::to_string(d) + " is not supported (64, 128 or 256)");
+  return Status::error(fmt::format("head dim {} is not supported (64, 128 or 256)", d));
 }
 
 }  // namespace
@@ -60,12 +61,12 @@ Status validate(const AttentionArgs& a) {
   const Workload& w = a.workload;
   if (std::string m = w.validate(); !m.empty()) return Status::error("invalid workload: " + m);
   if (!supported_head_dim(w.head_dim))
-    return Status::error("head dim " + std::to_string(w.head_dim) +
-                         " is not supported by the GPU kernel (64, 128 or 256)");
+    return Status::error(
+        fmt::format("head dim {} is not supported by the GPU kernel (64, 128 or 256)", w.head_dim));
   if (w.block_m != kKernelBlockM)
-    return Status::error("BM (block_m) " + std::to_string(w.block_m) +
-                         " is not supported by the GPU kernel: it processes tiles of " +
-                         std::to_string(kKernelBlockM) + " query rows");
+    return Status::error(fmt::format(
+        "BM (block_m) {} is not supported by the GPU kernel: it processes tiles of {} query rows",
+        w.block_m, kKernelBlockM));
   if (w.ragged_mode != RaggedMode::Safe)
     return Status::error(
         "faithful ragged mode is simulator-only: the GPU kernel never writes "
@@ -86,15 +87,15 @@ Status validate(const AttentionArgs& a) {
       return Status::error("trace recording needs a device event count (trace.count is null)");
     const u32 need = processed_tile_count(w);
     if (a.trace.capacity < need)
-      return Status::error("trace buffer holds " + std::to_string(a.trace.capacity) +
-                           " events but the workload has " + std::to_string(need) + " tiles");
+      return Status::error(fmt::format("trace buffer holds {} events but the workload has {} tiles",
+                                       a.trace.capacity, need));
   }
   if (w.scheduler == SchedulerKind::Transient) {
     const GridDim g = launch_grid(w);
     if (g.y > 65535 || g.z > 65535)
-      return Status::error("transient grid (" + std::to_string(g.x) + ", " + std::to_string(g.y) +
-                           ", " + std::to_string(g.z) +
-                           ") exceeds CUDA's limit of 65535 blocks in y and z");
+      return Status::error(
+          fmt::format("transient grid ({}, {}, {}) exceeds CUDA's limit of 65535 blocks in y and z",
+                      g.x, g.y, g.z));
   }
   return Status::success();
 }
@@ -110,8 +111,7 @@ Status attention_forward(const AttentionArgs& a) {
   p.v = static_cast<const detail::bf16*>(a.v);
   p.o = static_cast<detail::bf16*>(a.o);
   p.lse = a.lse;
-  p.kv_row_offsets = w.padded ? nullptr : a.kv_row_offsets;
-  p.padded_kv_len = w.max_key_len();
+  p.kv = w.kv_layout(a.kv_row_offsets);
   p.num_q_heads = w.num_q_heads;
   p.num_kv_heads = w.num_kv_heads;
   p.group = w.group_size();
@@ -123,8 +123,7 @@ Status attention_forward(const AttentionArgs& a) {
   p.trace = a.trace;
 
   // The summary the device sees points at the device copy of the query row offsets.
-  const TileSummary summary = TileSummary::make(w.batch_size(), w.max_seq_len(), w.block_m,
-                                                w.padded ? nullptr : a.q_row_offsets);
+  const TileSummary summary = w.summary(a.q_row_offsets);
   const AtomicCounter counter{a.queue_counter};
 
   return with_head_dim(w.head_dim, [&](auto dim) -> Status {

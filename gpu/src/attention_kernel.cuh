@@ -45,8 +45,7 @@ struct KernelParams {
   const bf16* v;
   bf16* o;
   float* lse;
-  const u32* kv_row_offsets;  // null for a padded batch
-  u32 padded_kv_len;          // keys per sequence of a padded batch
+  RowLayout kv;  // where each sequence's keys are in K and V (geometry.hpp)
   u32 num_q_heads;
   u32 num_kv_heads;
   u32 group;         // query heads per KV head
@@ -345,34 +344,14 @@ __device__ __forceinline__ void accumulate_pv(float (&acc)[kMTiles][D / 8][4],
 // ---- one work tile
 // --------------------------------------------------------------------------------
 
-// Where a tile's rows and keys are, from its SeqInfo (the same geometry as the simulator).
-struct TileGeometry {
-  TileRows rows;  // query rows the tile owns (safe ragged mode: never more)
-  u32 seq_len;    // query rows of the sequence
-  u32 kv_start;   // first key row of the sequence in K/V
-  u32 kv_len;     // keys of the sequence
-  u32 kv_blocks;  // kernel's BN-wide blocks to process
-};
-
+// Where a tile's rows and keys are, from its SeqInfo: common/geometry.hpp, the same geometry as
+// the simulator's; kv_blocks counts the kernel's BN-wide blocks.
 template <int BN>
 __device__ __forceinline__ TileGeometry tile_geometry(const KernelParams& p,
                                                       const TileSummary& summary,
                                                       const SeqInfo& s) {
-  TileGeometry g{};
-  g.rows = tile_rows(summary, s, kKernelBlockM);
-  g.seq_len = s.seq_len;
-  if (p.kv_row_offsets != nullptr) {
-    g.kv_start = p.kv_row_offsets[s.prompt_idx];
-    g.kv_len = p.kv_row_offsets[s.prompt_idx + 1] - g.kv_start;
-  } else {
-    g.kv_start = s.prompt_idx * p.padded_kv_len;
-    g.kv_len = p.padded_kv_len;
-  }
-  const Mask mask = p.causal ? Mask::Causal : Mask::None;
-  g.kv_blocks =
-      tile_cost(s.prompt_offset, g.rows.query_rows, g.seq_len, g.kv_len, kKernelBlockM, BN, mask)
-          .kv_blocks;
-  return g;
+  return tilesched::tile_geometry(summary.query_layout(), p.kv, s, kKernelBlockM, BN,
+                                  p.causal ? Mask::Causal : Mask::None);
 }
 
 // Computes the tile's O rows and LSE. All threads of the CTA call it; it ends with a CTA barrier,
@@ -393,30 +372,30 @@ __device__ void process_tile(const KernelParams& p, const SeqInfo& s, const Tile
   const u32 head = s.head_idx;
   const u32 kv_head = head / p.group;
   const std::size_t q_stride = std::size_t(p.num_q_heads) * D;
-  const std::size_t kv_stride = std::size_t(p.num_kv_heads) * D;
   const bf16* q_src = p.q + std::size_t(g.rows.first_query_row) * q_stride + std::size_t(head) * D;
-  const bf16* k_src = p.k + std::size_t(g.kv_start) * kv_stride + std::size_t(kv_head) * D;
-  const bf16* v_src = p.v + std::size_t(g.kv_start) * kv_stride + std::size_t(kv_head) * D;
 
   auto load_kv = [&](u32 block, int stage) {
     const u32 key0 = block * kBlockN;
+    const int valid = static_cast<int>(min_u32(g.kv_len - key0, kBlockN));
+    const std::size_t stride = std::size_t(p.num_kv_heads) * D;
     if constexpr (kMTiles > 1) {
       // d = 64, 128: the copy loop unrolled and the source recomputed from the parameters each
       // block instead of kept live in two pointers (ptxas, d = 128: spills 76/152 B -> 32/24 B
       // with the mask pass of its own; measured +14 %, docs/gpu-performance.md). With one m tile
       // (d = 256) this spills where the plain loop does not.
-      const int valid = static_cast<int>(min_u32(g.kv_len - key0, kBlockN));
-      const std::size_t stride = std::size_t(p.num_kv_heads) * D;
       const std::size_t off = std::size_t(g.kv_start + key0) * stride + std::size_t(kv_head) * D;
       load_tile_unrolled<D, kBlockN, kThreads>(sk + stage * kBlockN * D, p.k + off, stride, valid);
       load_tile_unrolled<D, kBlockN, kThreads>(sv + stage * kBlockN * D, p.v + off, stride, valid);
-      return;
+    } else {
+      // d = 256: the plain loop from the sequence's first key row (loop-invariant: the compiler
+      // keeps both sources in registers for the whole tile).
+      const bf16* k_src = p.k + std::size_t(g.kv_start) * stride + std::size_t(kv_head) * D;
+      const bf16* v_src = p.v + std::size_t(g.kv_start) * stride + std::size_t(kv_head) * D;
+      load_tile<D, kBlockN, kThreads>(sk + stage * kBlockN * D, k_src + std::size_t(key0) * stride,
+                                      stride, valid);
+      load_tile<D, kBlockN, kThreads>(sv + stage * kBlockN * D, v_src + std::size_t(key0) * stride,
+                                      stride, valid);
     }
-    const int valid = static_cast<int>(min_u32(g.kv_len - key0, kBlockN));
-    load_tile<D, kBlockN, kThreads>(sk + stage * kBlockN * D, k_src + std::size_t(key0) * kv_stride,
-                                    kv_stride, valid);
-    load_tile<D, kBlockN, kThreads>(sv + stage * kBlockN * D, v_src + std::size_t(key0) * kv_stride,
-                                    kv_stride, valid);
   };
 
   load_tile<D, kBlockM, kThreads>(sq, q_src, q_stride, static_cast<int>(g.rows.query_rows));

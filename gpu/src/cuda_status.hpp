@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cuda_runtime.h>
+#include <fmt/format.h>
 
 #include <string>
 
@@ -11,8 +12,8 @@ namespace tilesched::gpu::detail {
 
 inline Status cuda_status(cudaError_t e, const char* what) {
   if (e == cudaSuccess) return Status::success();
-  return Status::error(std::string(what) + " failed: " + cudaGetErrorName(e) + " (" +
-                       cudaGetErrorString(e) + ")");
+  return Status::error(
+      fmt::format("{} failed: {} ({})", what, cudaGetErrorName(e), cudaGetErrorString(e)));
 }
 
 }  // namespace tilesched::gpu::detail

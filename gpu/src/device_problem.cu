@@ -1,5 +1,6 @@
 // DeviceProblem: device buffers through thrust::device_vector, device-side poison counting.
 #include <cuda_runtime.h>
+#include <fmt/format.h>
 #include <thrust/count.h>
 #include <thrust/device_vector.h>
 #include <thrust/execution_policy.h>
@@ -9,18 +10,16 @@
 #include <cmath>
 #include <string>
 
+#include "cuda_status.hpp"
 #include "tilesched/gpu/device_problem.hpp"
+#include "tilesched/splitmix64.hpp"
 
 namespace tilesched::gpu {
 namespace {
 
-constexpr std::uint16_t kPoisonBits = 0xFFFF;  // a NaN in bf16; the kernel never produces it
+using detail::cuda_status;
 
-Status cuda_status(cudaError_t e, const char* what) {
-  if (e == cudaSuccess) return Status::success();
-  return Status::error(std::string(what) + " failed: " + cudaGetErrorName(e) + " (" +
-                       cudaGetErrorString(e) + ")");
-}
+constexpr std::uint16_t kPoisonBits = 0xFFFF;  // a NaN in bf16; the kernel never produces it
 
 // Thrust reports allocation and launch failures by exception; the API reports Status.
 template <class F>
@@ -28,7 +27,7 @@ Status guarded(const char* what, F&& f) {
   try {
     f();
   } catch (const std::exception& e) {
-    return Status::error(std::string(what) + " failed: " + e.what());
+    return Status::error(fmt::format("{} failed: {}", what, e.what()));
   }
   return cuda_status(cudaGetLastError(), what);
 }
@@ -44,11 +43,7 @@ struct IsNan {
 __global__ void fill_uniform_bf16(std::uint16_t* out, std::size_t n, std::uint64_t seed) {
   for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n;
        i += std::size_t(gridDim.x) * blockDim.x) {
-    std::uint64_t z = seed + (i + 1) * 0x9E3779B97F4A7C15ull;
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    z ^= z >> 31;
-    const float u = static_cast<float>(z >> 40) * (1.f / 16777216.f) * 2.f - 1.f;
+    const float u = uniform_symmetric(splitmix64_at(seed, i));
     const __nv_bfloat16 b = __float2bfloat16_rn(u);
     out[i] = *reinterpret_cast<const std::uint16_t*>(&b);
   }
@@ -69,17 +64,18 @@ Status DeviceProblem::create(const Workload& w, bool record_trace) {
   if (std::string m = w.validate(); !m.empty()) return Status::error("invalid workload: " + m);
   workload_ = w;
   record_trace_ = record_trace;
-  const std::size_t q_elems = std::size_t(w.total_q_rows()) * w.num_q_heads * w.head_dim;
-  const std::size_t kv_elems = std::size_t(w.total_kv_rows()) * w.num_kv_heads * w.head_dim;
+  // At least one element each: an empty batch still gets valid device pointers.
+  const std::size_t q_elems = std::max<std::size_t>(w.q_elements(), 1);
+  const std::size_t kv_elems = std::max<std::size_t>(w.kv_elements(), 1);
+  const std::size_t lse_elems = std::max<std::size_t>(w.lse_elements(), 1);
   if (Status s = guarded("allocating device buffers",
                          [&] {
                            buffers_ = std::make_unique<Buffers>();
-                           buffers_->q.resize(std::max<std::size_t>(q_elems, 1));
-                           buffers_->o.resize(std::max<std::size_t>(q_elems, 1));
-                           buffers_->k.resize(std::max<std::size_t>(kv_elems, 1));
-                           buffers_->v.resize(std::max<std::size_t>(kv_elems, 1));
-                           buffers_->lse.resize(std::max<std::size_t>(
-                               std::size_t(w.total_q_rows()) * w.num_q_heads, 1));
+                           buffers_->q.resize(q_elems);
+                           buffers_->o.resize(q_elems);
+                           buffers_->k.resize(kv_elems);
+                           buffers_->v.resize(kv_elems);
+                           buffers_->lse.resize(lse_elems);
                            const std::vector<u32> qo = w.q_row_offsets(), ko = w.kv_row_offsets();
                            buffers_->q_offsets.assign(qo.begin(), qo.end());
                            buffers_->kv_offsets.assign(ko.begin(), ko.end());
@@ -94,15 +90,11 @@ Status DeviceProblem::create(const Workload& w, bool record_trace) {
 Status DeviceProblem::upload(const std::vector<std::uint16_t>& q,
                              const std::vector<std::uint16_t>& k,
                              const std::vector<std::uint16_t>& v) {
-  const std::size_t q_elems =
-      std::size_t(workload_.total_q_rows()) * workload_.num_q_heads * workload_.head_dim;
-  const std::size_t kv_elems =
-      std::size_t(workload_.total_kv_rows()) * workload_.num_kv_heads * workload_.head_dim;
+  const std::size_t q_elems = workload_.q_elements(), kv_elems = workload_.kv_elements();
   if (q.size() != q_elems || k.size() != kv_elems || v.size() != kv_elems)
-    return Status::error("input sizes do not match the workload: Q " + std::to_string(q.size()) +
-                         " (want " + std::to_string(q_elems) + "), K/V " +
-                         std::to_string(k.size()) + "/" + std::to_string(v.size()) + " (want " +
-                         std::to_string(kv_elems) + ")");
+    return Status::error(
+        fmt::format("input sizes do not match the workload: Q {} (want {}), K/V {}/{} (want {})",
+                    q.size(), q_elems, k.size(), v.size(), kv_elems));
   return guarded("uploading Q, K, V", [&] {
     thrust::copy(q.begin(), q.end(), buffers_->q.begin());
     thrust::copy(k.begin(), k.end(), buffers_->k.begin());
@@ -156,9 +148,7 @@ Status DeviceProblem::synchronize() {
 
 Status DeviceProblem::count_unwritten(std::uint64_t& o_unwritten, std::uint64_t& lse_unwritten) {
   if (Status s = synchronize(); !s) return s;
-  const std::size_t q_elems =
-      std::size_t(workload_.total_q_rows()) * workload_.num_q_heads * workload_.head_dim;
-  const std::size_t lse_elems = std::size_t(workload_.total_q_rows()) * workload_.num_q_heads;
+  const std::size_t q_elems = workload_.q_elements(), lse_elems = workload_.lse_elements();
   return guarded("counting unwritten outputs", [&] {
     o_unwritten = static_cast<std::uint64_t>(
         thrust::count_if(buffers_->o.begin(), buffers_->o.begin() + q_elems, IsPoisonBits{}));
@@ -169,9 +159,7 @@ Status DeviceProblem::count_unwritten(std::uint64_t& o_unwritten, std::uint64_t&
 
 Status DeviceProblem::download(std::vector<std::uint16_t>& o_bits, std::vector<float>& lse) {
   if (Status s = synchronize(); !s) return s;
-  const std::size_t q_elems =
-      std::size_t(workload_.total_q_rows()) * workload_.num_q_heads * workload_.head_dim;
-  const std::size_t lse_elems = std::size_t(workload_.total_q_rows()) * workload_.num_q_heads;
+  const std::size_t q_elems = workload_.q_elements(), lse_elems = workload_.lse_elements();
   return guarded("downloading O and LSE", [&] {
     o_bits.resize(q_elems);
     lse.resize(lse_elems);
@@ -214,6 +202,19 @@ Status DeviceProblem::time(int warmup, int iterations, std::vector<float>& ms) {
   }
   for (auto& e : events) (void)cudaEventDestroy(e);
   return result;
+}
+
+Status run_recorded(const Workload& w, const DeviceInputs& inputs, bool warm_up, DeviceRun& out) {
+  DeviceProblem dev;
+  Status st = dev.create(w, /*record_trace=*/true);
+  if (st) st = dev.upload(inputs.q, inputs.k, inputs.v);
+  if (st && warm_up) st = dev.run();
+  if (st) st = dev.poison_outputs();
+  if (st) st = dev.run();
+  if (st) st = dev.count_unwritten(out.o_unwritten, out.lse_unwritten);
+  if (st) st = dev.download(out.o_bits, out.lse);
+  if (st) st = dev.download_trace(out.trace);
+  return st;
 }
 
 }  // namespace tilesched::gpu

@@ -1,5 +1,6 @@
 // Device trace buffers and their conversion to the common Trace.
 #include <cuda_runtime.h>
+#include <fmt/format.h>
 
 #include <algorithm>
 #include <chrono>
@@ -64,9 +65,10 @@ Status TraceRecorder::download_raw(std::vector<DeviceTraceEvent>& out) const {
       !s)
     return s;
   if (count > buffer_.capacity)
-    return Status::error("the kernel recorded " + std::to_string(count) +
-                         " tile events but the buffer holds " + std::to_string(buffer_.capacity) +
-                         " (a tile processed more than once?)");
+    return Status::error(fmt::format(
+        "the kernel recorded {} tile events but the buffer holds {} (a tile processed more than "
+        "once?)",
+        count, buffer_.capacity));
   out.resize(count);
   if (count == 0) return Status::success();
   return cuda_status(cudaMemcpy(out.data(), buffer_.events, count * sizeof(DeviceTraceEvent),

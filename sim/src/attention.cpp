@@ -1,13 +1,20 @@
 #include "tilesched/sim/attention.hpp"
 
+#include <fmt/format.h>
+
 #include <Eigen/Dense>
 #include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <numeric>
 #include <stdexcept>
 #include <thread>
+
+#include "tilesched/geometry.hpp"
+#include "tilesched/sim/describe.hpp"
+#include "tilesched/splitmix64.hpp"
 
 namespace tilesched::sim {
 
@@ -20,21 +27,25 @@ using RowsView = Eigen::Map<MatrixRM, Eigen::Unaligned, Eigen::OuterStride<>>;
 constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 
-// Where things live in the buffers of one workload.
+// Where things live in the buffers of one workload (the row layouts of common/geometry.hpp).
 struct Layout {
-  std::vector<u32> q_off, kv_off;  // B+1 row offsets (padded: b * S_max)
-  std::size_t total_q = 0, total_kv = 0;
+  std::vector<u32> q_off, kv_off;  // B+1 row offsets (a ragged batch's layouts point at them)
+  RowLayout queries, keys;
+  std::size_t total_q = 0;
   u32 hq = 0, hk = 0, d = 0, group = 1;
 
   explicit Layout(const Workload& w)
       : q_off(w.q_row_offsets()),
         kv_off(w.kv_row_offsets()),
+        queries(w.query_layout(q_off.data())),
+        keys(w.kv_layout(kv_off.data())),
         total_q(q_off.back()),
-        total_kv(kv_off.back()),
         hq(w.num_q_heads),
         hk(w.num_kv_heads),
         d(w.head_dim),
         group(w.group_size()) {}
+  Layout(const Layout&) = delete;  // the layouts point into this object's vectors
+  Layout& operator=(const Layout&) = delete;
 
   // `rows` query rows from `row` for query head h, as a rows x d matrix over the buffer.
   ConstRowsView q_rows(const float* q, std::size_t row, u32 rows, u32 h) const {
@@ -48,15 +59,17 @@ struct Layout {
   }
 };
 
-float softmax_scale_for(const Workload& w, float scale) {
-  return scale > 0 ? scale : 1.0f / std::sqrt(float(w.head_dim));
+// O and LSE all NaN, no row written yet.
+AttentionResult unwritten_result(const Workload& w) {
+  AttentionResult out;
+  out.o.assign(w.q_elements(), kNaN);
+  out.lse.assign(w.lse_elements(), kNaN);
+  out.row_writes.assign(w.lse_elements(), 0);
+  return out;
 }
 
-std::uint64_t splitmix64(std::uint64_t& state) {
-  std::uint64_t z = (state += 0x9E3779B97F4A7C15ull);
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
+float softmax_scale_for(const Workload& w, float scale) {
+  return scale > 0 ? scale : 1.0f / std::sqrt(float(w.head_dim));
 }
 
 // Runs f(i) for i in [0, n) on up to `threads` threads, handing out indices one at a time (tiles
@@ -93,46 +106,55 @@ struct Workspace {
       : scores(bm, bn), acc(bm, d), row_max(bm), row_sum(bm), rescale(bm), shift(bm) {}
 };
 
-// The blockwise online softmax of one tile (FlashAttention's forward recurrence) in fp32:
-// `rows` query rows at sequence positions first_pos, first_pos+1, ..., against the sequence's keys
-// in BN-wide blocks.
-void attend_tile(const Workload& w, const Layout& L, const AttentionInputs& in, float scale,
-                 std::size_t first_row, u32 rows, std::int64_t first_pos, u32 prompt, u32 head,
-                 AttentionResult& out, Workspace& ws) {
-  const u32 kv_len = w.key_len(prompt);
-  const std::int64_t q_len = w.q_lens[prompt];
-  const u32 kv_head = head / L.group;
-  const bool causal = w.mask == Mask::Causal;
-  // Row r sees keys [0, first_pos + r + shift]: the mask is bottom-right aligned.
-  const std::int64_t diag = std::int64_t(kv_len) - q_len;
-  std::int64_t key_end = kv_len;
-  if (causal) key_end = std::min<std::int64_t>(kv_len, first_pos + rows - 1 + diag + 1);
+// At most BM rows of one tile: `rows` query rows from buffer row `first_row`, at positions
+// first_pos, first_pos + 1, ... of sequence `prompt`, for query head `head`.
+struct TilePiece {
+  std::size_t first_row = 0;
+  u32 rows = 0;
+  u32 first_pos = 0;
+  u32 prompt = 0;
+  u32 head = 0;
+};
 
-  const ConstRowsView Q = L.q_rows(in.q.data(), first_row, rows, head);
-  auto acc = ws.acc.topRows(rows);
-  auto m = ws.row_max.head(rows);
-  auto l = ws.row_sum.head(rows);
-  auto alpha = ws.rescale.head(rows);
-  auto shift = ws.shift.head(rows);
+// Sets the scores of keys a row of the piece does not see to -inf, in the BN-wide block of `n`
+// keys from kv0. Only blocks that cross some row's diagonal need it.
+template <class Scores>
+void mask_block(Scores& S, const TilePiece& p, u32 q_len, u32 kv_len, u32 kv0, u32 n, Mask mask) {
+  if (kv0 + n <= visible_key_end(p.first_pos, 1, q_len, kv_len, mask)) return;
+  for (u32 r = 0; r < p.rows; ++r) {
+    const std::int64_t visible =  // keys of this block row r sees
+        std::int64_t(visible_key_end(p.first_pos + r, 1, q_len, kv_len, mask)) - kv0;
+    if (visible < std::int64_t(n))
+      S.row(r).tail(n - std::max<std::int64_t>(visible, 0)).setConstant(kNegInf);
+  }
+}
+
+// The blockwise online softmax of one tile (FlashAttention's forward recurrence) in fp32 against
+// its sequence's keys in BN-wide blocks; writes the piece's rows of O and LSE.
+void attend_tile(const Workload& w, const Layout& L, const AttentionInputs& in, float scale,
+                 const TilePiece& p, AttentionResult& out, Workspace& ws) {
+  const RowSpan kv = L.keys.sequence(p.prompt);
+  const u32 q_len = w.q_lens[p.prompt];
+  const u32 kv_head = p.head / L.group;
+  const u32 key_end = visible_key_end(p.first_pos, p.rows, q_len, kv.length, w.mask);
+
+  const ConstRowsView Q = L.q_rows(in.q.data(), p.first_row, p.rows, p.head);
+  auto acc = ws.acc.topRows(p.rows);
+  auto m = ws.row_max.head(p.rows);
+  auto l = ws.row_sum.head(p.rows);
+  auto alpha = ws.rescale.head(p.rows);
+  auto shift = ws.shift.head(p.rows);
   acc.setZero();
   m.setConstant(kNegInf);
   l.setZero();
 
-  for (std::int64_t kv0 = 0; kv0 < key_end; kv0 += w.block_n) {
-    const u32 n = static_cast<u32>(std::min<std::int64_t>(w.block_n, kv_len - kv0));
-    const ConstRowsView K = L.kv_rows(in.k.data(), L.kv_off[prompt] + kv0, n, kv_head);
-    const ConstRowsView V = L.kv_rows(in.v.data(), L.kv_off[prompt] + kv0, n, kv_head);
-    auto S = ws.scores.topLeftCorner(rows, n);
+  for (u32 kv0 = 0; kv0 < key_end; kv0 += w.block_n) {
+    const u32 n = std::min(w.block_n, kv.length - kv0);
+    const ConstRowsView K = L.kv_rows(in.k.data(), std::size_t(kv.start) + kv0, n, kv_head);
+    const ConstRowsView V = L.kv_rows(in.v.data(), std::size_t(kv.start) + kv0, n, kv_head);
+    auto S = ws.scores.topLeftCorner(p.rows, n);
     S.noalias() = scale * (Q * K.transpose());
-
-    // Only blocks that cross some row's diagonal need the mask.
-    if (causal && kv0 + n - 1 > first_pos + diag) {
-      for (u32 r = 0; r < rows; ++r) {
-        const std::int64_t visible = first_pos + r + diag + 1 - kv0;  // keys of this block seen
-        if (visible < std::int64_t(n))
-          S.row(r).tail(n - std::max<std::int64_t>(visible, 0)).setConstant(kNegInf);
-      }
-    }
+    mask_block(S, p, q_len, kv.length, kv0, n, w.mask);
 
     const Eigen::VectorXf new_max = m.cwiseMax(S.rowwise().maxCoeff());
     // A row that has seen no key yet keeps max -inf; shifting by 0 keeps exp() at 0, not NaN.
@@ -146,9 +168,9 @@ void attend_tile(const Workload& w, const Layout& L, const AttentionInputs& in, 
     m = new_max;
   }
 
-  RowsView O = L.o_rows(out.o.data(), first_row, rows, head);
-  for (u32 r = 0; r < rows; ++r) {
-    float* lse = &out.lse[(first_row + r) * L.hq + head];
+  RowsView O = L.o_rows(out.o.data(), p.first_row, p.rows, p.head);
+  for (u32 r = 0; r < p.rows; ++r) {
+    float* lse = &out.lse[(p.first_row + r) * L.hq + p.head];
     if (l(r) > 0) {
       O.row(r) = acc.row(r) / l(r);
       *lse = m(r) + std::log(l(r));
@@ -184,21 +206,110 @@ void add_problem(std::vector<CoverageProblem>& ps, CoverageProblem::Kind kind, u
 void check_inputs(const Workload& w, const AttentionInputs& in) {
   const std::string problem = w.validate();
   if (!problem.empty()) throw std::invalid_argument("invalid workload: " + problem);
-  const Layout L(w);
   auto check = [](const char* name, std::size_t got, std::size_t want) {
     if (got != want)
-      throw std::invalid_argument(std::string("attention input ") + name + " has " +
-                                  std::to_string(got) + " values, the workload needs " +
-                                  std::to_string(want));
+      throw std::invalid_argument(
+          fmt::format("attention input {} has {} values, the workload needs {}", name, got, want));
   };
-  check("q", in.q.size(), L.total_q * L.hq * L.d);
-  check("k", in.k.size(), L.total_kv * L.hk * L.d);
-  check("v", in.v.size(), L.total_kv * L.hk * L.d);
+  check("q", in.q.size(), w.q_elements());
+  check("k", in.k.size(), w.kv_elements());
+  check("v", in.v.size(), w.kv_elements());
+}
+
+// Every event must name a tile of the workload.
+void check_events(const Workload& w, const Trace& trace) {
+  for (std::size_t i = 0; i < trace.events.size(); ++i) {
+    const TraceEvent& e = trace.events[i];
+    if (e.prompt_idx >= w.batch_size() || e.head_idx >= w.num_q_heads)
+      throw std::invalid_argument(fmt::format(
+          "tiled_attention: trace event {} names prompt {}, head {}, outside the workload", i,
+          e.prompt_idx, e.head_idx));
+  }
 }
 
 std::string row_range(u32 row, u32 count) {
-  return count == 1 ? "row " + std::to_string(row)
-                    : "rows " + std::to_string(row) + ".." + std::to_string(row + count - 1);
+  return count == 1 ? fmt::format("row {}", row) : fmt::format("rows {}..{}", row, row + count - 1);
+}
+
+// Sorts event indices into the order their results land on the GPU: by end time, then CTA and
+// step (each CTA's own tiles stay in its order), so the last writer wins as it would there.
+void sort_by_landing(std::vector<std::size_t>& order, const Trace& trace) {
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+    const TraceEvent &x = trace.events[a], &y = trace.events[b];
+    if (x.end_us != y.end_us) return x.end_us < y.end_us;
+    return x.cta != y.cta ? x.cta < y.cta : x.step < y.step;
+  });
+}
+
+// The rows a tile writes, clamped to the buffer.
+struct TileWrite {
+  std::size_t first_row = 0;
+  u32 rows = 0;
+};
+
+// Counts every (row, head) write of the tiles in `order` and reports the rows a tile writes
+// outside its sequence, a second time (blamed on the tile that writes second in `order`) or past
+// the buffer. Returns whether any row is written twice.
+bool count_writes(const Layout& L, const Trace& trace, const std::vector<std::size_t>& order,
+                  std::vector<TileWrite>& plan, AttentionResult& out) {
+  std::fill(out.row_writes.begin(), out.row_writes.end(), 0u);
+  out.problems.clear();
+  plan.assign(trace.events.size(), TileWrite{});
+  bool overlapping = false;
+  for (const std::size_t i : order) {
+    const TraceEvent& e = trace.events[i];
+    const RowSpan seq = L.queries.sequence(e.prompt_idx);
+    const std::size_t first = tile_first_row(L.queries, e.prompt_idx, e.prompt_offset);
+    const std::size_t seq_end = std::size_t(seq.start) + seq.length;
+    const std::size_t end = std::min<std::size_t>(first + e.query_rows, L.total_q);
+    plan[i] = {first, static_cast<u32>(end > first ? end - first : 0)};
+    auto report = [&](CoverageProblem::Kind kind, std::size_t r) {
+      add_problem(out.problems, kind, u32(r), e.head_idx, e.prompt_idx, e.head_idx, e.prompt_offset,
+                  e.cta);
+    };
+    // One loop per kind so that each kind's rows group into one range per tile.
+    for (std::size_t r = std::max(first, seq_end); r < end; ++r)
+      report(CoverageProblem::Kind::OutsideSequence, r);
+    for (std::size_t r = first; r < end; ++r)
+      if (++out.row_writes[r * L.hq + e.head_idx] > 1) {
+        overlapping = true;
+        report(CoverageProblem::Kind::DoubleWrite, r);
+      }
+    for (std::size_t r = std::max(end, first); r < first + e.query_rows; ++r)
+      report(CoverageProblem::Kind::PastEnd, r);
+  }
+  return overlapping;
+}
+
+// Rows of the sequences that no tile wrote, each blamed on the tile that owns it.
+void report_gaps(const Workload& w, const Layout& L, AttentionResult& out) {
+  for (u32 b = 0; b < w.batch_size(); ++b)
+    for (u32 h = 0; h < L.hq; ++h)
+      for (u32 pos = 0; pos < w.q_lens[b]; ++pos) {
+        const u32 r = L.queries.start(b) + pos;
+        if (out.row_writes[std::size_t(r) * L.hq + h] == 0)
+          add_problem(out.problems, CoverageProblem::Kind::Gap, r, h, b, h,
+                      owning_tile_offset(pos, w.block_m), -1);
+      }
+}
+
+// Computes every planned tile in `order` on `threads` threads. A tile is computed in BM-row
+// pieces so the scratch space stays BM x BN even if a malformed event claims more rows.
+void attend_tiles(const Workload& w, const Layout& L, const AttentionInputs& in, float scale,
+                  const Trace& trace, const std::vector<std::size_t>& order,
+                  const std::vector<TileWrite>& plan, unsigned threads, AttentionResult& out) {
+  std::vector<Workspace> spaces;
+  for (unsigned t = 0; t < threads; ++t) spaces.emplace_back(w.block_m, w.block_n, L.d);
+  const u32 bm = w.block_m;
+  parallel_for(order.size(), threads, [&](std::size_t k, unsigned id) {
+    const std::size_t i = order[k];
+    const TraceEvent& e = trace.events[i];
+    for (u32 done = 0; done < plan[i].rows; done += bm) {
+      const TilePiece piece{plan[i].first_row + done, std::min(bm, plan[i].rows - done),
+                            e.prompt_offset + done, e.prompt_idx, e.head_idx};
+      attend_tile(w, L, in, scale, piece, out, spaces[id]);
+    }
+  });
 }
 
 }  // namespace
@@ -225,149 +336,75 @@ std::vector<std::uint16_t> to_bf16_bits(const std::vector<float>& values) {
   return out;
 }
 
+std::vector<float> from_bf16_bits(const std::vector<std::uint16_t>& bits) {
+  std::vector<float> out(bits.size());
+  std::transform(bits.begin(), bits.end(), out.begin(), bf16_bits_to_float);
+  return out;
+}
+
 AttentionInputs make_inputs(const Workload& w, std::uint64_t seed) {
-  const Layout L(w);
   std::uint64_t state = seed;
   auto fill = [&](std::vector<float>& v, std::size_t n) {
     v.resize(n);
-    for (float& x : v) {
-      // 24 random bits -> a float in [0, 1) exactly, then [-1, 1).
-      const float u = float(splitmix64(state) >> 40) * (1.0f / 16777216.0f);
-      x = round_to_bf16(2.0f * u - 1.0f);
-    }
+    for (float& x : v) x = round_to_bf16(uniform_symmetric(splitmix64_next(state)));
   };
   AttentionInputs in;
-  fill(in.q, L.total_q * L.hq * L.d);
-  fill(in.k, L.total_kv * L.hk * L.d);
-  fill(in.v, L.total_kv * L.hk * L.d);
+  fill(in.q, w.q_elements());
+  fill(in.k, w.kv_elements());
+  fill(in.v, w.kv_elements());
   return in;
 }
 
 std::string CoverageProblem::message() const {
-  const std::string tile = "tile (prompt " + std::to_string(prompt_idx) + ", head " +
-                           std::to_string(tile_head) + ", prompt_offset " +
-                           std::to_string(prompt_offset) + ")";
-  const std::string where = row_range(row, row_count) + " of head " + std::to_string(head);
-  const std::string on_cta = " on CTA " + std::to_string(cta);
+  const std::string tile = describe_tile(prompt_idx, tile_head, prompt_offset);
+  const std::string where = fmt::format("{} of head {}", row_range(row, row_count), head);
   switch (kind) {
-    case Kind::DoubleWrite: return "double write: " + where + " written again by " + tile + on_cta;
-    case Kind::Gap: return "gap: " + where + " never written (they belong to " + tile + ")";
+    case Kind::DoubleWrite:
+      return fmt::format("double write: {} written again by {} on CTA {}", where, tile, cta);
+    case Kind::Gap: return fmt::format("gap: {} never written (they belong to {})", where, tile);
     case Kind::OutsideSequence:
-      return "write outside the sequence: " + tile + on_cta + " wrote " + where +
-             ", which belong to another sequence";
+      return fmt::format(
+          "write outside the sequence: {} on CTA {} wrote {}, which belong to another sequence",
+          tile, cta, where);
     case Kind::PastEnd:
-      return "write past the end: " + tile + on_cta + " would write " + where +
-             ", past the end of the output (clamped)";
+      return fmt::format(
+          "write past the end: {} on CTA {} would write {}, past the end of the output (clamped)",
+          tile, cta, where);
   }
   return "?";
 }
 
 u32 event_first_row(const Workload& w, const TraceEvent& e) {
-  if (w.padded) return e.prompt_idx * w.max_seq_len() + e.prompt_offset;
-  u32 start = 0;
-  for (u32 b = 0; b < e.prompt_idx; ++b) start += w.q_lens[b];
-  return start + e.prompt_offset;
+  const std::vector<u32> q_offsets = w.q_row_offsets();
+  return tile_first_row(w.query_layout(q_offsets.data()), e.prompt_idx, e.prompt_offset);
 }
 
 AttentionResult tiled_attention(const Workload& w, const AttentionInputs& in, const Trace& trace,
                                 float softmax_scale, unsigned num_threads) {
   check_inputs(w, in);
+  check_events(w, trace);
   const Layout L(w);
-  for (std::size_t i = 0; i < trace.events.size(); ++i) {
-    const TraceEvent& e = trace.events[i];
-    if (e.prompt_idx >= w.batch_size() || e.head_idx >= L.hq)
-      throw std::invalid_argument("tiled_attention: trace event " + std::to_string(i) +
-                                  " names prompt " + std::to_string(e.prompt_idx) + ", head " +
-                                  std::to_string(e.head_idx) + ", outside the workload");
-  }
-  const float scale = softmax_scale_for(w, softmax_scale);
-  AttentionResult out;
-  out.o.assign(L.total_q * L.hq * L.d, kNaN);
-  out.lse.assign(L.total_q * L.hq, kNaN);
-  out.row_writes.assign(L.total_q * L.hq, 0);
+  AttentionResult out = unwritten_result(w);
 
   // Tiles that write disjoint rows may run in any order, on several threads. Overlapping ones
   // (faithful mode, duplicated events) run one at a time in the order their results land on the
-  // GPU: by end time, then CTA and step (each CTA's own tiles stay in its order), so the last
-  // writer wins as it would there. Faithful mode is always sequential: it is the overlap case.
+  // GPU. Faithful mode is always sequential: it is the overlap case.
   std::vector<std::size_t> order(trace.events.size());
-  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
-  auto landing_order = [&] {
-    std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
-      const TraceEvent &x = trace.events[a], &y = trace.events[b];
-      if (x.end_us != y.end_us) return x.end_us < y.end_us;
-      return x.cta != y.cta ? x.cta < y.cta : x.step < y.step;
-    });
-  };
-  if (w.ragged_mode == RaggedMode::Faithful) landing_order();
-
-  // Pass 1 (sequential, cheap): which rows each tile writes, counted. A double write is blamed on
-  // the tile that writes second in landing order.
-  struct TileRowsPlan {
-    std::size_t first_row;
-    u32 rows;  // clamped to the buffer
-  };
-  std::vector<TileRowsPlan> plan(trace.events.size());
-  bool overlapping = false;
-  auto count_writes = [&] {
-    std::fill(out.row_writes.begin(), out.row_writes.end(), 0u);
-    out.problems.clear();
-    overlapping = false;
-    for (const std::size_t i : order) {
-      const TraceEvent& e = trace.events[i];
-      const std::size_t first = L.q_off[e.prompt_idx] + std::size_t(e.prompt_offset);
-      const std::size_t seq_end = L.q_off[e.prompt_idx] + w.q_lens[e.prompt_idx];
-      const std::size_t end = std::min<std::size_t>(first + e.query_rows, L.total_q);
-      plan[i] = {first, static_cast<u32>(end > first ? end - first : 0)};
-      auto report = [&](CoverageProblem::Kind kind, std::size_t r) {
-        add_problem(out.problems, kind, u32(r), e.head_idx, e.prompt_idx, e.head_idx,
-                    e.prompt_offset, e.cta);
-      };
-      // One loop per kind so that each kind's rows group into one range per tile.
-      for (std::size_t r = std::max(first, seq_end); r < end; ++r)
-        report(CoverageProblem::Kind::OutsideSequence, r);
-      for (std::size_t r = first; r < end; ++r)
-        if (++out.row_writes[r * L.hq + e.head_idx] > 1) {
-          overlapping = true;
-          report(CoverageProblem::Kind::DoubleWrite, r);
-        }
-      for (std::size_t r = std::max(end, first); r < first + e.query_rows; ++r)
-        report(CoverageProblem::Kind::PastEnd, r);
-    }
-  };
-  count_writes();
+  std::iota(order.begin(), order.end(), std::size_t{0});
+  const bool faithful = w.ragged_mode == RaggedMode::Faithful;
+  if (faithful) sort_by_landing(order, trace);
+  std::vector<TileWrite> plan;
+  const bool overlapping = count_writes(L, trace, order, plan, out);
   // Found overlap in trace order (e.g. a duplicated event): recount in landing order so the
   // blame matches the order the tiles will run in.
-  const bool sequential = overlapping || w.ragged_mode == RaggedMode::Faithful;
-  if (overlapping && w.ragged_mode != RaggedMode::Faithful) {
-    landing_order();
-    count_writes();
+  if (overlapping && !faithful) {
+    sort_by_landing(order, trace);
+    count_writes(L, trace, order, plan, out);
   }
-  for (u32 b = 0; b < w.batch_size(); ++b)
-    for (u32 h = 0; h < L.hq; ++h)
-      for (u32 t = 0; t < w.q_lens[b]; ++t) {
-        const std::size_t r = L.q_off[b] + t;
-        if (out.row_writes[r * L.hq + h] == 0)
-          add_problem(out.problems, CoverageProblem::Kind::Gap, u32(r), h, b, h,
-                      t / w.block_m * w.block_m, -1);
-      }
+  report_gaps(w, L, out);
 
-  // Pass 2: the attention itself.
-  const unsigned threads = sequential ? 1u : thread_count(num_threads);
-  std::vector<Workspace> spaces;
-  for (unsigned t = 0; t < threads; ++t) spaces.emplace_back(w.block_m, w.block_n, L.d);
-  const u32 bm = w.block_m;
-  parallel_for(order.size(), threads, [&](std::size_t k, unsigned id) {
-    const std::size_t i = order[k];
-    const TraceEvent& e = trace.events[i];
-    // A tile is computed in BM-row pieces so the scratch space stays BM x BN even if a malformed
-    // event claims more rows.
-    for (u32 done = 0; done < plan[i].rows; done += bm) {
-      const u32 rows = std::min(bm, plan[i].rows - done);
-      attend_tile(w, L, in, scale, plan[i].first_row + done, rows,
-                  std::int64_t(e.prompt_offset) + done, e.prompt_idx, e.head_idx, out, spaces[id]);
-    }
-  });
+  const unsigned threads = overlapping || faithful ? 1u : thread_count(num_threads);
+  attend_tiles(w, L, in, softmax_scale_for(w, softmax_scale), trace, order, plan, threads, out);
   return out;
 }
 
@@ -376,24 +413,21 @@ AttentionResult reference_attention(const Workload& w, const AttentionInputs& in
   check_inputs(w, in);
   const Layout L(w);
   const double scale = softmax_scale_for(w, softmax_scale);
-  AttentionResult out;
-  out.o.assign(L.total_q * L.hq * L.d, kNaN);
-  out.lse.assign(L.total_q * L.hq, kNaN);
-  out.row_writes.assign(L.total_q * L.hq, 0);
+  AttentionResult out = unwritten_result(w);
   const std::size_t jobs = std::size_t(w.batch_size()) * L.hq;
   parallel_for(jobs, 0, [&](std::size_t job, unsigned) {
     const u32 b = u32(job / L.hq), h = u32(job % L.hq);
-    const u32 q_len = w.q_lens[b], kv_len = w.key_len(b);
+    const u32 q_len = w.q_lens[b];
+    const RowSpan kv = L.keys.sequence(b);
     if (q_len == 0) return;
     const Eigen::MatrixXd K =
-        L.kv_rows(in.k.data(), L.kv_off[b], kv_len, h / L.group).cast<double>();
+        L.kv_rows(in.k.data(), kv.start, kv.length, h / L.group).cast<double>();
     const Eigen::MatrixXd V =
-        L.kv_rows(in.v.data(), L.kv_off[b], kv_len, h / L.group).cast<double>();
+        L.kv_rows(in.v.data(), kv.start, kv.length, h / L.group).cast<double>();
     for (u32 i = 0; i < q_len; ++i) {
-      const std::size_t row = L.q_off[b] + i;
+      const std::size_t row = std::size_t(L.queries.start(b)) + i;
       const Eigen::RowVectorXd q = L.q_rows(in.q.data(), row, 1, h).cast<double>();
-      // Keys 0..visible-1; bottom-right aligned causal mask.
-      const u32 visible = w.mask == Mask::Causal ? i + (kv_len - q_len) + 1 : kv_len;
+      const u32 visible = visible_key_end(i, 1, q_len, kv.length, w.mask);  // keys 0..visible-1
       const Eigen::RowVectorXd s = scale * (q * K.topRows(visible).transpose());
       const double mx = s.maxCoeff();
       const Eigen::RowVectorXd p = (s.array() - mx).exp().matrix();

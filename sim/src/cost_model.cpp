@@ -1,5 +1,7 @@
 #include "tilesched/sim/cost_model.hpp"
 
+#include <fmt/format.h>
+
 #include <Eigen/Dense>
 #include <cmath>
 #include <stdexcept>
@@ -16,7 +18,7 @@ namespace {
 // "<before> 8 <noun>s<after>": block counts are whole numbers, so print them without a fraction.
 std::string fmt_count(const char* before, double count, const char* noun, const char* after) {
   const long long n = static_cast<long long>(count);
-  return std::string(before) + " " + std::to_string(n) + " " + noun + (n == 1 ? "" : "s") + after;
+  return fmt::format("{} {} {}{}{}", before, n, noun, n == 1 ? "" : "s", after);
 }
 
 CostCoefficients scaled(const CostCoefficients& c, double f) {
@@ -43,9 +45,7 @@ CostCoefficients CostModel::coefficients(u32 head_dim) const {
 }
 
 double CostModel::tile_time_us(const Workload& w, const TileCost& c) const {
-  const CostCoefficients k = coefficients(w.head_dim);
-  return k.fixed_us + k.us_per_block * double(c.kv_blocks - c.masked_blocks) +
-         k.us_per_masked_block * double(c.masked_blocks);
+  return coefficients(w.head_dim).tile_time_us(c);
 }
 
 CostModel CostModel::from_json(const json& j) {
@@ -128,7 +128,7 @@ TileCost event_tile_cost(const Workload& w, const TraceEvent& e) {
     const u32 blocks = ceil_div(num_keys, w.block_n);
     return TileCost{blocks, num_keys % w.block_n != 0 ? 1u : 0u};
   }
-  const u32 rows = min_u32(seq_len - e.prompt_offset, w.block_m);
+  const u32 rows = tile_query_rows(seq_len, e.prompt_offset, w.block_m);
   return tile_cost(e.prompt_offset, rows, seq_len, num_keys, w.block_m, w.block_n, w.mask);
 }
 
@@ -158,8 +158,8 @@ CostFit fit_cost(const std::vector<Trace>& traces, u32 head_dim) {
   for (const Trace& t : traces)
     if (t.workload.head_dim == head_dim) n += t.events.size();
   if (n < 3)
-    throw std::invalid_argument("cannot fit head_dim " + std::to_string(head_dim) + ": " +
-                                std::to_string(n) + " measured tiles, need at least 3");
+    throw std::invalid_argument(
+        fmt::format("cannot fit head_dim {}: {} measured tiles, need at least 3", head_dim, n));
   // One row per tile: [1, unmasked blocks, masked blocks] * coefficients = measured time.
   Eigen::MatrixXd A(n, 3);
   Eigen::VectorXd y(n);
@@ -177,9 +177,9 @@ CostFit fit_cost(const std::vector<Trace>& traces, u32 head_dim) {
   }
   const Eigen::ColPivHouseholderQR<Eigen::MatrixXd> qr(A);
   if (qr.rank() < 3)
-    throw std::invalid_argument("cannot fit head_dim " + std::to_string(head_dim) +
-                                ": the measured tiles do not determine all three coefficients: " +
-                                undetermined_coefficient(A));
+    throw std::invalid_argument(fmt::format(
+        "cannot fit head_dim {}: the measured tiles do not determine all three coefficients: {}",
+        head_dim, undetermined_coefficient(A)));
   const Eigen::Vector3d x = qr.solve(y);
   CostFit fit;
   fit.coefficients = CostCoefficients{x(0), x(1), x(2)};

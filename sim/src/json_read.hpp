@@ -28,7 +28,7 @@ void check_known_fields(const json& obj, std::initializer_list<const char*> know
                         const std::string& prefix);
 // The field `key` of `obj` (a reference into `obj`). `prefix` is a string_view so that a literal
 // "" creates no temporary std::string: binding the result of a call that takes a temporary to a
-// reference is what gcc 13's -Wdangling-reference flags, even though the result refers to `obj`.
+// reference is what -Wdangling-reference flags, even though the result refers to `obj`.
 const json& require(const json& obj, const char* key, std::string_view prefix);
 
 std::uint64_t as_u64(const json& v, const std::string& field);

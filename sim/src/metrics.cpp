@@ -21,7 +21,7 @@ Metrics compute_metrics(const Trace& t) {
   m.tile_count = t.events.size();
   m.launched_ctas = t.launched_ctas;
   m.concurrent_ctas = t.workload.scheduler == SchedulerKind::Transient
-                          ? std::min<std::size_t>(t.launched_ctas, t.workload.num_ctas)
+                          ? std::min<std::size_t>(t.launched_ctas, t.workload.resident_ctas)
                           : t.launched_ctas;
   if (t.launched_ctas == 0) return m;
 
@@ -40,7 +40,7 @@ Metrics compute_metrics(const Trace& t) {
   std::vector<std::size_t> tiles(m.unit_count, 0);
   double longest = 0;
   for (const TraceEvent& e : t.events) {
-    const double d = e.end_us - e.start_us;
+    const double d = busy_us(e);
     // Events of a malformed trace may name CTAs past launched_ctas; count them nowhere rather
     // than write out of bounds (trace_from_json rejects such traces).
     if (unit_of(e) < m.unit_count) {
@@ -63,6 +63,23 @@ Metrics compute_metrics(const Trace& t) {
       std::max(m.total_busy_us / double(std::max<std::size_t>(m.concurrent_ctas, 1)), longest);
   m.efficiency = m.makespan_us > 0 ? m.bound_us / m.makespan_us : 0;
   return m;
+}
+
+std::map<u32, CtaLoad> cta_loads(const Trace& t) {
+  std::map<u32, CtaLoad> loads;
+  for (const TraceEvent& e : t.events) {
+    CtaLoad& load = loads[e.cta];
+    load.busy_us += busy_us(e);
+    ++load.tiles;
+  }
+  return loads;
+}
+
+double median(std::vector<double> values) {
+  if (values.empty()) return 0;
+  std::sort(values.begin(), values.end());
+  const std::size_t n = values.size();
+  return n % 2 ? values[n / 2] : 0.5 * (values[n / 2 - 1] + values[n / 2]);
 }
 
 }  // namespace tilesched::sim

@@ -29,12 +29,11 @@ struct ReplayContext {
     e.head_idx = s.head_idx;
     e.prompt_idx = s.prompt_idx;
     e.query_rows = faithful_rows ? faithful_query_rows(s, w.block_m)
-                                 : tile_rows(summary, s, w.block_m).query_rows;
+                                 : tile_rows(summary.query_layout(), s, w.block_m).query_rows;
     const TileCost c = event_tile_cost(w, e);
     e.kv_blocks = c.kv_blocks;
     e.start_us = start;
-    e.end_us = start + k.fixed_us + k.us_per_block * double(c.kv_blocks - c.masked_blocks) +
-               k.us_per_masked_block * double(c.masked_blocks);
+    e.end_us = start + k.tile_time_us(c);
     return e;
   }
 };
@@ -58,14 +57,14 @@ void replay_static(const ReplayContext& ctx, const Sched& sched, Trace& t) {
 }
 
 // Transient: one tile per CTA; CTAs start in id order whenever one of the resident slots
-// (num_ctas, one per SM) frees up. The slot is recorded as the event's sm_id so that metrics and
+// (workload.resident_ctas) frees up. The slot is recorded as the event's sm_id so that metrics and
 // pictures can show the machine's real parallelism instead of T*H*B one-tile CTAs.
 void replay_transient(const ReplayContext& ctx, const runtime::TransientScheduler& sched,
                       Trace& t) {
   const GridDim grid = sched.grid_dim(ctx.summary);
   t.launched_ctas = grid.count();
   t.events.reserve(grid.count());
-  const std::size_t slots = std::min<std::size_t>(ctx.w.num_ctas, grid.count());
+  const std::size_t slots = std::min<std::size_t>(ctx.w.resident_ctas, grid.count());
   // (time the slot frees up, slot): the earliest free slot takes the next CTA, ties to the lower
   // slot, so the assignment is deterministic.
   using Slot = std::pair<double, std::int32_t>;
@@ -108,9 +107,9 @@ void replay_queued(const ReplayContext& ctx, const runtime::QueuedTileScheduler&
   by_time.reserve(ctx.summary.max_idx(ctx.w.num_q_heads));
 
   using Ready = std::pair<double, u32>;  // (time the CTA wants its next tile, CTA)
-  // Every CTA takes its first tile at time 0, in CTA order. The loop runs over the vector's own
-  // size_t indices rather than pushing for u32 c < ctas: gcc 13 could not prove a u32 counter
-  // bounded (-Waggressive-loop-optimizations through the inlined heap code); this one is.
+  // Every CTA takes its first tile at time 0, in CTA order. The loop counts in the vector's own
+  // size_t indices: with a u32 counter the compiler cannot prove the heap code's loop bounded
+  // (-Waggressive-loop-optimizations).
   std::vector<Ready> initial(ctas);
   for (std::size_t c = 0; c < initial.size(); ++c) initial[c] = Ready{0.0, static_cast<u32>(c)};
   std::priority_queue<Ready, std::vector<Ready>, std::greater<Ready>> ready(std::greater<Ready>(),

@@ -1,18 +1,20 @@
 #include "tilesched/sim/schedule_check.hpp"
 
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
 #include <map>
 #include <set>
-#include <sstream>
+
+#include "tilesched/sim/describe.hpp"
 
 namespace tilesched::sim {
 namespace {
 
 std::string tile_name(const TraceEvent& e) {
-  std::ostringstream s;
-  s << "tile (prompt " << e.prompt_idx << ", head " << e.head_idx << ", offset " << e.prompt_offset
-    << ", idx " << e.linear_idx << ", rows " << e.query_rows << ", kv blocks " << e.kv_blocks
-    << ") on CTA " << e.cta << " step " << e.step;
-  return s.str();
+  return fmt::format("{} [idx {}, {} rows, {} kv blocks] on CTA {} step {}", describe_tile(e),
+                     e.linear_idx, e.query_rows, e.kv_blocks, e.cta, e.step);
 }
 
 std::map<u32, std::vector<TraceEvent>> by_cta(const Trace& t) {
@@ -33,23 +35,23 @@ void static_differences(const Trace& model, const Trace& measured, std::vector<s
     const auto it = got.find(cta);
     const std::size_t n = it == got.end() ? 0 : it->second.size();
     if (n != want_events.size()) {
-      out.push_back("CTA " + std::to_string(cta) + " processed " + std::to_string(n) +
-                    " tiles, the simulator says " + std::to_string(want_events.size()));
+      out.push_back(fmt::format("CTA {} processed {} tiles, the simulator says {}", cta, n,
+                                want_events.size()));
       continue;
     }
     for (std::size_t i = 0; i < n; ++i)
       if (!same_tile(it->second[i], want_events[i]))
-        out.push_back("CTA " + std::to_string(cta) + " step " + std::to_string(i) + ": ran " +
-                      tile_name(it->second[i]) + ", the simulator says " +
-                      tile_name(want_events[i]));
+        out.push_back(fmt::format("CTA {} step {}: ran {}, the simulator says {}", cta, i,
+                                  tile_name(it->second[i]), tile_name(want_events[i])));
   }
   for (const auto& [cta, events] : got)
     if (!want.count(cta))
-      out.push_back("CTA " + std::to_string(cta) + " processed " + std::to_string(events.size()) +
-                    " tiles; the simulator gives it none");
+      out.push_back(fmt::format("CTA {} processed {} tiles; the simulator gives it none", cta,
+                                events.size()));
 }
 
-void queued_differences(const Trace& model, const Trace& measured, std::vector<std::string>& out) {
+// Each index processed once, and exactly the model's set of indices.
+void queued_tile_set(const Trace& model, const Trace& measured, std::vector<std::string>& out) {
   std::multiset<u32> got;
   for (const auto& e : measured.events) got.insert(e.linear_idx);
   std::set<u32> want;
@@ -57,27 +59,30 @@ void queued_differences(const Trace& model, const Trace& measured, std::vector<s
   for (auto it = got.begin(); it != got.end(); it = got.upper_bound(*it)) {
     const u32 idx = *it;
     if (got.count(idx) > 1)
-      out.push_back("tile " + std::to_string(idx) + " was processed " +
-                    std::to_string(got.count(idx)) + " times");
+      out.push_back(fmt::format("tile {} was processed {} times", idx, got.count(idx)));
     if (!want.count(idx))
-      out.push_back("tile " + std::to_string(idx) +
-                    " was processed, but the simulator never schedules it (past its sequence?)");
+      out.push_back(fmt::format(
+          "tile {} was processed, but the simulator never schedules it (past its sequence?)", idx));
   }
   for (u32 idx : want)
-    if (!got.count(idx)) out.push_back("tile " + std::to_string(idx) + " was never processed");
+    if (!got.count(idx)) out.push_back(fmt::format("tile {} was never processed", idx));
+}
+
+// Each CTA's indices in an order the counter can give: its static index first, then increasing
+// indices of C and above.
+void queued_fetch_order(const Trace& measured, std::vector<std::string>& out) {
   const u32 c = measured.workload.num_ctas;
   for (const auto& [cta, events] : by_cta(measured)) {
     for (std::size_t i = 0; i < events.size(); ++i) {
       const u32 idx = events[i].linear_idx;
       if (i > 0 && idx <= events[i - 1].linear_idx)
-        out.push_back("CTA " + std::to_string(cta) + " fetched " + std::to_string(idx) + " after " +
-                      std::to_string(events[i - 1].linear_idx) + ": counter order violated");
+        out.push_back(fmt::format("CTA {} fetched {} after {}: counter order violated", cta, idx,
+                                  events[i - 1].linear_idx));
       if (idx < c && idx != cta)
-        out.push_back("CTA " + std::to_string(cta) + " processed static tile " +
-                      std::to_string(idx) + ", which belongs to CTA " + std::to_string(idx));
+        out.push_back(
+            fmt::format("CTA {} processed static tile {}, which belongs to CTA {}", cta, idx, idx));
       if (i > 0 && idx < c)
-        out.push_back("CTA " + std::to_string(cta) + " got index " + std::to_string(idx) +
-                      " below C from the counter");
+        out.push_back(fmt::format("CTA {} got index {} below C from the counter", cta, idx));
     }
   }
 }
@@ -87,13 +92,34 @@ void queued_differences(const Trace& model, const Trace& measured, std::vector<s
 std::vector<std::string> schedule_differences(const Trace& model, const Trace& measured) {
   std::vector<std::string> out;
   if (measured.launched_ctas != model.launched_ctas)
-    out.push_back("launched " + std::to_string(measured.launched_ctas) + " CTAs, simulator " +
-                  std::to_string(model.launched_ctas));
-  if (measured.workload.scheduler == SchedulerKind::Queued)
-    queued_differences(model, measured, out);
-  else
+    out.push_back(
+        fmt::format("launched {} CTAs, simulator {}", measured.launched_ctas, model.launched_ctas));
+  if (measured.workload.scheduler == SchedulerKind::Queued) {
+    queued_tile_set(model, measured, out);
+    queued_fetch_order(measured, out);
+  } else {
     static_differences(model, measured, out);
+  }
   return out;
+}
+
+OutputCheck check_outputs(const Trace& measured, const AttentionInputs& inputs,
+                          const std::vector<float>& o, const std::vector<float>& lse) {
+  const Workload& w = measured.workload;
+  const AttentionResult model = tiled_attention(w, inputs, measured);
+  OutputCheck check;
+  check.tiles = measured.events.size();
+  for (const TraceEvent& e : measured.events) {
+    const TileError err = tile_error(w, e, o, lse, model.o, model.lse);
+    const double worst = std::max(err.o_rel, err.lse_rel);
+    if (!std::isnan(worst)) check.worst_error = std::max(check.worst_error, worst);
+    if (!err.has_nan && err.o_rel <= kTileTolerance && err.lse_rel <= kTileTolerance) continue;
+    const std::string sm = e.sm_id >= 0 ? fmt::format(" (SM {})", e.sm_id) : std::string();
+    check.failures.push_back(fmt::format(
+        "{} on CTA {}{}: O error {:.3g}, LSE error {:.3g} over {} rows{}", describe_tile(e), e.cta,
+        sm, err.o_rel, err.lse_rel, err.rows, err.has_nan ? ", NaN or unwritten rows" : ""));
+  }
+  return check;
 }
 
 }  // namespace tilesched::sim

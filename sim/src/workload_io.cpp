@@ -1,5 +1,7 @@
 #include "tilesched/sim/workload_io.hpp"
 
+#include <fmt/format.h>
+
 #include <stdexcept>
 
 #include "json_read.hpp"
@@ -23,6 +25,7 @@ Workload default_workload() {
   w.scheduler = SchedulerKind::Tile;
   w.schedule = Schedule::Default;
   w.num_ctas = 132;
+  w.resident_ctas = 132;
   w.ragged_mode = RaggedMode::Safe;
   w.cost_profile = "h200";
   return w;
@@ -43,6 +46,7 @@ json workload_to_json(const Workload& w) {
   j["schedule"] = to_string(w.schedule);
   j["flip_prompt_idx"] = w.flip_prompt_idx;
   j["num_ctas"] = w.num_ctas;
+  j["resident_ctas"] = w.resident_ctas;
   j["ragged_mode"] = to_string(w.ragged_mode);
   j["cost_profile"] = w.cost_profile;
   return j;
@@ -64,8 +68,7 @@ std::vector<u32> to_u32_lengths(const std::vector<std::uint64_t>& xs, const std:
   std::vector<u32> out;
   out.reserve(xs.size());
   for (std::size_t i = 0; i < xs.size(); ++i) {
-    if (xs[i] > 0xFFFFFFFFull)
-      fail(field + "[" + std::to_string(i) + "]", "does not fit in 32 bits");
+    if (xs[i] > 0xFFFFFFFFull) fail(fmt::format("{}[{}]", field, i), "does not fit in 32 bits");
     out.push_back(static_cast<u32>(xs[i]));
   }
   return out;
@@ -78,19 +81,9 @@ std::vector<u32> lengths_from_row_offsets(const json& v, const std::string& fiel
   return lengths_from_offsets(offsets);
 }
 
-}  // namespace
-
-Workload workload_from_json_at(const json& j, const std::string& prefix) {
-  require_object(
-      j, prefix.empty() ? "a workload" : "field '" + prefix.substr(0, prefix.size() - 1) + "'");
-  check_known_fields(j, {"q_lens",          "q_row_offsets",  "batch",       "seq_len",
-                         "kv_lens",         "kv_row_offsets", "kv_seq_len",  "padded",
-                         "num_q_heads",     "num_kv_heads",   "head_dim",    "mask",
-                         "block_m",         "block_n",        "scheduler",   "schedule",
-                         "flip_prompt_idx", "num_ctas",       "ragged_mode", "cost_profile"},
-                     prefix);
-  Workload w;
-  const std::string P = prefix;
+// The query lengths, given one of three ways. Returns whether they came as a padded batch x
+// seq_len.
+bool read_query_lengths(const json& j, const std::string& P, Workload& w) {
   const bool has_lens = j.contains("q_lens"), has_offsets = j.contains("q_row_offsets");
   const bool has_batch = j.contains("batch"), has_seq = j.contains("seq_len");
   const int ways = int(has_lens) + int(has_offsets) + int(has_batch || has_seq);
@@ -109,26 +102,48 @@ Workload workload_from_json_at(const json& j, const std::string& prefix) {
     if (!has_seq) fail(P + "seq_len", "required with batch (a padded batch of batch x seq_len)");
     const u32 batch = as_u32(j["batch"], P + "batch");
     const u32 seq = as_u32(j["seq_len"], P + "seq_len");
-    if (batch > (1u << 24)) fail(P + "batch", "is implausibly large: " + std::to_string(batch));
+    if (batch > (1u << 24)) fail(P + "batch", fmt::format("is implausibly large: {}", batch));
     w.q_lens.assign(batch, seq);
     w.padded = true;
   }
+  return has_batch || has_seq;
+}
 
+// The key lengths, when given (one way at most); kv_seq_len only with a padded batch x seq_len.
+void read_key_lengths(const json& j, const std::string& P, bool padded_batch, Workload& w) {
   const bool has_kv_lens = j.contains("kv_lens"), has_kv_offsets = j.contains("kv_row_offsets");
   const bool has_kv_seq = j.contains("kv_seq_len");
   if (int(has_kv_lens) + int(has_kv_offsets) + int(has_kv_seq) > 1)
     fail(P + "kv_lens", "give the KV lengths one way only (kv_lens, kv_row_offsets or kv_seq_len)");
-  if (has_kv_seq && !(has_batch || has_seq))
+  if (has_kv_seq && !padded_batch)
     fail(P + "kv_seq_len", "only goes with batch and seq_len (use kv_lens otherwise)");
   if (has_kv_lens)
     w.kv_lens = to_u32_lengths(as_u64_list(j["kv_lens"], P + "kv_lens"), P + "kv_lens");
   if (has_kv_offsets)
     w.kv_lens = lengths_from_row_offsets(j["kv_row_offsets"], P + "kv_row_offsets");
   if (has_kv_seq) w.kv_lens.assign(w.q_lens.size(), as_u32(j["kv_seq_len"], P + "kv_seq_len"));
+}
+
+}  // namespace
+
+Workload workload_from_json_at(const json& j, const std::string& prefix) {
+  require_object(
+      j, prefix.empty() ? "a workload" : "field '" + prefix.substr(0, prefix.size() - 1) + "'");
+  check_known_fields(j, {"q_lens",          "q_row_offsets",  "batch",         "seq_len",
+                         "kv_lens",         "kv_row_offsets", "kv_seq_len",    "padded",
+                         "num_q_heads",     "num_kv_heads",   "head_dim",      "mask",
+                         "block_m",         "block_n",        "scheduler",     "schedule",
+                         "flip_prompt_idx", "num_ctas",       "resident_ctas", "ragged_mode",
+                         "cost_profile"},
+                     prefix);
+  Workload w;
+  const std::string P = prefix;
+  const bool padded_batch = read_query_lengths(j, P, w);
+  read_key_lengths(j, P, padded_batch, w);
 
   if (j.contains("padded")) {
     const bool padded = as_bool(j["padded"], P + "padded");
-    if (!padded && (has_batch || has_seq))
+    if (!padded && padded_batch)
       fail(P + "padded", "batch and seq_len describe a padded batch; padded cannot be false");
     w.padded = padded;
   }
@@ -138,6 +153,9 @@ Workload workload_from_json_at(const json& j, const std::string& prefix) {
   if (j.contains("block_m")) w.block_m = as_u32(j["block_m"], P + "block_m");
   if (j.contains("block_n")) w.block_n = as_u32(j["block_n"], P + "block_n");
   if (j.contains("num_ctas")) w.num_ctas = as_u32(j["num_ctas"], P + "num_ctas");
+  // Files written before resident_ctas existed used num_ctas for both numbers.
+  w.resident_ctas =
+      j.contains("resident_ctas") ? as_u32(j["resident_ctas"], P + "resident_ctas") : w.num_ctas;
   if (j.contains("mask")) w.mask = read_enum<Mask>(j["mask"], P + "mask");
   if (j.contains("scheduler"))
     w.scheduler = read_enum<SchedulerKind>(j["scheduler"], P + "scheduler");

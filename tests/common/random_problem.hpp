@@ -1,12 +1,15 @@
-// Seeded random scheduling problems for the property tests. A tiny splitmix64 generator keeps the
-// sequence identical on every platform (std distributions are implementation-defined).
+// Seeded random scheduling problems for the property tests. splitmix64 keeps the sequence
+// identical on every platform (std distributions are implementation-defined).
 #pragma once
+
+#include <fmt/format.h>
 
 #include <cstdint>
 #include <string>
 #include <vector>
 
 #include "tilesched/scheduler.hpp"
+#include "tilesched/splitmix64.hpp"
 #include "tilesched/validate.hpp"
 
 namespace tilesched::testing {
@@ -14,12 +17,7 @@ namespace tilesched::testing {
 class SplitMix64 {
  public:
   explicit SplitMix64(std::uint64_t seed) : state_(seed) {}
-  std::uint64_t next() {
-    std::uint64_t z = (state_ += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-  }
+  std::uint64_t next() { return splitmix64_next(state_); }
   // Uniform in [lo, hi] (the tiny modulo bias does not matter for tests).
   u32 uniform(u32 lo, u32 hi) {
     return lo + static_cast<u32>(next() % (std::uint64_t(hi) - lo + 1));
@@ -44,15 +42,15 @@ struct RandomProblem {
                              offsets.empty() ? nullptr : offsets.data());
   }
   TileMapping mapping() const { return TileMapping{tile_shape, num_heads, schedule}; }
+  MappingParams params() const { return MappingParams(mapping()); }
   u32 max_idx() const { return summary().max_idx(num_heads); }
   std::string describe() const {
-    std::string s = "B=" + std::to_string(batch_size) + " S_max=" + std::to_string(max_seq_len) +
-                    " BM=" + std::to_string(tile_shape) + " H=" + std::to_string(num_heads) +
-                    " C=" + std::to_string(num_ctas) +
-                    (schedule == Schedule::PromptRotate ? " rotate" : " default") + " lens=";
+    std::string s =
+        fmt::format("B={} S_max={} BM={} H={} C={} {} lens=", batch_size, max_seq_len, tile_shape,
+                    num_heads, num_ctas, schedule == Schedule::PromptRotate ? "rotate" : "default");
     if (offsets.empty()) return s + "padded";
     for (std::size_t b = 0; b + 1 < offsets.size(); ++b)
-      s += std::to_string(offsets[b + 1] - offsets[b]) + ",";
+      s += fmt::format("{},", offsets[b + 1] - offsets[b]);
     return s;
   }
 };

@@ -40,7 +40,7 @@ std::vector<u32> valid_indices(const RandomProblem& p) {
   const TileSummary summary = p.summary();
   std::vector<u32> v;
   for (u32 i = 0; i < p.max_idx(); ++i)
-    if (summary.unsafe_seq_info(p.mapping(), i).is_valid()) v.push_back(i);
+    if (summary.unsafe_seq_info(p.params(), i).is_valid()) v.push_back(i);
   return v;
 }
 
@@ -67,7 +67,7 @@ TEST_CASE("tile scheduler (safe): every seq-valid tile exactly once, closed-form
     for (u32 c = 0; c < per_cta.size(); ++c) {
       std::vector<u32> closed_form;  // c, c+C, c+2C, ... below N, keeping seq-valid tiles
       for (std::uint64_t i = c; i < N; i += p.num_ctas)
-        if (summary.unsafe_seq_info(p.mapping(), u32(i)).is_valid()) closed_form.push_back(u32(i));
+        if (summary.unsafe_seq_info(p.params(), u32(i)).is_valid()) closed_form.push_back(u32(i));
       REQUIRE(per_cta[c] == closed_form);
     }
   }
@@ -85,7 +85,7 @@ TEST_CASE("tile scheduler (faithful): first tile checked once, then every index 
     for (u32 c = 0; c < per_cta.size(); ++c) {
       std::vector<u32> expected;  // SPEC §5: upstream skips an invalid first tile by one step only
       std::uint64_t i = c;
-      if (!summary.unsafe_seq_info(p.mapping(), c).is_valid()) i += p.num_ctas;
+      if (!summary.unsafe_seq_info(p.params(), c).is_valid()) i += p.num_ctas;
       for (; i < N; i += p.num_ctas) expected.push_back(u32(i));
       REQUIRE(per_cta[c] == expected);
     }
@@ -176,11 +176,11 @@ TEST_CASE("PROMPT_ROTATE is a bijection on each head's tiles, reversing odd head
         std::set<u32> offsets;
         for (u32 t = 0; t < T; ++t) {
           const u32 idx = (b * p.num_heads + h) * T + t;
-          const WorkInfo w = summary.get_current_work_info(p.mapping(), idx);
+          const WorkInfo w = summary.get_current_work_info(p.params(), idx);
           REQUIRE(w.head_idx == h);
           REQUIRE(w.prompt_idx == b);
           REQUIRE(w.prompt_offset == ((h & 1u) ? T - 1 - t : t) * p.tile_shape);
-          REQUIRE(summary.linear_index(p.mapping(), w.prompt_offset, h, b) == idx);
+          REQUIRE(summary.linear_index(p.params(), w.prompt_offset, h, b) == idx);
           offsets.insert(w.prompt_offset);
         }
         REQUIRE(offsets.size() == T);
@@ -221,7 +221,7 @@ TEST_CASE("ragged skipping: a CTA whose tiles all start past their sequence gets
   const SeqInfo past_end = one_cta.unsafe_seq_info(faithful1.mapping, 4);
   CHECK_FALSE(past_end.is_valid());
   CHECK(faithful_query_rows(past_end, 128) == 128);  // the wrap SPEC §5 describes
-  CHECK(tile_rows(one_cta, past_end, 128).query_rows == 0);
+  CHECK(tile_rows(one_cta.query_layout(), past_end, 128).query_rows == 0);
 }
 
 TEST_CASE("decoding: the queued scheduler takes every index and leaves its fetch loop") {

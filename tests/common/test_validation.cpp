@@ -65,7 +65,7 @@ TEST_CASE("row offsets: count, start, monotone, range") {
   CHECK(lengths_from_offsets({0, 0, 10, 13}) == std::vector<u32>{0, 10, 3});
 }
 
-TEST_CASE("workload problems each name themselves") {
+TEST_CASE("workload problems with the shapes each name themselves") {
   Workload w = good();
   w.q_lens.clear();
   CHECK(contains(w.validate(), "batch is empty"));
@@ -104,6 +104,12 @@ TEST_CASE("workload problems each name themselves") {
   CHECK(w.validate() == "number of CTAs must be at least 1");
 
   w = good();
+  w.resident_ctas = 0;
+  CHECK(w.validate() == "number of resident CTAs must be at least 1");
+}
+
+TEST_CASE("workload problems with the sequences each name themselves") {
+  Workload w = good();
   w.kv_lens = {300, 0, 1};
   CHECK(contains(w.validate(), "sequence 1 has 129 query rows but no keys"));
 
@@ -137,7 +143,7 @@ TEST_CASE("row offsets derived from a workload") {
   w.kv_lens = {};
   w.padded = true;
   CHECK(w.q_row_offsets() == std::vector<u32>{0, 64, 128});
-  CHECK(w.summary(nullptr).valid_length == nullptr);
+  CHECK(w.summary(nullptr).row_offsets == nullptr);
 }
 
 TEST_CASE("with_scheduler dispatches on the workload's scheduler kind") {

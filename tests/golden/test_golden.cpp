@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "tilesched/sim/attention.hpp"
+#include "tilesched/sim/describe.hpp"
 #include "tilesched/sim/io.hpp"
 #include "tilesched/sim/replay.hpp"
 #include "tilesched/sim/schedule_check.hpp"
@@ -55,19 +56,8 @@ std::vector<Golden> load_all() {
 
 // Tiles whose recorded O/LSE are off the simulator's (or NaN), one sentence each.
 std::vector<std::string> output_problems(const Golden& g) {
-  const Workload& w = g.trace.workload;
-  const sim::AttentionInputs in = sim::make_inputs(w, g.seed);
-  const sim::AttentionResult ref = sim::tiled_attention(w, in, g.trace);
-  std::vector<std::string> out;
-  for (const auto& e : g.trace.events) {
-    const sim::TileError err = sim::tile_error(w, e, g.o, g.lse, ref.o, ref.lse);
-    if (err.has_nan || !(err.o_rel <= 1e-2) || !(err.lse_rel <= 1e-2))
-      out.push_back("tile (prompt " + std::to_string(e.prompt_idx) + ", head " +
-                    std::to_string(e.head_idx) + ", offset " + std::to_string(e.prompt_offset) +
-                    ") on CTA " + std::to_string(e.cta) + ": O error " + std::to_string(err.o_rel) +
-                    ", LSE error " + std::to_string(err.lse_rel));
-  }
-  return out;
+  const sim::AttentionInputs in = sim::make_inputs(g.trace.workload, g.seed);
+  return sim::check_outputs(g.trace, in, g.o, g.lse).failures;
 }
 
 }  // namespace
@@ -79,8 +69,8 @@ TEST_CASE("golden H200 traces and outputs agree with the simulator") {
     INFO(g.name, " (", g.trace.device, ", ", g.trace.created, ")");
     CHECK(g.trace.source == "gpu");
     const Workload& w = g.trace.workload;
-    CHECK(g.o.size() == std::size_t(w.total_q_rows()) * w.num_q_heads * w.head_dim);
-    CHECK(g.lse.size() == std::size_t(w.total_q_rows()) * w.num_q_heads);
+    CHECK(g.o.size() == w.q_elements());
+    CHECK(g.lse.size() == w.lse_elements());
     CHECK_FALSE(g.o_has_poison);
     for (const auto& p : sim::schedule_differences(sim::replay(w), g.trace)) FAIL_CHECK(p);
     for (const auto& p : output_problems(g)) FAIL_CHECK(p);
@@ -107,5 +97,5 @@ TEST_CASE("the golden check notices a wrong schedule and a wrong tile") {
   for (u32 i = 0; i < w.head_dim; ++i) g.o[at + i] *= 2.f;
   const auto problems = output_problems(g);
   REQUIRE(problems.size() == 1);
-  CHECK(problems[0].find("offset " + std::to_string(e.prompt_offset)) != std::string::npos);
+  CHECK(problems[0].find(sim::describe_tile(e)) != std::string::npos);
 }

@@ -6,24 +6,21 @@
 #include <string>
 #include <vector>
 
-#include "tilesched/gpu/attention.hpp"
+#include "tilesched/gpu/device_problem.hpp"
 #include "tilesched/trace.hpp"
 
 namespace tilesched::gpu_test {
 
 struct CheckOutcome {
   std::vector<std::string> failures;  // empty when everything matched
-  Trace gpu_trace;
-  std::vector<std::uint16_t> o_bits;
-  std::vector<float> lse;
-  double worst_tile_error = 0;  // max over tiles of max(o_rel, lse_rel)
+  gpu::DeviceRun run;                 // the measured trace and outputs
+  double worst_tile_error = 0;        // max over tiles of max(o_rel, lse_rel)
   std::size_t tiles = 0;
 };
 
-// Schedule identity (static: each CTA's sequence equals sim::replay's; queued: same tile set, each
-// once, fetch order consistent with the counter), every element written (poison count), and every
-// tile's O/LSE within `tolerance` of sim::tiled_attention on the same bf16 inputs.
-CheckOutcome check_workload(const Workload& w, std::uint64_t seed, double tolerance = 1e-2);
+// gpu::run_recorded on sim::make_inputs(w, seed), then: every element written (poison count),
+// sim::schedule_differences against sim::replay, and sim::check_outputs.
+CheckOutcome check_workload(const Workload& w, std::uint64_t seed);
 
 // One line describing a workload (for failure messages and logs).
 std::string describe(const Workload& w);

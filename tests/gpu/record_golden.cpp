@@ -2,8 +2,8 @@
 // (trace JSON), O as raw little-endian bf16 and LSE as raw little-endian fp32, plus a manifest with
 // the seed, device and date. Each problem is checked against the simulator before it is written.
 // Usage: gpu_record_golden <out_dir>
-#include <cstdio>
-#include <fstream>
+#include <fmt/format.h>
+
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -28,7 +28,7 @@ void write_raw(const std::string& path, const std::vector<T>& v) {
 
 int main(int argc, char** argv) {
   if (argc != 2) {
-    std::fprintf(stderr, "usage: %s <out_dir>\n", argv[0]);
+    fmt::print(stderr, "usage: {} <out_dir>\n", argv[0]);
     return 2;
   }
   const std::string dir = argv[1];
@@ -36,20 +36,20 @@ int main(int argc, char** argv) {
   int failures = 0;
   for (const auto& p : golden::problems()) {
     const auto r = gpu_test::check_workload(p.workload, p.seed);
-    std::printf("%-32s %zu tiles, worst tile error %.3g, %s\n", p.name.c_str(), r.tiles,
-                r.worst_tile_error, r.failures.empty() ? "ok" : "FAILED");
-    for (const auto& f : r.failures) std::printf("  %s\n", f.c_str());
+    fmt::print("{:<32} {} tiles, worst tile error {:.3g}, {}\n", p.name, r.tiles,
+               r.worst_tile_error, r.failures.empty() ? "ok" : "FAILED");
+    for (const auto& f : r.failures) fmt::print("  {}\n", f);
     if (!r.failures.empty()) {
       ++failures;
       continue;
     }
-    sim::write_trace(dir + "/" + p.name + ".trace.json", r.gpu_trace);
-    write_raw(dir + "/" + p.name + ".o.bf16", r.o_bits);
-    write_raw(dir + "/" + p.name + ".lse.f32", r.lse);
+    sim::write_trace(dir + "/" + p.name + ".trace.json", r.run.trace);
+    write_raw(dir + "/" + p.name + ".o.bf16", r.run.o_bits);
+    write_raw(dir + "/" + p.name + ".lse.f32", r.run.lse);
     manifest.push_back({{"name", p.name},
                         {"seed", p.seed},
-                        {"device", r.gpu_trace.device},
-                        {"created", r.gpu_trace.created},
+                        {"device", r.run.trace.device},
+                        {"created", r.run.trace.created},
                         {"trace", p.name + ".trace.json"},
                         {"o_bf16", p.name + ".o.bf16"},
                         {"lse_f32", p.name + ".lse.f32"},

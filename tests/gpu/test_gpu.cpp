@@ -2,11 +2,13 @@
 #define DOCTEST_CONFIG_IMPLEMENT
 #include <cuda_runtime.h>
 #include <doctest/doctest.h>
+#include <fmt/format.h>
 
-#include <cstdio>
+#include <cmath>
 #include <cstdlib>
 #include <random>
 #include <string>
+#include <utility>
 
 #include "gpu_check.hpp"
 #include "tilesched/gpu/device_problem.hpp"
@@ -112,8 +114,7 @@ TEST_CASE("random problems") {
   const std::uint64_t seed = env ? std::strtoull(env, nullptr, 10) : std::random_device{}();
   const char* count_env = std::getenv("TILESCHED_TEST_RANDOM_COUNT");
   const int count = count_env ? std::atoi(count_env) : 200;
-  std::printf("random problems: %d, seed %llu (TILESCHED_TEST_SEED to repeat)\n", count,
-              static_cast<unsigned long long>(seed));
+  fmt::print("random problems: {}, seed {} (TILESCHED_TEST_SEED to repeat)\n", count, seed);
   std::mt19937_64 rng(seed);
   auto pick = [&](int n) { return static_cast<int>(rng() % static_cast<std::uint64_t>(n)); };
   for (int i = 0; i < count; ++i) {
@@ -164,59 +165,47 @@ TEST_CASE("bad arguments return a clear Status and do not launch") {
   const gpu::AttentionArgs good = dev.args();
   REQUIRE(gpu::validate(good).ok);
 
-  auto expect_error = [&](gpu::AttentionArgs a, const char* needle) {
+  using Edit = void (*)(gpu::AttentionArgs&);
+  const std::pair<Edit, const char*> cases[] = {
+      {[](gpu::AttentionArgs& a) { a.q = nullptr; }, "Q, K and V"},
+      {[](gpu::AttentionArgs& a) { a.o = nullptr; }, "O must be"},
+      {[](gpu::AttentionArgs& a) { a.lse = nullptr; }, "LSE"},
+      {[](gpu::AttentionArgs& a) { a.workload.head_dim = 96; }, "head dim 96"},
+      {[](gpu::AttentionArgs& a) { a.workload.block_m = 64; }, "BM"},
+      {[](gpu::AttentionArgs& a) { a.q_row_offsets = nullptr; }, "row-offset"},
+      {[](gpu::AttentionArgs& a) {
+         a.workload.scheduler = SchedulerKind::Queued;
+         a.queue_counter = nullptr;
+       },
+       "counter"},
+      {[](gpu::AttentionArgs& a) { a.workload.ragged_mode = RaggedMode::Faithful; }, "faithful"},
+      {[](gpu::AttentionArgs& a) { a.trace.capacity = 1; }, "trace buffer"},
+      {[](gpu::AttentionArgs& a) {
+         a.workload.num_q_heads = 3;
+         a.workload.num_kv_heads = 2;
+       },
+       "multiple of KV heads"},
+      {[](gpu::AttentionArgs& a) { a.workload.q_lens.clear(); }, "empty"},
+      {[](gpu::AttentionArgs& a) {
+         a.workload.q_lens = {0, 0};
+       },
+       "no work"},
+      {[](gpu::AttentionArgs& a) { a.softmax_scale = std::nanf(""); }, "scale"},
+  };
+  for (const auto& [edit, needle] : cases) {
+    gpu::AttentionArgs a = good;
+    edit(a);
     const gpu::Status s = gpu::attention_forward(a);
     INFO("expected an error mentioning '", needle, "', got: ", s.message);
     CHECK_FALSE(s.ok);
     CHECK(s.message.find(needle) != std::string::npos);
-  };
-  gpu::AttentionArgs a = good;
-  a.q = nullptr;
-  expect_error(a, "Q, K and V");
-  a = good;
-  a.o = nullptr;
-  expect_error(a, "O must be");
-  a = good;
-  a.lse = nullptr;
-  expect_error(a, "LSE");
-  a = good;
-  a.workload.head_dim = 96;
-  expect_error(a, "head dim 96");
-  a = good;
-  a.workload.block_m = 64;
-  expect_error(a, "BM");
-  a = good;
-  a.q_row_offsets = nullptr;
-  expect_error(a, "row-offset");
-  a = good;
-  a.workload.scheduler = SchedulerKind::Queued;
-  a.queue_counter = nullptr;
-  expect_error(a, "counter");
-  a = good;
-  a.workload.ragged_mode = RaggedMode::Faithful;
-  expect_error(a, "faithful");
-  a = good;
-  a.trace.capacity = 1;
-  expect_error(a, "trace buffer");
-  a = good;
-  a.workload.num_q_heads = 3;
-  a.workload.num_kv_heads = 2;
-  expect_error(a, "multiple of KV heads");
-  a = good;
-  a.workload.q_lens.clear();
-  expect_error(a, "empty");
-  a = good;
-  a.workload.q_lens = {0, 0};
-  expect_error(a, "no work");
-  a = good;
-  a.softmax_scale = std::nanf("");
-  expect_error(a, "scale");
+  }
 
   // Nothing ran: the outputs still hold their poison and no trace event was recorded.
   std::uint64_t o_unwritten = 0, lse_unwritten = 0;
   REQUIRE(dev.count_unwritten(o_unwritten, lse_unwritten).ok);
-  CHECK(o_unwritten == std::uint64_t(w.total_q_rows()) * w.num_q_heads * w.head_dim);
-  CHECK(lse_unwritten == std::uint64_t(w.total_q_rows()) * w.num_q_heads);
+  CHECK(o_unwritten == w.q_elements());
+  CHECK(lse_unwritten == w.lse_elements());
   std::vector<gpu::DeviceTraceEvent> raw;
   REQUIRE(dev.download_raw_trace(raw).ok);
   CHECK(raw.empty());
@@ -260,8 +249,8 @@ int main(int argc, char** argv) {
   int devices = 0;
   const cudaError_t e = cudaGetDeviceCount(&devices);
   if (e != cudaSuccess || devices == 0) {
-    std::printf("skipped: no CUDA device (%s)\n",
-                e != cudaSuccess ? cudaGetErrorString(e) : "cudaGetDeviceCount returned 0");
+    fmt::print("skipped: no CUDA device ({})\n",
+               e != cudaSuccess ? cudaGetErrorString(e) : "cudaGetDeviceCount returned 0");
     return 77;
   }
   doctest::Context context(argc, argv);

@@ -1,12 +1,15 @@
 // Helpers shared by the simulator tests.
 #pragma once
 
+#include <fmt/format.h>
+
 #include <cstdint>
 #include <functional>
 #include <string>
 #include <vector>
 
 #include "tilesched/sim/sim.hpp"
+#include "tilesched/splitmix64.hpp"
 
 namespace tilesched::simtest {
 
@@ -14,12 +17,7 @@ namespace tilesched::simtest {
 class Rng {
  public:
   explicit Rng(std::uint64_t seed) : state_(seed) {}
-  std::uint64_t next() {
-    std::uint64_t z = (state_ += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-  }
+  std::uint64_t next() { return splitmix64_next(state_); }
   u32 uniform(u32 lo, u32 hi) { return lo + u32(next() % (std::uint64_t(hi) - lo + 1)); }
 
  private:
@@ -51,11 +49,9 @@ inline bool same_event(const TraceEvent& a, const TraceEvent& b) {
 }
 
 inline std::string show(const TraceEvent& e) {
-  return "(cta " + std::to_string(e.cta) + " step " + std::to_string(e.step) + " idx " +
-         std::to_string(e.linear_idx) + " off " + std::to_string(e.prompt_offset) + " head " +
-         std::to_string(e.head_idx) + " prompt " + std::to_string(e.prompt_idx) + " rows " +
-         std::to_string(e.query_rows) + " kv " + std::to_string(e.kv_blocks) + " " +
-         std::to_string(e.start_us) + ".." + std::to_string(e.end_us) + ")";
+  return fmt::format("(cta {} step {} idx {} off {} head {} prompt {} rows {} kv {} {}..{})", e.cta,
+                     e.step, e.linear_idx, e.prompt_offset, e.head_idx, e.prompt_idx, e.query_rows,
+                     e.kv_blocks, e.start_us, e.end_us);
 }
 
 // A cost model with the same coefficients for every head_dim (handy for hand-computed times).

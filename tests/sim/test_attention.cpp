@@ -201,10 +201,7 @@ TEST_CASE("coverage detector: a duplicated event is a double write naming tile a
   const TraceEvent dup = t.events[2];
   t.events.push_back(dup);
   const auto r = sim::tiled_attention(w, in, t);
-  const std::string tile = "tile (prompt " + std::to_string(dup.prompt_idx) + ", head " +
-                           std::to_string(dup.head_idx) + ", prompt_offset " +
-                           std::to_string(dup.prompt_offset) + ") on CTA " +
-                           std::to_string(dup.cta);
+  const std::string tile = fmt::format("{} on CTA {}", sim::describe_tile(dup), dup.cta);
   CHECK_MESSAGE(has_problem(r, sim::CoverageProblem::Kind::DoubleWrite, tile), all_problems(r));
   REQUIRE(r.problems.size() == 1);  // consecutive rows of one tile are one problem
   CHECK(r.problems[0].row_count == dup.query_rows);
@@ -218,9 +215,7 @@ TEST_CASE("coverage detector: a dropped event is a gap naming the tile; error sh
   const TraceEvent dropped = t.events[1];
   t.events.erase(t.events.begin() + 1);
   const auto r = sim::tiled_attention(w, in, t);
-  const std::string tile = "tile (prompt " + std::to_string(dropped.prompt_idx) + ", head " +
-                           std::to_string(dropped.head_idx) + ", prompt_offset " +
-                           std::to_string(dropped.prompt_offset) + ")";
+  const std::string tile = sim::describe_tile(dropped);
   CHECK_MESSAGE(has_problem(r, sim::CoverageProblem::Kind::Gap, tile), all_problems(r));
   REQUIRE(r.problems.size() == 1);
   CHECK(r.problems[0].row == sim::event_first_row(w, dropped));
@@ -244,13 +239,12 @@ TEST_CASE("faithful mode on a ragged batch shows upstream's overwrite") {
   const auto r = sim::tiled_attention(w, in, t);
   INFO(all_problems(r));
   CHECK(has_problem(r, sim::CoverageProblem::Kind::OutsideSequence,
-                    "tile (prompt 1, head 1, prompt_offset 64) on CTA 7 wrote rows 264..295"));
+                    "tile (prompt 1, head 1, offset 64) on CTA 7 wrote rows 264..295"));
   CHECK(has_problem(r, sim::CoverageProblem::Kind::DoubleWrite,
                     "rows 336..339 of head 0 written again by tile (prompt 1, head 0, "
-                    "prompt_offset 128) on CTA 2"));
-  CHECK(
-      has_problem(r, sim::CoverageProblem::Kind::PastEnd,
-                  "tile (prompt 2, head 0, prompt_offset 128) on CTA 0 would write rows 368..399"));
+                    "offset 128) on CTA 2"));
+  CHECK(has_problem(r, sim::CoverageProblem::Kind::PastEnd,
+                    "tile (prompt 2, head 0, offset 128) on CTA 0 would write rows 368..399"));
   const auto ref = sim::reference_attention(w, in);
   CHECK(sim::relative_error(r.o, ref.o) > 1e-3);
   // The damage is in sequence 2's last tile of head 0, which the GPU tests would flag.

@@ -117,6 +117,7 @@ TEST_CASE("workload JSON round-trips") {
   w.block_n = 32;
   w.head_dim = 64;
   w.num_ctas = 7;
+  w.resident_ctas = 9;
   ws.push_back(w);
   for (const Workload& orig : ws) {
     const json j = sim::workload_to_json(orig);
@@ -129,12 +130,28 @@ TEST_CASE("workload JSON round-trips") {
     CHECK(back.schedule == orig.schedule);
     CHECK(back.ragged_mode == orig.ragged_mode);
     CHECK(back.flip_prompt_idx == orig.flip_prompt_idx);
+    CHECK(back.num_ctas == orig.num_ctas);
+    CHECK(back.resident_ctas == orig.resident_ctas);
     CHECK(back.cost_profile == orig.cost_profile);
   }
   TempDir dir;
   sim::write_workload(dir.path + "/w.json", ws[1]);
   CHECK(sim::workload_to_json(sim::read_workload(dir.path + "/w.json")) ==
         sim::workload_to_json(ws[1]));
+}
+
+TEST_CASE("workload JSON: without resident_ctas (older files) num_ctas is both numbers") {
+  const Workload old =
+      sim::workload_from_json(json{{"q_lens", {300}}, {"scheduler", "transient"}, {"num_ctas", 5}});
+  CHECK(old.num_ctas == 5);
+  CHECK(old.resident_ctas == 5);
+  CHECK(sim::replay(old).events.front().sm_id == 0);
+  const Workload split =
+      sim::workload_from_json(json{{"q_lens", {300}}, {"num_ctas", 5}, {"resident_ctas", 11}});
+  CHECK(split.num_ctas == 5);
+  CHECK(split.resident_ctas == 11);
+  CHECK(sim::workload_from_json(json{{"q_lens", {300}}}).resident_ctas == 132);
+  CHECK(contains(workload_error(json{{"q_lens", {300}}, {"resident_ctas", 0}}), "resident CTAs"));
 }
 
 TEST_CASE("workload JSON: the three ways to give lengths") {
@@ -302,7 +319,9 @@ TEST_CASE("trace JSON: each bad input has its own message") {
   CHECK(contains(m, "'events[0]' must be a JSON object"));
   m = trace_error(json::array());
   CHECK(contains(m, "a trace must be a JSON object"));
+}
 
+TEST_CASE("trace JSON: a file that is not JSON is named") {
   TempDir dir;
   const std::string path = dir.path + "/t.json";
   sim::write_file_atomically(path, "not json");

@@ -53,8 +53,8 @@ TEST_CASE("metrics of a hand-made transient trace count per slot/SM") {
   Trace t;
   t.workload.q_lens = {10};
   t.workload.scheduler = SchedulerKind::Transient;
-  t.workload.num_ctas = 2;  // resident slots
-  t.launched_ctas = 4;      // CTA 3 had no tile
+  t.workload.resident_ctas = 2;
+  t.launched_ctas = 4;  // CTA 3 had no tile
   t.events = {ev(0, 0, 0, 4), ev(1, 0, 0, 2), ev(2, 0, 2, 8)};
   t.events[0].sm_id = 0;
   t.events[1].sm_id = 1;
@@ -83,7 +83,7 @@ TEST_CASE("metrics of a hand-made transient trace count per slot/SM") {
 TEST_CASE("metrics: transient traces bound by the resident CTA count") {
   Workload w = sim::default_workload();
   w.scheduler = SchedulerKind::Transient;
-  w.num_ctas = 16;
+  w.resident_ctas = 16;
   const sim::Metrics m = sim::compute_metrics(sim::replay(w));
   CHECK(m.concurrent_ctas == 16);
   CHECK(m.launched_ctas > 1000);
@@ -107,7 +107,7 @@ TEST_CASE("metrics: a uniform non-causal transient workload is even across slots
   w.num_kv_heads = 8;
   w.mask = Mask::None;
   w.scheduler = SchedulerKind::Transient;
-  w.num_ctas = 16;
+  w.resident_ctas = 16;
   Trace t = sim::replay(w);
   const sim::Metrics m = sim::compute_metrics(t);
   CHECK(m.launched_ctas == 256);
@@ -137,4 +137,23 @@ TEST_CASE("metrics: a perfectly even static schedule has efficiency 1") {
   CHECK(m.imbalance == doctest::Approx(1.0));
   CHECK(m.tiles_min == 4);
   CHECK(m.tiles_max == 4);
+}
+
+TEST_CASE("per-CTA loads: busy time and tile count of every CTA that ran a tile") {
+  Trace t;
+  t.events = {ev(0, 0, 0, 4), ev(0, 1, 4, 10), ev(5, 0, 1, 2)};
+  const auto loads = sim::cta_loads(t);
+  REQUIRE(loads.size() == 2);
+  CHECK(loads.at(0).busy_us == 10);
+  CHECK(loads.at(0).tiles == 2);
+  CHECK(loads.at(5).busy_us == 1);
+  CHECK(loads.at(5).tiles == 1);
+  CHECK(sim::busy_us(t.events[1]) == 6);
+}
+
+TEST_CASE("median: the middle value, the mean of the middle two, 0 for none") {
+  CHECK(sim::median({}) == 0);
+  CHECK(sim::median({3}) == 3);
+  CHECK(sim::median({5, 1, 3}) == 3);
+  CHECK(sim::median({4, 1, 3, 2}) == 2.5);
 }

@@ -67,6 +67,7 @@ Workload random_workload(Rng& rng) {
   w.num_q_heads = w.num_kv_heads * rng.uniform(1, 4);
   w.head_dim = 64;
   w.num_ctas = rng.uniform(1, 40);
+  w.resident_ctas = rng.uniform(1, 40);
   w.schedule = rng.uniform(0, 1) ? Schedule::PromptRotate : Schedule::Default;
   REQUIRE_MESSAGE(w.validate().empty(), w.validate());
   return w;
@@ -158,7 +159,7 @@ TEST_CASE("transient replay: one tile per CTA, id x + T*(y + H*z), resident-CTA 
           const u32 t_idx = w.flip_prompt_idx ? T - 1 - x : x;
           double start = 0;
           auto slot = static_cast<std::int32_t>(ends.size());  // a fresh slot while there is one
-          if (ends.size() >= w.num_ctas) {  // wait for the earliest free slot (ties: lower slot)
+          if (ends.size() >= w.resident_ctas) {  // wait for the earliest free slot (ties: lower)
             std::sort(ends.begin(), ends.end());
             start = ends.front().first;
             slot = ends.front().second;
@@ -184,10 +185,11 @@ TEST_CASE("transient replay: one tile per CTA, id x + T*(y + H*z), resident-CTA 
   });
 }
 
-TEST_CASE("transient replay never runs more than num_ctas CTAs at once") {
+TEST_CASE("transient replay never runs more than resident_ctas CTAs at once") {
   Workload w = sim::default_workload();
   w.scheduler = SchedulerKind::Transient;
-  w.num_ctas = 20;
+  w.resident_ctas = 20;
+  w.num_ctas = 3;  // the persistent stride: not the transient limit
   const Trace t = sim::replay(w);
   // Sweep start/end points: the number of running tiles never exceeds 20 and reaches it.
   std::vector<std::pair<double, int>> points;

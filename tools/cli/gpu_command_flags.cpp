@@ -1,5 +1,6 @@
 // `tilesched run` and `tilesched bench`: flags parsed here, the work done by the GPU half
-// (tools/gpu_commands.cpp) or refused by tools/gpu_commands_unavailable.cpp.
+// (tools/gpu_commands_run.cpp, gpu_commands_bench.cpp) or refused by
+// tools/gpu_commands_unavailable.cpp.
 #include <memory>
 
 #include "cli/commands.hpp"

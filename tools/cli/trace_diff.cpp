@@ -8,6 +8,7 @@
 #include <map>
 #include <tuple>
 
+#include "tilesched/sim/metrics.hpp"
 #include "tilesched/sim/workload_io.hpp"
 #include "viz/describe.hpp"
 
@@ -62,12 +63,6 @@ std::optional<FirstScheduleDifference> first_difference(const Trace& a, const Tr
   return std::nullopt;
 }
 
-std::map<u32, double> busy_per_cta(const Trace& t) {
-  std::map<u32, double> busy;
-  for (const TraceEvent& e : t.events) busy[e.cta] += e.end_us - e.start_us;
-  return busy;
-}
-
 }  // namespace
 
 TraceDiff diff_traces(const Trace& a, const Trace& b, std::size_t max_listed) {
@@ -94,22 +89,21 @@ TraceDiff diff_traces(const Trace& a, const Trace& b, std::size_t max_listed) {
   surplus(in_a, in_b, d.only_in_a_count, d.only_in_a);
   surplus(in_b, in_a, d.only_in_b_count, d.only_in_b);
 
-  const auto busy_a = busy_per_cta(a), busy_b = busy_per_cta(b);
+  const auto loads_a = sim::cta_loads(a), loads_b = sim::cta_loads(b);
   std::vector<CtaRatio> ratios;
-  for (const auto& [cta, a_busy] : busy_a) {
-    if (a_busy <= 0) continue;
-    const auto it = busy_b.find(cta);
-    ratios.push_back(CtaRatio{cta, a_busy, it == busy_b.end() ? 0.0 : it->second});
+  for (const auto& [cta, a_load] : loads_a) {
+    if (a_load.busy_us <= 0) continue;
+    const auto it = loads_b.find(cta);
+    ratios.push_back(CtaRatio{cta, a_load.busy_us, it == loads_b.end() ? 0.0 : it->second.busy_us});
   }
   d.ratio_ctas = ratios.size();
   if (!ratios.empty()) {
     std::vector<double> values;
     for (const CtaRatio& r : ratios) values.push_back(r.ratio());
-    std::sort(values.begin(), values.end());
-    d.ratio_min = values.front();
-    d.ratio_max = values.back();
-    const std::size_t n = values.size();
-    d.ratio_median = n % 2 ? values[n / 2] : 0.5 * (values[n / 2 - 1] + values[n / 2]);
+    const auto [lo, hi] = std::minmax_element(values.begin(), values.end());
+    d.ratio_min = *lo;
+    d.ratio_max = *hi;
+    d.ratio_median = sim::median(values);
     // "Worst" is furthest from 1 either way: a CTA twice as fast is as suspicious as one twice
     // as slow. A CTA idle in B (ratio 0) sorts first.
     const auto distance = [](const CtaRatio& r) {

@@ -108,7 +108,8 @@ Workload resolve_workload(const WorkloadFlags& f) {
           "--flip applies to the transient scheduler only (add --scheduler transient)");
     w.flip_prompt_idx = true;
   }
-  override_with(f.ctas, w.num_ctas);
+  // One flag for both numbers: the persistent stride and the transient resident limit.
+  if (f.ctas) w.num_ctas = w.resident_ctas = *f.ctas;
   override_with(f.ragged, w.ragged_mode);
   if (!f.cost_profile.empty()) w.cost_profile = f.cost_profile;
 

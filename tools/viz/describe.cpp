@@ -4,6 +4,8 @@
 
 #include <algorithm>
 
+#include "tilesched/sim/describe.hpp"
+
 namespace tilesched::viz {
 
 std::string describe_workload(const Workload& w) {
@@ -29,8 +31,7 @@ std::string describe_trace(const Trace& t) {
 }
 
 std::string describe_tile(const TraceEvent& e) {
-  return fmt::format("prompt {} head {} offset {} (idx {}, {} kv blocks)", e.prompt_idx, e.head_idx,
-                     e.prompt_offset, e.linear_idx, e.kv_blocks);
+  return fmt::format("{}, idx {}, {} kv blocks", sim::describe_tile(e), e.linear_idx, e.kv_blocks);
 }
 
 std::string describe_event(const TraceEvent& e) {

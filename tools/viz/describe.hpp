@@ -17,7 +17,7 @@ std::string describe_trace(const Trace& t);
 // Multi-line description of one tile, for tooltips and diffs.
 std::string describe_event(const TraceEvent& e);
 
-// One line: "prompt 3 head 17 offset 256 (idx 1234, 12 kv blocks)".
+// One line: "tile (prompt 3, head 17, offset 256), idx 1234, 12 kv blocks".
 std::string describe_tile(const TraceEvent& e);
 
 // A duration in µs with a sensible number of digits.

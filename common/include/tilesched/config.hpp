@@ -24,4 +24,11 @@ namespace tilesched {
 // All scheduler arithmetic is unsigned 32-bit (SPEC §1); the host validates that nothing wraps.
 using u32 = std::uint32_t;
 
+TS_HOST_DEVICE constexpr u32 ceil_div(u32 a, u32 b) {
+  return (a + b - 1) / b;
+}
+TS_HOST_DEVICE constexpr u32 min_u32(u32 a, u32 b) {
+  return a < b ? a : b;
+}
+
 }  // namespace tilesched

@@ -12,12 +12,16 @@
 //   first_work<producer, sync>(summary, state, p)  the first tile to process, or none (SPEC §5)
 //   advance<producer, sync>(summary, state, p)     the next tile to process, or none
 //   unsafe_seq_info(summary, idx)
-//   may_advance                                    whether a CTA can get more than one tile
+//
+// Arguments -> Params: a scheduler is built on the host from a TileMapping and its own choices
+// (CTAs, ragged mode, counter), and its constructor prepares the division by H (MappingParams,
+// tile_summary.hpp) as TileSummary::make prepares the division by T; the kernel takes both by
+// value and maps indices without dividing.
 //
 // The processing loop, the same on the GPU and in the simulator:
 //   TileState st = sched.initial_state(sidx, summary, block);
-//   for (auto s = sched.first_work<P, S>(summary, st, 0); s; s = sched.advance<P, S>(summary, st,
-//   p))
+//   for (auto s = sched.first_work<P, S>(summary, st, p); s;
+//        s = sched.advance<P, S>(summary, st, p))
 //     process(*s);
 #pragma once
 
@@ -86,7 +90,7 @@ namespace detail {
 // What every scheduler shares: the index mapping it walks (SPEC §3), and the two look-ups that
 // only depend on it.
 struct MappedScheduler {
-  TileMapping mapping{};
+  MappingParams mapping{};
 
   TS_HOST_DEVICE constexpr WorkInfo get_current_work_info(const TileSummary& s,
                                                           const TileState& st) const {
@@ -112,14 +116,13 @@ namespace runtime {
 class TileScheduler : public detail::MappedScheduler {
  public:
   static constexpr SchedulerKind kind = SchedulerKind::Tile;
-  static constexpr bool may_advance = true;
 
   u32 num_ctas = 132;
   RaggedMode ragged_mode = RaggedMode::Safe;
 
   constexpr TileScheduler() = default;
   TS_HOST_DEVICE constexpr TileScheduler(TileMapping m, u32 ctas, RaggedMode r = RaggedMode::Safe)
-      : MappedScheduler{m}, num_ctas(ctas), ragged_mode(r) {}
+      : MappedScheduler{MappingParams(m)}, num_ctas(ctas), ragged_mode(r) {}
 
   // The stride is num_ctas even when fewer CTAs are launched (N < C).
   TS_HOST_DEVICE constexpr GridDim grid_dim(const TileSummary& s) const {
@@ -169,7 +172,6 @@ class TileScheduler : public detail::MappedScheduler {
 class QueuedTileScheduler : public detail::MappedScheduler {
  public:
   static constexpr SchedulerKind kind = SchedulerKind::Queued;
-  static constexpr bool may_advance = true;
 
   u32 num_ctas = 132;
   bool decoding = false;
@@ -178,7 +180,7 @@ class QueuedTileScheduler : public detail::MappedScheduler {
   constexpr QueuedTileScheduler() = default;
   TS_HOST_DEVICE constexpr QueuedTileScheduler(TileMapping m, u32 ctas, AtomicCounter c,
                                                bool decode = false)
-      : MappedScheduler{m}, num_ctas(ctas), decoding(decode), counter(c) {}
+      : MappedScheduler{MappingParams(m)}, num_ctas(ctas), decoding(decode), counter(c) {}
 
   TS_HOST_DEVICE constexpr GridDim grid_dim(const TileSummary& s) const {
     return persistent_grid(s, num_ctas);
@@ -233,14 +235,13 @@ class QueuedTileScheduler : public detail::MappedScheduler {
 class TransientScheduler : public detail::MappedScheduler {
  public:
   static constexpr SchedulerKind kind = SchedulerKind::Transient;
-  static constexpr bool may_advance = false;
 
   // mapping.schedule is ignored: the grid is the walk
   bool flip_prompt_idx = false;
 
   constexpr TransientScheduler() = default;
   TS_HOST_DEVICE constexpr TransientScheduler(TileMapping m, bool flip)
-      : MappedScheduler{TileMapping{m.tile_shape, m.num_heads, Schedule::Default}},
+      : MappedScheduler{MappingParams(TileMapping{m.tile_shape, m.num_heads, Schedule::Default})},
         flip_prompt_idx(flip) {}
 
   TS_HOST_DEVICE constexpr GridDim grid_dim(const TileSummary& s) const {
@@ -251,8 +252,8 @@ class TransientScheduler : public detail::MappedScheduler {
   TS_HOST_DEVICE constexpr TileState initial_state(u32* sidx, const TileSummary& s,
                                                    BlockIndex block) const {
     const u32 t = flip_prompt_idx ? s.max_num_prompt_tiles - 1 - block.x : block.x;
-    const u32 idx = (block.z * mapping.num_heads + block.y) * s.max_num_prompt_tiles + t;
-    return TileState{idx, sidx, s.max_idx(mapping.num_heads)};
+    return TileState{s.tile_index(mapping, t, block.y, block.z), sidx,
+                     s.max_idx(mapping.num_heads)};
   }
 
   // A CTA whose tile starts past its sequence returns at once (both ragged modes).

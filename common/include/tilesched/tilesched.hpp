@@ -2,7 +2,8 @@
 #pragma once
 
 #include "tilesched/config.hpp"
-#include "tilesched/cost.hpp"
+#include "tilesched/fast_divmod.hpp"
+#include "tilesched/geometry.hpp"
 #include "tilesched/scheduler.hpp"
 #include "tilesched/tile_summary.hpp"
 #include "tilesched/types.hpp"

@@ -2,12 +2,13 @@
 // input is fine, or one sentence naming the problem; nothing asserts, throws or wraps.
 #pragma once
 
+#include <fmt/format.h>
+
 #include <cstdint>
 #include <string>
 #include <vector>
 
-#include "tilesched/tile_summary.hpp"
-#include "tilesched/types.hpp"
+#include "tilesched/config.hpp"
 
 namespace tilesched {
 
@@ -36,31 +37,28 @@ inline std::string validate_schedule(const ScheduleProblem& p) {
   const std::uint64_t tiles = (p.max_seq_len + p.tile_shape - 1) / p.tile_shape;
   const std::uint64_t n = tiles * p.num_heads;  // at most 2^64 / 2^32: no 64-bit overflow yet
   if (n > kU32Limit || n * p.batch_size > kU32Limit)
-    return "number of work tiles N = T*H*B = " + std::to_string(tiles) + "*" +
-           std::to_string(p.num_heads) + "*" + std::to_string(p.batch_size) +
-           " does not fit in 32 bits";
+    return fmt::format("number of work tiles N = T*H*B = {}*{}*{} does not fit in 32 bits", tiles,
+                       p.num_heads, p.batch_size);
   const std::uint64_t total = n * p.batch_size;
   if (total + p.num_ctas > kU32Limit)
-    return "N + num_ctas = " + std::to_string(total) + " + " + std::to_string(p.num_ctas) +
-           " does not fit in 32 bits (a CTA's index would wrap while stepping)";
+    return fmt::format(
+        "N + num_ctas = {} + {} does not fit in 32 bits (a CTA's index would wrap while stepping)",
+        total, p.num_ctas);
   return {};
 }
 
 // A ragged batch's row offsets: B+1 entries, starting at 0, never decreasing.
 inline std::string validate_row_offsets(const std::vector<std::uint64_t>& offsets,
                                         const char* what = "row offsets") {
-  const std::string name(what);
   if (offsets.size() < 2)
-    return name + " need at least 2 entries (B+1 for B sequences), got " +
-           std::to_string(offsets.size());
-  if (offsets.front() != 0) return name + " must start at 0, got " + std::to_string(offsets[0]);
+    return fmt::format("{} need at least 2 entries (B+1 for B sequences), got {}", what,
+                       offsets.size());
+  if (offsets.front() != 0) return fmt::format("{} must start at 0, got {}", what, offsets[0]);
   for (std::size_t i = 1; i < offsets.size(); ++i) {
     if (offsets[i] < offsets[i - 1])
-      return name + " are not monotone: entry " + std::to_string(i) + " (" +
-             std::to_string(offsets[i]) + ") is below entry " + std::to_string(i - 1) + " (" +
-             std::to_string(offsets[i - 1]) + ")";
-    if (offsets[i] > kU32Limit)
-      return name + " entry " + std::to_string(i) + " does not fit in 32 bits";
+      return fmt::format("{} are not monotone: entry {} ({}) is below entry {} ({})", what, i,
+                         offsets[i], i - 1, offsets[i - 1]);
+    if (offsets[i] > kU32Limit) return fmt::format("{} entry {} does not fit in 32 bits", what, i);
   }
   return {};
 }

@@ -3,13 +3,15 @@
 // launches from it; a trace carries it.
 #pragma once
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cstdint>
 #include <numeric>
 #include <string>
 #include <vector>
 
-#include "tilesched/cost.hpp"
+#include "tilesched/geometry.hpp"
 #include "tilesched/names.hpp"
 #include "tilesched/scheduler.hpp"
 #include "tilesched/validate.hpp"
@@ -29,7 +31,10 @@ struct Workload {
   SchedulerKind scheduler = SchedulerKind::Tile;
   Schedule schedule = Schedule::Default;
   bool flip_prompt_idx = false;  // transient only
-  u32 num_ctas = 132;
+  u32 num_ctas = 132;            // C: the persistent schedulers' stride (tile, queued)
+  // CTAs the device runs at once (SMs x CTAs per SM). Transient grids launch T*H*B one-tile CTAs;
+  // the simulator runs this many of them side by side.
+  u32 resident_ctas = 132;
   RaggedMode ragged_mode = RaggedMode::Safe;
   std::string cost_profile = "h200";  // which device's cost coefficients the simulator uses
 
@@ -40,7 +45,9 @@ struct Workload {
   u32 key_len(u32 b) const { return kv_lens.empty() ? q_lens[b] : kv_lens[b]; }
   u32 group_size() const { return num_q_heads / num_kv_heads; }  // query heads per KV head
 
-  // Exclusive prefix sums (B+1 entries). Padded batches use b * S_max for every sequence.
+  // Exclusive prefix sums (B+1 entries) of the rows of Q/O and K/V, for a ragged batch's
+  // RowLayout; for a padded batch they are b * S_max and b * max_key_len (the same rows its
+  // RowLayout without offsets gives).
   std::vector<u32> q_row_offsets() const {
     return offsets_of([&](u32 b) { return row_span(b); });
   }
@@ -49,6 +56,10 @@ struct Workload {
   }
   u32 total_q_rows() const { return q_row_offsets().back(); }
   u32 total_kv_rows() const { return kv_row_offsets().back(); }
+  // Elements of Q and O, of K and V, and of LSE ([rows][heads][head_dim], [rows][heads]).
+  std::size_t q_elements() const { return std::size_t(total_q_rows()) * num_q_heads * head_dim; }
+  std::size_t kv_elements() const { return std::size_t(total_kv_rows()) * num_kv_heads * head_dim; }
+  std::size_t lse_elements() const { return std::size_t(total_q_rows()) * num_q_heads; }
   u32 max_key_len() const {
     u32 m = 0;
     for (u32 b = 0; b < batch_size(); ++b) m = std::max(m, key_len(b));
@@ -61,38 +72,47 @@ struct Workload {
   TileSummary summary(const u32* q_offsets) const {
     return TileSummary::make(batch_size(), max_seq_len(), block_m, padded ? nullptr : q_offsets);
   }
+  // Where the rows of Q/O and of K/V are (geometry.hpp). The offsets (from q_row_offsets() and
+  // kv_row_offsets(), host or device copies) must outlive the layouts; padded batches ignore them.
+  RowLayout query_layout(const u32* q_offsets) const { return summary(q_offsets).query_layout(); }
+  RowLayout kv_layout(const u32* kv_offsets) const {
+    return RowLayout{padded ? nullptr : kv_offsets, max_key_len()};
+  }
 
   // Empty when the workload is valid; otherwise one sentence naming the problem.
   std::string validate() const {
     if (q_lens.empty()) return "the batch is empty: give at least one sequence";
     if (!kv_lens.empty() && kv_lens.size() != q_lens.size())
-      return "kv_lens has " + std::to_string(kv_lens.size()) + " entries but q_lens has " +
-             std::to_string(q_lens.size()) + ": give one KV length per sequence";
+      return fmt::format(
+          "kv_lens has {} entries but q_lens has {}: give one KV length per sequence",
+          kv_lens.size(), q_lens.size());
     if (num_q_heads == 0) return "number of query heads must be at least 1";
     if (num_kv_heads == 0) return "number of KV heads must be at least 1";
     if (num_q_heads % num_kv_heads != 0)
-      return "query heads (" + std::to_string(num_q_heads) + ") must be a multiple of KV heads (" +
-             std::to_string(num_kv_heads) + ")";
+      return fmt::format("query heads ({}) must be a multiple of KV heads ({})", num_q_heads,
+                         num_kv_heads);
     if (head_dim == 0 || head_dim > 1024)
-      return "head dim must be in 1..1024, got " + std::to_string(head_dim);
+      return fmt::format("head dim must be in 1..1024, got {}", head_dim);
     if (block_m == 0 || block_m > 4096)
-      return "BM must be in 1..4096, got " + std::to_string(block_m);
+      return fmt::format("BM must be in 1..4096, got {}", block_m);
     if (block_n == 0 || block_n > 4096)
-      return "BN must be in 1..4096, got " + std::to_string(block_n);
+      return fmt::format("BN must be in 1..4096, got {}", block_n);
     if (num_ctas == 0) return "number of CTAs must be at least 1";
+    if (resident_ctas == 0) return "number of resident CTAs must be at least 1";
     std::uint64_t q_total = 0, kv_total = 0;
     for (u32 b = 0; b < batch_size(); ++b) {
       const u32 q = q_lens[b], k = key_len(b);
-      if (q > 0 && k == 0)
-        return "sequence " + std::to_string(b) + " has " + std::to_string(q) +
-               " query rows but no keys";
+      if (q > 0 && k == 0) return fmt::format("sequence {} has {} query rows but no keys", b, q);
       if (mask == Mask::Causal && k < q)
-        return "sequence " + std::to_string(b) + " has fewer keys (" + std::to_string(k) +
-               ") than query rows (" + std::to_string(q) +
-               "): a bottom-right aligned causal mask would leave rows with no keys";
+        return fmt::format(
+            "sequence {} has fewer keys ({}) than query rows ({}): a bottom-right aligned causal "
+            "mask would leave rows with no keys",
+            b, k, q);
       if (padded && (q != q_lens[0] || k != key_len(0)))
-        return "a padded batch needs equal lengths, but sequence " + std::to_string(b) +
-               " differs from sequence 0 (use a ragged batch instead)";
+        return fmt::format(
+            "a padded batch needs equal lengths, but sequence {} differs from sequence 0 (use a "
+            "ragged batch instead)",
+            b);
       q_total += q;
       kv_total += k;
     }
@@ -130,11 +150,11 @@ decltype(auto) with_scheduler(const Workload& w, AtomicCounter counter, F&& f) {
 
 // A short label such as "tile/prompt_rotate" for tables and charts.
 inline std::string strategy_name(const Workload& w) {
-  std::string s = to_string(w.scheduler);
-  if (w.scheduler == SchedulerKind::Transient) return s + (w.flip_prompt_idx ? "/flip" : "");
-  s += std::string("/") + to_string(w.schedule);
-  if (w.scheduler == SchedulerKind::Tile && w.ragged_mode == RaggedMode::Faithful) s += "/faithful";
-  return s;
+  if (w.scheduler == SchedulerKind::Transient)
+    return fmt::format("{}{}", to_string(w.scheduler), w.flip_prompt_idx ? "/flip" : "");
+  const bool faithful = w.scheduler == SchedulerKind::Tile && w.ragged_mode == RaggedMode::Faithful;
+  return fmt::format("{}/{}{}", to_string(w.scheduler), to_string(w.schedule),
+                     faithful ? "/faithful" : "");
 }
 
 }  // namespace tilesched

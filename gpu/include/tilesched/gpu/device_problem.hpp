@@ -1,6 +1,7 @@
 // One attention problem's device buffers (Q, K, V, O, LSE, row offsets, queue counter, trace) for
 // tests, the tool and the benchmark: upload inputs, poison outputs, run, count what was never
 // written, time, download. Thrust containers live behind the pimpl so includers need no CUDA.
+// run_recorded() is the sequence every check of the GPU against the model uses.
 #pragma once
 
 #include <cstdint>
@@ -56,5 +57,24 @@ class DeviceProblem {
   float scale_ = 0.f;
   void* stream_ = nullptr;
 };
+
+// Q, K and V as the exact bf16 bits of the layouts of attention.hpp.
+struct DeviceInputs {
+  std::vector<std::uint16_t> q, k, v;
+};
+
+// What one recorded run gives back.
+struct DeviceRun {
+  std::vector<std::uint16_t> o_bits;  // O as bf16 bits
+  std::vector<float> lse;
+  std::uint64_t o_unwritten = 0, lse_unwritten = 0;  // outputs still holding the poison
+  Trace trace;                                       // measured (TraceRecorder::download)
+};
+
+// One run of `w` on `inputs`, recorded and checked for coverage: creates the buffers, uploads the
+// inputs, launches once unrecorded first when `warm_up` (module load and first touches stay out of
+// the measured trace), poisons the outputs, launches with trace recording, counts the outputs
+// never written and downloads O, LSE and the trace.
+Status run_recorded(const Workload& w, const DeviceInputs& inputs, bool warm_up, DeviceRun& out);
 
 }  // namespace tilesched::gpu

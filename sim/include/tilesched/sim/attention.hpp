@@ -3,9 +3,10 @@
 // Layouts (row-major, fp32 holding bf16-rounded values):
 //   Q, O: [total_q_rows][num_q_heads][head_dim]    LSE: [total_q_rows][num_q_heads]
 //   K, V: [total_kv_rows][num_kv_heads][head_dim]
-// Row offsets come from Workload::q_row_offsets()/kv_row_offsets() (padded: sequence b at b*S_max).
-// Causal mask is bottom-right aligned: query row i of a sequence sees keys j <= i + kv_len - q_len.
-// GQA: query head h reads KV head h / group_size().
+// Where each sequence's rows are: Workload::query_layout()/kv_layout() (common/geometry.hpp;
+// padded: sequence b at b*S_max, its keys at b*max_key_len). Causal mask is bottom-right aligned:
+// query row i of a sequence sees keys j <= i + kv_len - q_len. GQA: query head h reads KV head h /
+// group_size().
 #pragma once
 
 #include <cstdint>
@@ -27,8 +28,9 @@ float bf16_bits_to_float(std::uint16_t b);
 inline float round_to_bf16(float x) {
   return bf16_bits_to_float(float_to_bf16_bits(x));
 }
-// The raw bf16 bits of a buffer, for uploading the exact same inputs to the GPU.
+// The raw bf16 bits of a buffer, for uploading the exact same inputs to the GPU, and back.
 std::vector<std::uint16_t> to_bf16_bits(const std::vector<float>& values);
+std::vector<float> from_bf16_bits(const std::vector<std::uint16_t>& bits);
 
 // Uniform values in [-1, 1], rounded to bf16, from a splitmix64 stream: identical on every platform
 // for one seed (q first, then k, then v).
@@ -51,7 +53,7 @@ struct CoverageProblem {
   u32 tile_head = 0;
   u32 prompt_offset = 0;
   std::int64_t cta = -1;
-  std::string message() const;  // one readable sentence naming all of the above
+  std::string message() const;  // one sentence naming all of the above (describe.hpp's tile)
 };
 
 struct AttentionResult {

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "tilesched/cost.hpp"
+#include "tilesched/geometry.hpp"
 #include "tilesched/trace.hpp"
 #include "tilesched/workload.hpp"
 
@@ -20,6 +20,12 @@ struct CostCoefficients {
   double fixed_us = 0;             // per tile: prologue, Q load, epilogue, scheduler step
   double us_per_block = 0;         // per BN-wide KV block with no masked element
   double us_per_masked_block = 0;  // per KV block that needs the mask (diagonal or key tail)
+
+  // Predicted time of a tile with these KV-block counts (the formula above).
+  double tile_time_us(const TileCost& c) const {
+    return fixed_us + us_per_block * double(c.kv_blocks - c.masked_blocks) +
+           us_per_masked_block * double(c.masked_blocks);
+  }
 
   bool operator==(const CostCoefficients& o) const {
     return fixed_us == o.fixed_us && us_per_block == o.us_per_block &&

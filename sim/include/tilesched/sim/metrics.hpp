@@ -2,6 +2,8 @@
 #pragma once
 
 #include <cstddef>
+#include <map>
+#include <vector>
 
 #include "tilesched/trace.hpp"
 
@@ -29,7 +31,7 @@ struct Metrics {
   std::size_t tile_count = 0;
   std::size_t launched_ctas = 0;
   // CTAs that run at once: launched_ctas for persistent schedulers; for transient
-  // min(launched_ctas, workload.num_ctas), the resident limit the replay models. bound_us uses it.
+  // min(launched_ctas, workload.resident_ctas), the limit the replay models. bound_us uses it.
   std::size_t concurrent_ctas = 0;
 };
 
@@ -37,5 +39,22 @@ struct Metrics {
 // 0 .. max(concurrent_ctas, largest sm_id + 1) - 1 so that idle slots count as idle. A transient
 // trace without SM ids (written before they were recorded) falls back to per-CTA figures.
 Metrics compute_metrics(const Trace& t);
+
+// How long a tile kept its CTA busy.
+inline double busy_us(const TraceEvent& e) {
+  return e.end_us - e.start_us;
+}
+
+// What one CTA did: its busy time (sum over its tiles) and how many tiles it processed.
+struct CtaLoad {
+  double busy_us = 0;
+  std::size_t tiles = 0;
+};
+
+// Every CTA that processed at least one tile, by CTA id.
+std::map<u32, CtaLoad> cta_loads(const Trace& t);
+
+// The middle value (the mean of the two middle ones for an even count); 0 for no values.
+double median(std::vector<double> values);
 
 }  // namespace tilesched::sim

@@ -6,9 +6,9 @@
 //   and is driven through AtomicCounter; a CTA finishes its tile at start + cost(tile); the
 //   earliest finisher calls advance next (ties: lower CTA id). At time 0 every CTA takes its first
 //   tile in CTA order. Same inputs, same trace.
-// - Transient: CTA id = x + T*(y + H*z). The grid holds T*H*B CTAs but only num_ctas (read as the
-//   resident CTA count, one per SM) run at once: CTAs start in id order, each as soon as a
-//   resident slot is free. A CTA whose tile starts past its sequence ends at once and records no
+// - Transient: CTA id = x + T*(y + H*z). The grid holds T*H*B CTAs but only
+//   workload.resident_ctas run at once: CTAs start in id order, each as soon as a resident slot
+//   is free. A CTA whose tile starts past its sequence ends at once and records no
 //   event.
 // Events carry query_rows = tile_rows() rows (faithful mode: faithful_query_rows(), what upstream
 // would write), kv_blocks from tile_cost(), and start/end in µs; they are ordered by (cta, step).

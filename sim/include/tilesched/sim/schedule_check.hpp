@@ -1,10 +1,13 @@
-// Does a measured trace follow the schedule the simulator predicts? One check for the GPU test
-// suite, the golden-data replay and `tilesched run`.
+// Does a measured run follow the model? The schedule (which CTA processed which tile, in which
+// order) and the outputs (each tile's O and LSE). One check for the GPU test suite, the
+// golden-data replay and `tilesched run`.
 #pragma once
 
+#include <cstddef>
 #include <string>
 #include <vector>
 
+#include "tilesched/sim/attention.hpp"
 #include "tilesched/trace.hpp"
 
 namespace tilesched::sim {
@@ -18,5 +21,22 @@ namespace tilesched::sim {
 //   order consistent with the counter (a CTA's first C indices are its static one, every later
 //   index comes from the counter and so exceeds the one before).
 std::vector<std::string> schedule_differences(const Trace& model, const Trace& measured);
+
+// How far a tile's O and LSE may be from the simulator's blockwise softmax on the same bf16
+// inputs, as tile_error() measures it: the kernel rounds O to bf16 (relative step 2^-8, 3.9e-3)
+// after accumulating in fp32 in another order, while a misplaced or missing tile errs by order 1.
+inline constexpr double kTileTolerance = 1e-2;
+
+struct OutputCheck {
+  std::size_t tiles = 0;              // tiles compared: the events of the measured trace
+  double worst_error = 0;             // max over tiles of max(O error, LSE error), NaN aside
+  std::vector<std::string> failures;  // one sentence per tile out of tolerance or NaN
+};
+
+// Holds every tile of `measured` (its rows of `o`, its entries of `lse`, layouts of
+// attention.hpp) against sim::tiled_attention of the same inputs, run in the measured trace's
+// own tile order so that overlapping writes land as they did there.
+OutputCheck check_outputs(const Trace& measured, const AttentionInputs& inputs,
+                          const std::vector<float>& o, const std::vector<float>& lse);
 
 }  // namespace tilesched::sim

@@ -3,6 +3,7 @@
 
 #include "tilesched/sim/attention.hpp"
 #include "tilesched/sim/cost_model.hpp"
+#include "tilesched/sim/describe.hpp"
 #include "tilesched/sim/io.hpp"
 #include "tilesched/sim/metrics.hpp"
 #include "tilesched/sim/replay.hpp"

@@ -1,0 +1,131 @@
+// `tilesched bench`: the performance grid of DESIGN.md (bf16, hidden 2048, batch x seq = 16384
+// tokens, d 64/128/256, causal and not), each point timed with CUDA events; the median per point,
+// its TFLOP/s and, at d = 128, what recording a trace costs.
+#include <fmt/format.h>
+
+#include <chrono>
+#include <cstdio>
+#include <ctime>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "gpu_commands.hpp"
+#include "tilesched/gpu/attention.hpp"
+#include "tilesched/gpu/device_problem.hpp"
+#include "tilesched/sim/io.hpp"
+#include "tilesched/sim/metrics.hpp"
+
+namespace tilesched::tools {
+namespace {
+
+constexpr u32 kTokens = 16384;  // batch x seq of every point
+constexpr u32 kHidden = 2048;   // heads x head dim
+
+void require(const gpu::Status& s) {
+  if (!s) throw std::runtime_error(s.message);
+}
+
+// Exactly the (query, key) pairs a mask leaves: FLOPs = 4 * pairs * heads * head_dim.
+double attention_flops(const Workload& w) {
+  double pairs = 0;
+  for (u32 b = 0; b < w.batch_size(); ++b) {
+    const double q = w.q_lens[b], k = w.key_len(b);
+    // Causal: row i sees min(k, i + k - q + 1) keys (bottom-right aligned, k >= q), a trapezoid.
+    pairs += w.mask == Mask::None ? q * k : q * (k - q) + q * (q + 1) / 2;
+  }
+  return 4.0 * pairs * w.num_q_heads * w.head_dim;
+}
+
+std::string today_utc() {
+  const std::time_t t = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  return fmt::format("{:04}-{:02}-{:02}", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday);
+}
+
+// One point of the grid. Dense tiles cost the same, so a static stride is balanced; causal tiles
+// differ by up to seq/BN blocks, so the queue balances them.
+Workload grid_point(u32 d, u32 seq, bool causal) {
+  Workload w;
+  w.padded = true;
+  w.q_lens.assign(kTokens / seq, seq);
+  w.num_q_heads = w.num_kv_heads = kHidden / d;
+  w.head_dim = d;
+  w.mask = causal ? Mask::Causal : Mask::None;
+  w.block_m = gpu::kKernelBlockM;
+  w.block_n = gpu::kKernelBlockN;
+  w.scheduler = causal ? SchedulerKind::Queued : SchedulerKind::Tile;
+  require(gpu::resident_ctas(w, w.num_ctas));
+  w.resident_ctas = w.num_ctas;
+  return w;
+}
+
+// Median milliseconds of one launch on random inputs, with or without trace recording.
+double median_ms(const Workload& w, bool record_trace, const BenchCommandOptions& options) {
+  gpu::DeviceProblem dev;
+  require(dev.create(w, record_trace));
+  require(dev.fill_random(w.q_lens.front() * 31 + w.head_dim));
+  std::vector<float> ms;
+  require(dev.time(options.warmup, options.iterations, ms));
+  return sim::median(std::vector<double>(ms.begin(), ms.end()));
+}
+
+// Times one point, prints its row and returns it as JSON.
+nlohmann::json bench_point(const Workload& w, const BenchCommandOptions& options) {
+  const double med = median_ms(w, false, options);
+  const double flops = attention_flops(w);
+  const double tflops = flops / (med * 1e-3) / 1e12;
+  // Trace overhead: the same launch recording every tile (d = 128 only, to keep it short).
+  std::optional<double> trace_pct;
+  if (w.head_dim == 128) trace_pct = (median_ms(w, true, options) / med - 1.0) * 100.0;
+  const bool causal = w.mask == Mask::Causal;
+  fmt::print("{:>5} {:>6} {:>5} {:>4} {:>7} {:<14} {:>5} {:>10.3f} {:>9.1f} {:>9}\n", w.head_dim,
+             w.q_lens.front(), w.batch_size(), w.num_q_heads, causal ? "yes" : "no",
+             strategy_name(w), w.num_ctas, med, tflops,
+             trace_pct ? fmt::format("{:.2f}", *trace_pct) : "-");
+  std::fflush(stdout);
+  nlohmann::json row = {{"d", w.head_dim},         {"seq", w.q_lens.front()},
+                        {"batch", w.batch_size()}, {"heads", w.num_q_heads},
+                        {"causal", causal},        {"scheduler", strategy_name(w)},
+                        {"num_ctas", w.num_ctas},  {"median_ms", med},
+                        {"flops", flops},          {"tflops", tflops}};
+  if (trace_pct) row["trace_overhead_pct"] = *trace_pct;
+  return row;
+}
+
+}  // namespace
+
+int bench_gpu_command(const BenchCommandOptions& options) {
+  std::string device;
+  int sms = 0;
+  require(gpu::device_info(device, sms));
+  const std::vector<u32> seqs = options.quick
+                                    ? std::vector<u32>{1024, 8192}
+                                    : std::vector<u32>{512, 1024, 2048, 4096, 8192, 16384};
+  fmt::print(
+      "device: {} ({} SMs); bf16, hidden {}, batch x seq = {} tokens; median of {} after {} "
+      "warm-up\n",
+      device, sms, kHidden, kTokens, options.iterations, options.warmup);
+  fmt::print("{:>5} {:>6} {:>5} {:>4} {:>7} {:<14} {:>5} {:>10} {:>9} {:>9}\n", "d", "seq", "batch",
+             "H", "causal", "scheduler", "CTAs", "median ms", "TFLOP/s", "trace %");
+  nlohmann::json rows = nlohmann::json::array();
+  for (u32 d : {64u, 128u, 256u})
+    for (u32 seq : seqs)
+      for (bool causal : {false, true})
+        rows.push_back(bench_point(grid_point(d, seq, causal), options));
+  if (options.out_json.empty()) return 0;
+  const nlohmann::json doc = {{"device", device},
+                              {"date", today_utc()},
+                              {"dtype", "bf16"},
+                              {"warmup", options.warmup},
+                              {"iterations", options.iterations},
+                              {"rows", rows}};
+  sim::write_file_atomically(options.out_json, doc.dump(1) + "\n");
+  fmt::print("wrote {}\n", options.out_json);
+  return 0;
+}
+
+}  // namespace tilesched::tools
