@@ -15,6 +15,7 @@ struct RunCommandOptions {
   std::uint64_t seed = 1;
   std::string out_dir = "out";  // measured trace + pictures are written here
   bool check = true;            // compare against the simulator tile by tile
+  bool ctas_given = false;      // --ctas was given: keep the workload's num_ctas
 };
 
 struct BenchCommandOptions {

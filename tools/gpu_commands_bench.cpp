@@ -56,7 +56,7 @@ Workload grid_point(u32 d, u32 seq, bool causal) {
   w.head_dim = d;
   w.mask = causal ? Mask::Causal : Mask::None;
   w.block_m = gpu::kKernelBlockM;
-  w.block_n = gpu::kKernelBlockN;
+  w.block_n = gpu::kernel_block_n(d);
   w.scheduler = causal ? SchedulerKind::Queued : SchedulerKind::Tile;
   require(gpu::resident_ctas(w, w.num_ctas));
   w.resident_ctas = w.num_ctas;

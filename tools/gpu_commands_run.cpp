@@ -82,14 +82,23 @@ bool gpu_half_built() {
 }
 
 int run_gpu_command(const RunCommandOptions& options) {
-  const Workload& w = options.workload;
-  if (std::string m = w.validate(); !m.empty()) throw std::runtime_error("invalid workload: " + m);
+  Workload w = options.workload;
   std::string device;
   int sms = 0;
   require(gpu::device_info(device, sms));
-  fmt::print("device: {} ({} SMs)\nworkload: {}, {} sequences, Hq {}, Hkv {}, d {}, {}\n", device,
-             sms, strategy_name(w), w.batch_size(), w.num_q_heads, w.num_kv_heads, w.head_dim,
-             to_string(w.mask));
+  // SPEC §8: the persistent CTA count (and the transient resident limit) fill the device unless
+  // --ctas says otherwise.
+  const char* ctas_source = "--ctas";
+  if (!options.ctas_given) {
+    require(gpu::resident_ctas(w, w.num_ctas));
+    w.resident_ctas = w.num_ctas;
+    ctas_source = "SMs x resident CTAs per SM";
+  }
+  if (std::string m = w.validate(); !m.empty()) throw std::runtime_error("invalid workload: " + m);
+  fmt::print(
+      "device: {} ({} SMs)\nworkload: {}, {} sequences, Hq {}, Hkv {}, d {}, {}, {} CTAs ({})\n",
+      device, sms, strategy_name(w), w.batch_size(), w.num_q_heads, w.num_kv_heads, w.head_dim,
+      to_string(w.mask), w.num_ctas, ctas_source);
 
   const sim::AttentionInputs in = sim::make_inputs(w, options.seed);
   const gpu::DeviceInputs bits{sim::to_bf16_bits(in.q), sim::to_bf16_bits(in.k),

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Installs what a fresh Debian machine lacks to build and test tilesched (run as root).
-# The CUDA toolkit is not installed here: the GPU half builds only where nvcc already is.
+# The CUDA toolkit is not installed here: the GPU half builds only where nvcc already is. The
+# CuTe/CUTLASS headers it uses are fetched (pinned) into third_party/.
 set -euo pipefail
 packages=(cmake ninja-build g++ pkg-config libeigen3-dev doctest-dev libcli11-dev
-          nlohmann-json3-dev libfmt-dev libbenchmark-dev libtinyxml2-dev python3)
+          nlohmann-json3-dev libfmt-dev libbenchmark-dev libtinyxml2-dev python3 python3-pip)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -13,4 +14,43 @@ if ((${#missing[@]})); then
   export DEBIAN_FRONTEND=noninteractive
   apt-get update -qq
   apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+# CuTe/CUTLASS headers for the GPU half, pinned: the PyPI wheel nvidia-cutlass carries the include
+# tree under cutlass_library/source/include. Unpacked into an ignored project-local folder that
+# CMake's TILESCHED_CUTLASS_INCLUDE_DIR points at by default; skipped when already there.
+cutlass_version=4.2.0.0
+cutlass_sha256=f9599ada45c7bcb6bf53f7d3f0a7d154183e53451c01bfa59eecd37dd4a693f6
+cutlass_dir="$(cd "$(dirname "$0")/.." && pwd)/third_party/cutlass-${cutlass_version}"
+if [[ -f "$cutlass_dir/include/cutlass/version.h" ]]; then
+  echo "install-deps: CUTLASS ${cutlass_version} headers already in $cutlass_dir" >&2
+else
+  echo "install-deps: fetching CUTLASS ${cutlass_version} headers into $cutlass_dir" >&2
+  download=$(mktemp -d)
+  trap 'rm -rf "$download"' EXIT
+  python3 -m pip download --quiet --no-deps --dest "$download" "nvidia-cutlass==${cutlass_version}"
+  wheel="$download/nvidia_cutlass-${cutlass_version}-py3-none-any.whl"
+  echo "${cutlass_sha256}  $wheel" | sha256sum --check --quiet -
+  rm -rf "$cutlass_dir.partial"
+  python3 - "$wheel" "$cutlass_dir.partial" <<'PY'
+import sys, zipfile
+wheel, dest = sys.argv[1], sys.argv[2]
+prefix = "cutlass_library/source/include/"
+with zipfile.ZipFile(wheel) as z:
+    for name in z.namelist():
+        if name.startswith(prefix) and not name.endswith("/"):
+            z.extract(name, dest)
+PY
+  mkdir -p "$cutlass_dir"
+  rm -rf "$cutlass_dir/include"
+  mv "$cutlass_dir.partial/cutlass_library/source/include" "$cutlass_dir/include"
+  rm -rf "$cutlass_dir.partial"
+fi
+# The version the headers say they are, not only the folder's name.
+header="$cutlass_dir/include/cutlass/version.h"
+major=$(sed -n 's/^#define CUTLASS_MAJOR \([0-9]*\).*/\1/p' "$header")
+minor=$(sed -n 's/^#define CUTLASS_MINOR \([0-9]*\).*/\1/p' "$header")
+if [[ "$major.$minor" != "4.2" ]]; then
+  echo "install-deps: $header says CUTLASS $major.$minor, expected 4.2" >&2
+  exit 1
 fi

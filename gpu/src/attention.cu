@@ -1,14 +1,18 @@
 // Host side of the GPU half: argument checks, scheduler dispatch and the launch (Arguments ->
-// Params happens here once, so the kernel does no host work).
+// Params happens here once, so the kernel does no host work). The kernel itself is the
+// warp-specialized sm90 kernel of sm90/, one translation unit per head dim.
 #include <cuda_runtime.h>
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <string>
+#include <type_traits>
 
-#include "attention_kernel.cuh"
 #include "cuda_status.hpp"
+#include "sm90/fmha.hpp"
+#include "tilesched/any_scheduler.hpp"
 #include "tilesched/gpu/attention.hpp"
 
 namespace tilesched::gpu {
@@ -20,26 +24,28 @@ bool supported_head_dim(u32 d) {
   return d == 64 || d == 128 || d == 256;
 }
 
-// The kernel's compile-time shape: head dim, KV block width, 16-row mma tiles per warp. BN 64 and
-// two m tiles per warp for d = 64, 128 (measured against BN 32 and one m tile at d = 128, see
-// docs/gpu-performance.md); d = 256 has room for one m tile's accumulators only.
-template <int D, int BN, int MT>
-struct KernelShape {
-  static constexpr int head_dim = D;
-  static constexpr int block_n = BN;
-  static constexpr int m_tiles = MT;
-};
-
-// Calls f(KernelShape<...>) for the workload's head dim (validated first).
+// Calls f(std::integral_constant<int, d>) for the workload's head dim: the kernel is instantiated
+// once per head dim, everything else is a runtime value.
 template <class F>
 Status with_head_dim(u32 d, F&& f) {
   switch (d) {
-    case 64: return f(KernelShape<64, 64, 2>{});
-    case 128: return f(KernelShape<128, 64, 2>{});
-    case 256: return f(KernelShape<256, 64, 1>{});
+    case 64: return f(std::integral_constant<int, 64>{});
+    case 128: return f(std::integral_constant<int, 128>{});
+    case 256: return f(std::integral_constant<int, 256>{});
     default: break;
   }
   return Status::error(fmt::format("head dim {} is not supported (64, 128 or 256)", d));
+}
+
+bool aligned_16(const void* p) {
+  return reinterpret_cast<std::uintptr_t>(p) % 16 == 0;
+}
+
+// Sets the queued scheduler's counter and the trace's event count before a launch (a kernel, not
+// a memset: counter_start() is not a byte pattern). Stream-ordered, so graph-capturable.
+__global__ void reset_counters(u32* counter, u32 counter_value, u32* trace_count) {
+  if (counter != nullptr) *counter = counter_value;
+  if (trace_count != nullptr) *trace_count = 0;
 }
 
 }  // namespace
@@ -75,6 +81,13 @@ Status validate(const AttentionArgs& a) {
     return Status::error("Q, K and V must be device pointers (one of them is null)");
   if (a.o == nullptr) return Status::error("O must be a device pointer (it is null)");
   if (a.lse == nullptr) return Status::error("LSE must be a device pointer (it is null)");
+  if (!aligned_16(a.q) || !aligned_16(a.k) || !aligned_16(a.v))
+    return Status::error(
+        "Q, K and V must be 16-byte aligned (the kernel loads them with the tensor memory "
+        "accelerator)");
+  // The TMA addresses rows with signed 32-bit coordinates (padded batches count B * S_max rows).
+  if (w.total_q_rows() >= (1u << 31) || w.total_kv_rows() >= (1u << 31))
+    return Status::error("Q and K/V must have fewer than 2^31 rows each for the GPU kernel");
   if (!w.padded && (a.q_row_offsets == nullptr || a.kv_row_offsets == nullptr))
     return Status::error(
         "a ragged batch needs device row-offset arrays for Q and KV "
@@ -105,55 +118,18 @@ Status attention_forward(const AttentionArgs& a) {
   const Workload& w = a.workload;
   const auto stream = static_cast<cudaStream_t>(a.stream);
 
-  detail::KernelParams p{};
-  p.q = static_cast<const detail::bf16*>(a.q);
-  p.k = static_cast<const detail::bf16*>(a.k);
-  p.v = static_cast<const detail::bf16*>(a.v);
-  p.o = static_cast<detail::bf16*>(a.o);
-  p.lse = a.lse;
-  p.kv = w.kv_layout(a.kv_row_offsets);
-  p.num_q_heads = w.num_q_heads;
-  p.num_kv_heads = w.num_kv_heads;
-  p.group = w.group_size();
-  const float scale =
-      a.softmax_scale > 0.f ? a.softmax_scale : 1.f / std::sqrt(static_cast<float>(w.head_dim));
-  p.scale_log2 = scale * 1.4426950408889634f;
-  p.causal = w.mask == Mask::Causal;
-  p.trace_block_n = w.block_n;
-  p.trace = a.trace;
-
   // The summary the device sees points at the device copy of the query row offsets.
   const TileSummary summary = w.summary(a.q_row_offsets);
-  const AtomicCounter counter{a.queue_counter};
-
+  // One kernel per head dim runs every scheduler: the kind is a runtime value (AnyScheduler).
+  const runtime::AnyScheduler sched = with_scheduler(
+      w, AtomicCounter{a.queue_counter}, [](const auto& s) { return runtime::AnyScheduler(s); });
+  u32* counter = sched.kind == SchedulerKind::Queued ? a.queue_counter : nullptr;
+  if (counter != nullptr || a.trace.count != nullptr) {
+    reset_counters<<<1, 1, 0, stream>>>(counter, sched.counter_start(), a.trace.count);
+    if (Status s = cuda_status(cudaGetLastError(), "launching the counter reset"); !s) return s;
+  }
   return with_head_dim(w.head_dim, [&](auto dim) -> Status {
-    constexpr int D = decltype(dim)::head_dim;
-    constexpr int BN = decltype(dim)::block_n;
-    constexpr int MT = decltype(dim)::m_tiles;
-    constexpr int smem = detail::smem_bytes<D, BN>();
-    return with_scheduler(w, counter, [&](const auto& sched) -> Status {
-      using Sched = std::decay_t<decltype(sched)>;
-      auto* kernel = &detail::attention_kernel<Sched, D, BN, MT>;
-      if (Status s = cuda_status(
-              cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem),
-              "cudaFuncSetAttribute(max dynamic shared memory)");
-          !s)
-        return s;
-      u32 counter_value = 0;
-      u32* counter_ptr = nullptr;
-      if constexpr (Sched::kind == SchedulerKind::Queued) {
-        counter_value = sched.counter_start();
-        counter_ptr = a.queue_counter;
-      }
-      if (counter_ptr != nullptr || a.trace.count != nullptr) {
-        detail::reset_counters<<<1, 1, 0, stream>>>(counter_ptr, counter_value, a.trace.count);
-        if (Status s = cuda_status(cudaGetLastError(), "launching the counter reset"); !s) return s;
-      }
-      const GridDim g = sched.grid_dim(summary);
-      kernel<<<dim3(g.x, g.y, g.z), detail::threads_per_cta<MT>(), smem, stream>>>(sched, summary,
-                                                                                   p);
-      return cuda_status(cudaGetLastError(), "launching the attention kernel");
-    });
+    return sm90::launch<decltype(dim)::value>(a, sched, summary);
   });
 }
 
@@ -164,25 +140,14 @@ Status resident_ctas(const Workload& w, u32& out) {
                              "cudaDeviceGetAttribute(multiprocessors)");
       !s)
     return s;
-  return with_head_dim(w.head_dim, [&](auto dim) -> Status {
-    constexpr int D = decltype(dim)::head_dim;
-    constexpr int BN = decltype(dim)::block_n;
-    constexpr int MT = decltype(dim)::m_tiles;
-    constexpr int smem = detail::smem_bytes<D, BN>();
-    auto* kernel = &detail::attention_kernel<runtime::TileScheduler, D, BN, MT>;
-    if (Status s = cuda_status(
-            cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem),
-            "cudaFuncSetAttribute(max dynamic shared memory)");
-        !s)
-      return s;
-    if (Status s = cuda_status(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
-                                   &per_sm, kernel, detail::threads_per_cta<MT>(), smem),
-                               "cudaOccupancyMaxActiveBlocksPerMultiprocessor");
-        !s)
-      return s;
-    out = static_cast<u32>(std::max(1, per_sm) * sms);
-    return Status::success();
-  });
+  if (Status s = with_head_dim(w.head_dim,
+                               [&](auto dim) -> Status {
+                                 return sm90::resident_ctas_per_sm<decltype(dim)::value>(per_sm);
+                               });
+      !s)
+    return s;
+  out = static_cast<u32>(std::max(1, per_sm) * sms);
+  return Status::success();
 }
 
 Status device_info(std::string& name, int& multiprocessors) {

@@ -1,6 +1,7 @@
 // Compiles the scheduler layer with nvcc for sm_90a and instantiates every scheduler in a kernel
 // that runs the processing loop, so host/device portability of common/ cannot rot even in CI
 // (which has nvcc but no GPU). The gpu test suite runs these kernels on a device.
+#include "tilesched/any_scheduler.hpp"
 #include "tilesched/tilesched.hpp"
 
 namespace tilesched::device_check {
@@ -31,6 +32,11 @@ template __global__ void walk_kernel<runtime::QueuedTileScheduler, true, Schedul
     runtime::QueuedTileScheduler, TileSummary, u32*, u32);
 template __global__ void walk_kernel<runtime::TransientScheduler, true, SchedulerSync::Default>(
     runtime::TransientScheduler, TileSummary, u32*, u32);
+// The kernel's form: one instantiation for every scheduler, and the producer hand-off's two sides.
+template __global__ void walk_kernel<runtime::AnyScheduler, true, SchedulerSync::Producer>(
+    runtime::AnyScheduler, TileSummary, u32*, u32);
+template __global__ void walk_kernel<runtime::AnyScheduler, false, SchedulerSync::Producer>(
+    runtime::AnyScheduler, TileSummary, u32*, u32);
 template __global__ void
 walk_kernel<TileScheduler<128, 32, 132, Schedule::PromptRotate>, true, SchedulerSync::Default>(
     TileScheduler<128, 32, 132, Schedule::PromptRotate>, TileSummary, u32*, u32);

@@ -32,8 +32,11 @@ std::string describe(const Workload& w) {
 }
 
 CheckOutcome check_workload(const Workload& w, std::uint64_t seed) {
+  return check_workload(w, sim::make_inputs(w, seed));
+}
+
+CheckOutcome check_workload(const Workload& w, const sim::AttentionInputs& in) {
   CheckOutcome r;
-  const sim::AttentionInputs in = sim::make_inputs(w, seed);
   const gpu::DeviceInputs bits{sim::to_bf16_bits(in.q), sim::to_bf16_bits(in.k),
                                sim::to_bf16_bits(in.v)};
   if (gpu::Status st = gpu::run_recorded(w, bits, /*warm_up=*/false, r.run); !st) {

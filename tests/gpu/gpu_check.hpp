@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "tilesched/gpu/device_problem.hpp"
+#include "tilesched/sim/attention.hpp"
 #include "tilesched/trace.hpp"
 
 namespace tilesched::gpu_test {
@@ -21,6 +22,8 @@ struct CheckOutcome {
 // gpu::run_recorded on sim::make_inputs(w, seed), then: every element written (poison count),
 // sim::schedule_differences against sim::replay, and sim::check_outputs.
 CheckOutcome check_workload(const Workload& w, std::uint64_t seed);
+// The same check on given inputs (bf16-rounded values in the layouts of sim::AttentionInputs).
+CheckOutcome check_workload(const Workload& w, const sim::AttentionInputs& inputs);
 
 // One line describing a workload (for failure messages and logs).
 std::string describe(const Workload& w);

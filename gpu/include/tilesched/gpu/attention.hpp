@@ -30,12 +30,13 @@ struct Status {
 };
 
 // The kernel's tile sizes. BM must equal the workload's block_m (it is the scheduler's tile
-// shape). BN (keys per shared-memory K/V block) is the kernel's own choice, 64 for every head dim
-// (32 was measured slower at d = 128, docs/gpu-performance.md); a trace still counts KV blocks
-// with the workload's block_n, so GPU and simulator traces speak of the same cost whatever BN the
-// kernel uses.
+// shape). BN (keys per shared-memory K/V block) is the kernel's own choice per head dim (measured,
+// docs/gpu-performance.md); a trace still counts KV blocks with the workload's block_n, so GPU and
+// simulator traces speak of the same cost whatever BN the kernel uses.
 inline constexpr u32 kKernelBlockM = 128;
-inline constexpr u32 kKernelBlockN = 64;
+constexpr u32 kernel_block_n(u32 head_dim) {
+  return head_dim == 256 ? 80 : 128;
+}
 
 // One processed tile as the kernel records it (thread 0 of the CTA, %globaltimer in ns).
 struct DeviceTraceEvent {

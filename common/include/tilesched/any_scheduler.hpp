@@ -1,0 +1,87 @@
+// One scheduler type that can be any scheduler of scheduler.hpp, chosen at run time: a small
+// tagged value holding the kind and every scheduler's parameters, whose calls switch on the kind.
+//
+// Why: a kernel templated on the scheduler is compiled once per scheduler, and a CuTe kernel takes
+// minutes to compile. The switch runs once per tile (first_work / advance), next to a tile's
+// thousands of cycles, so a kernel instantiated with AnyScheduler costs one compile per head dim
+// instead of one per head dim and scheduler. The kernel stays templated on the scheduler policy:
+// a concrete scheduler still plugs in where its static kind is worth a compile.
+//
+// Build one from any runtime scheduler, e.g. through with_scheduler (workload.hpp):
+//   with_scheduler(w, counter, [](const auto& s) { return runtime::AnyScheduler(s); })
+#pragma once
+
+#include "tilesched/scheduler.hpp"
+
+namespace tilesched::runtime {
+
+class AnyScheduler {
+ private:
+  // The one switch on the kind: every call below goes through it.
+  template <class F>
+  TS_HOST_DEVICE TS_FORCEINLINE constexpr decltype(auto) visit(F&& f) const {
+    switch (kind) {
+      case SchedulerKind::Queued: return f(queued);
+      case SchedulerKind::Transient: return f(transient);
+      case SchedulerKind::Tile: break;
+    }
+    return f(tile);
+  }
+
+ public:
+  SchedulerKind kind = SchedulerKind::Tile;  // which of the members below is in use
+  TileScheduler tile{};
+  QueuedTileScheduler queued{};
+  TransientScheduler transient{};
+
+  constexpr AnyScheduler() = default;
+  TS_HOST_DEVICE constexpr AnyScheduler(const TileScheduler& s)  // NOLINT: implicit by design
+      : kind(SchedulerKind::Tile), tile(s) {}
+  TS_HOST_DEVICE constexpr AnyScheduler(const QueuedTileScheduler& s)  // NOLINT
+      : kind(SchedulerKind::Queued), queued(s) {}
+  TS_HOST_DEVICE constexpr AnyScheduler(const TransientScheduler& s)  // NOLINT
+      : kind(SchedulerKind::Transient), transient(s) {}
+
+  // Whether a CTA can get more than one tile (the concrete schedulers' may_advance).
+  TS_HOST_DEVICE constexpr bool may_advance() const { return kind != SchedulerKind::Transient; }
+
+  // The queued scheduler's counter start value (0 for the others, which have no counter).
+  TS_HOST_DEVICE constexpr u32 counter_start() const {
+    return kind == SchedulerKind::Queued ? queued.counter_start() : 0u;
+  }
+
+  TS_HOST_DEVICE constexpr GridDim grid_dim(const TileSummary& s) const {
+    return visit([&](const auto& sched) { return sched.grid_dim(s); });
+  }
+
+  TS_HOST_DEVICE TileState initial_state(u32* sidx, const TileSummary& s, BlockIndex block) const {
+    return visit([&](const auto& sched) { return sched.initial_state(sidx, s, block); });
+  }
+
+  TS_HOST_DEVICE constexpr WorkInfo get_current_work_info(const TileSummary& s,
+                                                          const TileState& st) const {
+    return visit([&](const auto& sched) { return sched.get_current_work_info(s, st); });
+  }
+
+  TS_HOST_DEVICE constexpr SeqInfo unsafe_seq_info(const TileSummary& s, u32 idx) const {
+    return visit([&](const auto& sched) { return sched.unsafe_seq_info(s, idx); });
+  }
+
+  template <bool producer = true, SchedulerSync sync = SchedulerSync::Default>
+  TS_HOST_DEVICE Optional<SeqInfo> first_work(const TileSummary& s, TileState& st,
+                                              u32 pipeline_idx = 0) const {
+    return visit([&](const auto& sched) {
+      return sched.template first_work<producer, sync>(s, st, pipeline_idx);
+    });
+  }
+
+  template <bool producer = true, SchedulerSync sync = SchedulerSync::Default>
+  TS_HOST_DEVICE Optional<SeqInfo> advance(const TileSummary& s, TileState& st,
+                                           u32 pipeline_idx = 0) const {
+    return visit([&](const auto& sched) {
+      return sched.template advance<producer, sync>(s, st, pipeline_idx);
+    });
+  }
+};
+
+}  // namespace tilesched::runtime

@@ -1,0 +1,9 @@
+// The sm90 attention kernel for head dim 256 (one translation unit per head dim: see fmha.hpp).
+#include "sm90/fmha_launch.cuh"
+
+namespace tilesched::gpu::sm90 {
+
+template Status launch<256>(const AttentionArgs&, const runtime::AnyScheduler&, const TileSummary&);
+template Status resident_ctas_per_sm<256>(int&);
+
+}  // namespace tilesched::gpu::sm90

@@ -1,0 +1,562 @@
+// The warp-specialized Hopper attention forward kernel (TMA + wgmma), driven by a scheduler of
+// common/. One CTA of three warpgroups per SM:
+//
+//   warpgroup 0, the producer (registers lowered): owns the scheduler. All 128 threads call
+//     first_work / advance<producer = true, SchedulerSync::Producer> (the queued scheduler's
+//     thread 0 fetches and publishes the index in sidx[slot], then the 128-thread named barrier
+//     kSchedulerBarrierId), and thread 0 arrives on the tile hand-off mbarrier of that slot.
+//     Thread 0 then issues the tile's TMA loads: Q into one of the Q buffers, K and V blocks into
+//     their stage rings, each stage guarded by a full/empty mbarrier pair (PipelineTmaAsync).
+//   warpgroups 1 and 2, the consumers (registers raised): each owns 64 of the tile's 128 query
+//     rows. Per tile: wait on the hand-off mbarrier, advance<producer = false> (reads the slot),
+//     release the slot; then for every K/V block, last to first (masked blocks come first):
+//     S = Q K^T with wgmma from shared memory, the online softmax in fp32 registers, O += P V with
+//     P from registers and V from shared memory. The QK^T of block j is issued together with the
+//     PV of block j + 1, so this warpgroup's softmax of block j runs while its PV is in flight,
+//     and the two warpgroups take turns issuing (PingPong), so one's softmax runs under the
+//     other's GEMMs. Epilogue: O / rowsum and LSE stored from registers, only rows the tile owns.
+//
+// Every role walks the same tile sequence, including tiles with no work and the final "none":
+// the producer commits every hand-off slot it acquires and consumers wait for every one, so no
+// role waits on a barrier the others skip.
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cutlass/arch/reg_reconfig.h>
+
+#include <cstdint>
+
+#include "sm90/fmha_sync.cuh"
+#include "sm90/fmha_traits.cuh"
+#include "tilesched/geometry.hpp"
+#include "tilesched/gpu/attention.hpp"
+#include "tilesched/scheduler.hpp"
+
+namespace tilesched::gpu::sm90 {
+
+// Everything the kernel reads (the host's Arguments -> Params). Passed as a __grid_constant__
+// parameter: the TMA descriptors must live in parameter space.
+template <class Scheduler, class Config>
+struct FmhaParams {
+  using Traits = FmhaTraits<Config>;
+  typename Traits::TmaQ tma_q;
+  typename Traits::TmaKV tma_k;
+  typename Traits::TmaKV tma_v;
+  Scheduler scheduler;
+  TileSummary summary;
+  std::int32_t q_rows = 0;   // rows of Q and O (the TMA's bound)
+  std::int32_t kv_rows = 0;  // rows of K and V
+  u32 num_q_heads = 0;
+  u32 num_kv_heads = 0;
+  u32 group = 1;  // query heads per KV head
+  RowLayout kv;   // where each sequence's keys are in K and V
+  __nv_bfloat16* o = nullptr;
+  float* lse = nullptr;
+  float scale_log2 = 0.f;  // softmax scale * log2(e)
+  bool causal = false;
+  TraceBuffer trace;
+  u32 trace_block_n = 0;  // the workload's BN: a trace's kv_blocks use it (SPEC §7)
+};
+
+// Where a tile's rows and keys are (SPEC §7, common's geometry), the same for producer and
+// consumers.
+template <class Params>
+__device__ __forceinline__ TileGeometry tile_geometry(const Params& p, const SeqInfo& s) {
+  using Traits = typename Params::Traits;
+  return tilesched::tile_geometry(p.summary.query_layout(), p.kv, s, Traits::kBlockM,
+                                  Traits::kBlockN, p.causal ? Mask::Causal : Mask::None);
+}
+
+// Whether a tile has anything to compute; both roles decide it from the same SeqInfo.
+__device__ __forceinline__ bool has_work(const TileGeometry& g) {
+  return g.rows.query_rows > 0 && g.kv_blocks > 0;
+}
+
+__device__ __forceinline__ std::uint64_t global_timer_ns() {
+  std::uint64_t t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
+__device__ __forceinline__ u32 sm_id() {
+  u32 id;
+  asm volatile("mov.u32 %0, %%smid;" : "=r"(id));
+  return id;
+}
+// 2^x in one MUFU.EX2; results below 2^-126 flush to zero, which no softmax weight next to the
+// row's max (weight 1) notices.
+__device__ __forceinline__ float fast_exp2(float x) {
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
+}
+
+// ---- producer ------------------------------------------------------------------------------
+
+template <class Params, class Storage, class Pipelines>
+__device__ void run_producer(const Params& p, Storage& smem, Pipelines& pipes) {
+  using namespace cute;
+  using Traits = typename Params::Traits;
+  constexpr int D = Traits::kHeadDim;
+  using PipelineTile = typename Traits::PipelineTile;
+  using PipelineQ = typename Traits::PipelineQ;
+  using PipelineKV = typename Traits::PipelineKV;
+
+  const bool loader = threadIdx.x == 0;  // the TMA-issuing thread, also the scheduler's thread 0
+  if (loader) {
+    prefetch_tma_descriptor(p.tma_q.get_tma_descriptor());
+    prefetch_tma_descriptor(p.tma_k.get_tma_descriptor());
+    prefetch_tma_descriptor(p.tma_v.get_tma_descriptor());
+  }
+  // TMA coordinate tensors over the whole Q and K/V, (rows, d, heads), and the shared buffers.
+  Tensor mQ = p.tma_q.get_tma_tensor(make_shape(p.q_rows, Int<D>{}, int(p.num_q_heads)));
+  Tensor mK = p.tma_k.get_tma_tensor(make_shape(p.kv_rows, Int<D>{}, int(p.num_kv_heads)));
+  Tensor mV = p.tma_v.get_tma_tensor(make_shape(p.kv_rows, Int<D>{}, int(p.num_kv_heads)));
+  Tensor sQ = make_tensor(make_smem_ptr(smem.q.data()), typename Traits::SmemLayoutQ{});
+  Tensor sK = make_tensor(make_smem_ptr(smem.k.data()), typename Traits::SmemLayoutKV{});
+  Tensor sV = make_tensor(make_smem_ptr(smem.v.data()), typename Traits::SmemLayoutKV{});
+
+  auto tile_w = cutlass::make_producer_start_state<PipelineTile>();
+  auto q_w = cutlass::make_producer_start_state<PipelineQ>();
+  auto k_w = cutlass::make_producer_start_state<PipelineKV>();
+  auto v_w = cutlass::make_producer_start_state<PipelineKV>();
+
+  const BlockIndex block{blockIdx.x, blockIdx.y, blockIdx.z};
+  TileState st = p.scheduler.initial_state(smem.sidx, p.summary, block);
+  for (bool first = true;; first = false) {
+    // The hand-off slot must be free: consumers have read what it held two tiles ago.
+    producer_acquire(pipes.tile, tile_w, "tile hand-off (producer)");
+    const u32 slot = tile_w.index();
+    const Optional<SeqInfo> work =
+        first ? p.scheduler.template first_work<true, SchedulerSync::Producer>(p.summary, st, slot)
+              : p.scheduler.template advance<true, SchedulerSync::Producer>(p.summary, st, slot);
+    // Thread 0 wrote the slot (queued) before the named barrier inside advance; its arrive
+    // releases that write to the consumers, who acquire it by waiting on the same mbarrier.
+    if (loader) pipes.tile.producer_commit(tile_w);
+    ++tile_w;
+    if (!work) break;
+    if (loader) {
+      const TileGeometry g = tile_geometry(p, *work);
+      if (has_work(g)) {
+        const int head = static_cast<int>(work->head_idx);
+        const int kv_head = static_cast<int>(work->head_idx / p.group);
+        // Q: the tile's 128 rows from its first row (a ragged tile need not start on a multiple
+        // of 128). Rows past the tile's sequence are loaded but never stored; rows past the
+        // tensor are zero-filled by the TMA.
+        Tensor gQ =
+            local_tile(domain_offset(make_coord(static_cast<int>(g.rows.first_query_row), _0{}),
+                                     mQ(_, _, head)),
+                       Shape<Int<Traits::kBlockM>, Int<D>>{}, make_coord(_0{}, _0{}));
+        auto [tQg, tQs] = tma_partition(p.tma_q, group_modes<0, 2>(sQ), group_modes<0, 2>(gQ));
+        producer_acquire(pipes.q, q_w, "Q buffer (producer)");
+        copy(p.tma_q.with(*pipes.q.producer_get_barrier(q_w)), tQg, tQs(_, q_w.index()));
+        ++q_w;
+
+        // K/V blocks of the sequence, (BN, d, block). Keys past the sequence's end may belong to
+        // the next sequence: consumers mask them (scores -inf, so P = 0 whatever V holds).
+        auto kv_blocks_of = [&](auto& m) {
+          return local_tile(
+              domain_offset(make_coord(static_cast<int>(g.kv_start), _0{}), m(_, _, kv_head)),
+              Shape<Int<Traits::kBlockN>, Int<D>>{}, make_coord(_, _0{}));
+        };
+        Tensor gK = kv_blocks_of(mK);
+        Tensor gV = kv_blocks_of(mV);
+        const auto k_parts = tma_partition(p.tma_k, group_modes<0, 2>(sK), group_modes<0, 2>(gK));
+        const auto v_parts = tma_partition(p.tma_v, group_modes<0, 2>(sV), group_modes<0, 2>(gV));
+        auto load_k = [&](int block) {
+          producer_acquire(pipes.k, k_w, "K stage (producer)");
+          copy(p.tma_k.with(*pipes.k.producer_get_barrier(k_w)), get<0>(k_parts)(_, block),
+               get<1>(k_parts)(_, k_w.index()));
+          ++k_w;
+        };
+        auto load_v = [&](int block) {
+          producer_acquire(pipes.v, v_w, "V stage (producer)");
+          copy(p.tma_v.with(*pipes.v.producer_get_barrier(v_w)), get<0>(v_parts)(_, block),
+               get<1>(v_parts)(_, v_w.index()));
+          ++v_w;
+        };
+        // The consumers' order: QK^T(last), then for each j below it QK^T(j) with PV(j + 1),
+        // finally PV(0). Loading K(j) before V(j + 1) keeps the next GEMM's operand first.
+        int block = static_cast<int>(g.kv_blocks) - 1;
+        load_k(block);
+        for (; block > 0; --block) {
+          load_k(block - 1);
+          load_v(block);
+        }
+        load_v(0);
+      }
+    }
+  }
+}
+
+// ---- consumers -----------------------------------------------------------------------------
+
+// Running softmax state of the two rows a thread holds in the wgmma accumulator layout (rows
+// lane / 4 and lane / 4 + 8 of its warp's 16): log2-domain max of scaled scores, and this
+// thread's part of the sum (quad-reduced in the epilogue).
+struct RowState {
+  float max[2];
+  float sum[2];
+};
+
+// Accumulator element e of a 64 x N wgmma fragment: column pair bit 0, row + 8 bit 1, 8-column
+// block e / 4. The thread's rows are lane / 4 (+ 8) of warp w's 16 rows; columns 2 * (lane % 4)
+// (+ 1) of each 8-column block.
+template <class Fragment>
+__device__ __forceinline__ void mask_scores(Fragment& s, u32 key0, u32 kv_len, bool causal,
+                                            const u32 (&key_limit)[2]) {
+  const int lane = threadIdx.x % 32;
+  CUTE_UNROLL
+  for (int e = 0; e < cute::size(s); ++e) {
+    const u32 key = key0 + 8 * (e / 4) + 2 * (lane % 4) + (e % 2);
+    const bool visible = key < kv_len && (!causal || key <= key_limit[(e / 2) % 2]);
+    if (!visible) s(e) = -INFINITY;
+  }
+}
+
+// Online softmax of one block: new row max, scores turned into weights in place (exp2 with the
+// scale folded into the FFMA), sums updated. Returns each row's rescale factor for O.
+template <class Fragment>
+__device__ __forceinline__ void softmax_block(Fragment& s, RowState& rs, float scale_log2,
+                                              float (&alpha)[2]) {
+  CUTE_UNROLL
+  for (int r = 0; r < 2; ++r) {
+    float m = -INFINITY;
+    CUTE_UNROLL
+    for (int e = 0; e < cute::size(s); ++e)
+      if ((e / 2) % 2 == r) m = fmaxf(m, s(e));
+    m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, 1));
+    m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, 2));
+    // The scale is positive (validated), so the max of scaled scores is the scaled max.
+    const float new_max = fmaxf(rs.max[r], m * scale_log2);
+    // A row with no visible key yet keeps max -inf; subtract 0 then (exp2(-inf) = 0).
+    const float base = new_max == -INFINITY ? 0.f : new_max;
+    alpha[r] = fast_exp2(rs.max[r] - base);
+    rs.max[r] = new_max;
+    float sum = 0.f;
+    CUTE_UNROLL
+    for (int e = 0; e < cute::size(s); ++e)
+      if ((e / 2) % 2 == r) {
+        s(e) = fast_exp2(fmaf(s(e), scale_log2, -base));
+        sum += s(e);
+      }
+    rs.sum[r] = rs.sum[r] * alpha[r] + sum;
+  }
+}
+
+// P (bf16) as the A operand of O += P V. The accumulator of S and the register A operand of the
+// next wgmma order their elements alike (column pair, row + 8, column + 8 within each 16 keys),
+// so P is S converted element by element.
+template <class FragmentS, class FragmentP>
+__device__ __forceinline__ void convert_to_p(const FragmentS& s, FragmentP& p) {
+  static_assert(cute::size(FragmentS{}) == cute::size(FragmentP{}), "P has S's elements");
+  CUTE_UNROLL
+  for (int e = 0; e < cute::size(s); e += 2) {
+    const __nv_bfloat162 two = __floats2bfloat162_rn(s(e), s(e + 1));
+    p(e) = cutlass::bfloat16_t::bitcast(__bfloat16_as_ushort(two.x));
+    p(e + 1) = cutlass::bfloat16_t::bitcast(__bfloat16_as_ushort(two.y));
+  }
+}
+
+template <class Fragment>
+__device__ __forceinline__ void rescale_rows(Fragment& o, const float (&alpha)[2]) {
+  CUTE_UNROLL
+  for (int e = 0; e < cute::size(o); ++e) o(e) *= alpha[(e / 2) % 2];
+}
+
+// One warpgroup GEMM batch: C (=|+=) A B over every k slice, issued asynchronously; the caller
+// commits and waits.
+template <class TiledMma, class TA, class TB, class TC>
+__device__ __forceinline__ void warpgroup_gemm(TiledMma& mma, const TA& a, const TB& b, TC& c,
+                                               bool accumulate) {
+  using namespace cute;
+  mma.accumulate_ = accumulate ? GMMA::ScaleOut::One : GMMA::ScaleOut::Zero;
+  warpgroup_fence_operand(c);
+  warpgroup_arrive();
+  CUTE_UNROLL
+  for (int k = 0; k < size<2>(a); ++k) {
+    cute::gemm(mma, a(_, _, k), b(_, _, k), c);
+    mma.accumulate_ = GMMA::ScaleOut::One;
+  }
+  warpgroup_commit_batch();
+  warpgroup_fence_operand(c);
+}
+
+template <class Params, class Storage, class Pipelines>
+__device__ void run_consumer(const Params& p, Storage& smem, Pipelines& pipes) {
+  using namespace cute;
+  using Traits = typename Params::Traits;
+  constexpr int D = Traits::kHeadDim;
+  constexpr int kBlockN = Traits::kBlockN;
+  constexpr int kRows = Traits::kWarpgroupRows;
+  using PipelineTile = typename Traits::PipelineTile;
+  using PipelineQ = typename Traits::PipelineQ;
+  using PipelineKV = typename Traits::PipelineKV;
+
+  const int warpgroup = static_cast<int>(threadIdx.x) / Traits::kWarpgroupThreads - 1;  // 0, 1
+  const int thread = static_cast<int>(threadIdx.x) % Traits::kWarpgroupThreads;
+  const int warp = thread / 32;
+  const int lane = thread % 32;
+
+  typename Traits::TiledMmaQK mma_qk;
+  typename Traits::TiledMmaPV mma_pv;
+  auto thr_qk = mma_qk.get_thread_slice(thread);
+  auto thr_pv = mma_pv.get_thread_slice(thread);
+
+  // Operand views: this warpgroup's 64 Q rows of every Q buffer, every K stage, every V stage
+  // read as (d, keys).
+  Tensor sQ = make_tensor(make_smem_ptr(smem.q.data()), typename Traits::SmemLayoutQ{});
+  Tensor sQ_rows = local_tile(sQ, Shape<Int<kRows>, Int<D>, Int<Traits::kStagesQ>>{},
+                              make_coord(warpgroup, _0{}, _0{}));
+  Tensor sK = make_tensor(make_smem_ptr(smem.k.data()), typename Traits::SmemLayoutKV{});
+  Tensor sVt = make_tensor(make_smem_ptr(smem.v.data()), typename Traits::SmemLayoutVt{});
+  Tensor tSrQ = thr_qk.partition_fragment_A(sQ_rows);  // (MMA, MMA_M, MMA_K, Q buffer)
+  Tensor tSrK = thr_qk.partition_fragment_B(sK);       // (MMA, MMA_N, MMA_K, stage)
+  Tensor tOrV = thr_pv.partition_fragment_B(sVt);      // (MMA, MMA_N, MMA_K, stage)
+
+  Tensor tSrS = partition_fragment_C(mma_qk, Shape<Int<kRows>, Int<kBlockN>>{});
+  Tensor tOrO = partition_fragment_C(mma_pv, Shape<Int<kRows>, Int<D>>{});
+  Tensor tOrP = make_tensor<Element>(partition_shape_A(mma_pv, Shape<Int<kRows>, Int<kBlockN>>{}));
+  static_assert(size(decltype(tSrS){}) == kBlockN / 2 && size(decltype(tOrO){}) == D / 2,
+                "one warpgroup's 64 rows: N / 2 accumulators per thread");
+
+  typename PipelineTile::PipelineState tile_r;
+  typename PipelineQ::PipelineState q_r;
+  typename PipelineKV::PipelineState k_r;
+  typename PipelineKV::PipelineState v_r;
+
+  const PingPong ping_pong(warpgroup);
+  const bool tracing = p.trace.events != nullptr;
+  // Consumer warpgroup 1's first thread records the trace: both warpgroups receive a tile at the
+  // same hand-off, and the ping-pong runs warpgroup 1 behind warpgroup 0, so its epilogue ends
+  // the tile. (A barrier of both warpgroups per tile cost 8-11 % at d = 128, measured.)
+  const bool recorder = threadIdx.x == 2 * Traits::kWarpgroupThreads;
+  const u32 cta = blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z);
+  const BlockIndex block{blockIdx.x, blockIdx.y, blockIdx.z};
+  TileState st = p.scheduler.initial_state(smem.sidx, p.summary, block);
+  u32 step = 0;
+  for (bool first = true;; first = false) {
+    consumer_wait(pipes.tile, tile_r, "tile hand-off (consumer)");
+    const u32 slot = tile_r.index();
+    const Optional<SeqInfo> work =
+        first ? p.scheduler.template first_work<false, SchedulerSync::Producer>(p.summary, st, slot)
+              : p.scheduler.template advance<false, SchedulerSync::Producer>(p.summary, st, slot);
+    pipes.tile.consumer_release(tile_r);
+    ++tile_r;
+    if (!work) break;
+    // The trace slot is claimed as the tile starts, so the atomic's latency can hide behind the
+    // tile rather than delay the recorder's warpgroup at its end; the start time waits in shared
+    // memory rather than in two registers of every consumer. (Recording still costs up to 11 %
+    // on dense launches on some machines: docs/gpu-performance.md.)
+    u32 trace_slot = 0;
+    if (tracing && recorder) {
+      trace_slot = atomicAdd(p.trace.count, 1u);
+      smem.trace_start_ns = global_timer_ns();
+    }
+    const TileGeometry g = tile_geometry(p, *work);
+
+    if (has_work(g)) {
+      // Row positions in key space for the causal mask (bottom-right aligned): the thread's rows
+      // see keys up to their limit; keys at or past kv_len (the next sequence's, or the TMA's
+      // zero fill) are never visible.
+      const u32 diag_shift = g.kv_len - g.seq_len;
+      const u32 wg_row0 = work->prompt_offset + static_cast<u32>(warpgroup * kRows);
+      u32 key_limit[2];
+      for (int r = 0; r < 2; ++r)
+        key_limit[r] = wg_row0 + static_cast<u32>(warp * 16 + lane / 4 + 8 * r) + diag_shift;
+      // A block needs the mask when it reaches the key tail or past the warpgroup's first row's
+      // diagonal; processed last to first, such blocks come first.
+      auto needs_mask = [&](u32 key0) {
+        return key0 + kBlockN > g.kv_len || (p.causal && key0 + kBlockN > wg_row0 + diag_shift + 1);
+      };
+      RowState rs{{-INFINITY, -INFINITY}, {0.f, 0.f}};
+      float alpha[2];
+      clear(tOrO);
+
+      consumer_wait(pipes.q, q_r, "Q buffer (consumer)");
+      const int q_buffer = q_r.index();
+      int block_idx = static_cast<int>(g.kv_blocks) - 1;
+
+      // Block kv_blocks - 1: S only.
+      ping_pong.wait_turn();
+      consumer_wait(pipes.k, k_r, "K stage (consumer)");
+      warpgroup_gemm(mma_qk, tSrQ(_, _, _, q_buffer), tSrK(_, _, _, k_r.index()), tSrS, false);
+      ping_pong.pass_turn();
+      warpgroup_wait<0>();
+      pipes.k.consumer_release(k_r);
+      ++k_r;
+      if (block_idx == 0) pipes.q.consumer_release(q_r);
+      {
+        const u32 key0 = static_cast<u32>(block_idx) * kBlockN;
+        if (needs_mask(key0)) mask_scores(tSrS, key0, g.kv_len, p.causal, key_limit);
+      }
+      softmax_block(tSrS, rs, p.scale_log2, alpha);
+      convert_to_p(tSrS, tOrP);
+
+      // Blocks below: S of block j with O += P V of block j + 1 in flight.
+      for (--block_idx; block_idx >= 0; --block_idx) {
+        ping_pong.wait_turn();
+        consumer_wait(pipes.k, k_r, "K stage (consumer)");
+        warpgroup_gemm(mma_qk, tSrQ(_, _, _, q_buffer), tSrK(_, _, _, k_r.index()), tSrS, false);
+        consumer_wait(pipes.v, v_r, "V stage (consumer)");
+        warpgroup_gemm(mma_pv, tOrP, tOrV(_, _, _, v_r.index()), tOrO, true);
+        ping_pong.pass_turn();
+        warpgroup_wait<1>();  // S ready; PV may still run
+        pipes.k.consumer_release(k_r);
+        ++k_r;
+        if (block_idx == 0) pipes.q.consumer_release(q_r);
+        const u32 key0 = static_cast<u32>(block_idx) * kBlockN;
+        if (needs_mask(key0)) mask_scores(tSrS, key0, g.kv_len, p.causal, key_limit);
+        softmax_block(tSrS, rs, p.scale_log2, alpha);
+        warpgroup_wait<0>();  // PV done: its P and V stage are free, O may be rescaled
+        pipes.v.consumer_release(v_r);
+        ++v_r;
+        if constexpr (Traits::kSkipUnitRescale) {
+          // Once a row's max settles (long rows: most blocks), alpha is exactly 1.
+          if (__any_sync(0xffffffffu, alpha[0] != 1.f || alpha[1] != 1.f))
+            rescale_rows(tOrO, alpha);
+        } else {
+          rescale_rows(tOrO, alpha);
+        }
+        convert_to_p(tSrS, tOrP);
+      }
+
+      // Block 0's PV.
+      ping_pong.wait_turn();
+      consumer_wait(pipes.v, v_r, "V stage (consumer)");
+      warpgroup_gemm(mma_pv, tOrP, tOrV(_, _, _, v_r.index()), tOrO, true);
+      ping_pong.pass_turn();
+      warpgroup_wait<0>();
+      pipes.v.consumer_release(v_r);
+      ++v_r;
+      ++q_r;
+
+      // Epilogue: O / rowsum and LSE = ln(sum exp(scale s)) = (max + log2 sum) ln 2, for the rows
+      // the tile owns only (the rest of a partial tile's 128 rows belong to another sequence or
+      // lie past the tensor).
+      const std::size_t q_stride = std::size_t(p.num_q_heads) * D;
+      CUTE_UNROLL
+      for (int r = 0; r < 2; ++r) {
+        float sum = rs.sum[r];
+        sum += __shfl_xor_sync(0xffffffffu, sum, 1);
+        sum += __shfl_xor_sync(0xffffffffu, sum, 2);
+        const u32 row_in_tile = static_cast<u32>(warpgroup * kRows + warp * 16 + lane / 4 + 8 * r);
+        if (row_in_tile >= g.rows.query_rows) continue;
+        const float inv = 1.f / sum;
+        const std::size_t row = std::size_t(g.rows.first_query_row) + row_in_tile;
+        __nv_bfloat16* o_row = p.o + row * q_stride + std::size_t(work->head_idx) * D;
+        CUTE_UNROLL
+        for (int e = 2 * r; e < size(tOrO); e += 4) {
+          const int col = 8 * (e / 4) + 2 * (lane % 4);
+          *reinterpret_cast<__nv_bfloat162*>(o_row + col) =
+              __floats2bfloat162_rn(tOrO(e) * inv, tOrO(e + 1) * inv);
+        }
+        if (lane % 4 == 0)
+          p.lse[row * p.num_q_heads + work->head_idx] =
+              (rs.max[r] + __log2f(sum)) * 0.69314718055994531f;
+      }
+    }
+
+    // Trace: start when the tile is received, end after the epilogue's stores.
+    if (tracing) {
+      if (recorder) {
+        const u32 slot_idx = trace_slot;
+        if (slot_idx < p.trace.capacity) {
+          DeviceTraceEvent e;
+          e.cta = cta;
+          e.step = step;
+          e.linear_idx = st.idx;
+          e.prompt_offset = work->prompt_offset;
+          e.head_idx = work->head_idx;
+          e.prompt_idx = work->prompt_idx;
+          e.query_rows = g.rows.query_rows;
+          e.kv_blocks =
+              tile_cost(work->prompt_offset, g.rows.query_rows, g.seq_len, g.kv_len,
+                        Traits::kBlockM, p.trace_block_n, p.causal ? Mask::Causal : Mask::None)
+                  .kv_blocks;
+          e.sm_id = sm_id();
+          e.reserved = 0;
+          e.start_ns = smem.trace_start_ns;
+          e.end_ns = global_timer_ns();
+          p.trace.events[slot_idx] = e;
+        }
+      }
+    }
+    ++step;
+  }
+  ping_pong.finish();
+}
+
+// ---- the kernel ----------------------------------------------------------------------------
+
+template <class Traits>
+struct FmhaPipelines {
+  typename Traits::PipelineTile tile;
+  typename Traits::PipelineQ q;
+  typename Traits::PipelineKV k;
+  typename Traits::PipelineKV v;
+};
+
+// A TMA pipeline's parameters: thread 0 (the loader) arrives with the byte count, every consumer
+// thread releases.
+template <class Pipeline, class Traits>
+__device__ __forceinline__ typename Pipeline::Params tma_pipeline_params(bool producer,
+                                                                         std::uint32_t bytes) {
+  typename Pipeline::Params params;
+  params.transaction_bytes = bytes;
+  params.role = producer ? Pipeline::ThreadCategory::Producer : Pipeline::ThreadCategory::Consumer;
+  params.is_leader = threadIdx.x == 0;
+  params.num_consumers = Traits::kConsumerThreads;
+  return params;
+}
+
+template <class Scheduler, class Config>
+__global__ void __launch_bounds__(FmhaTraits<Config>::kThreads, 1)
+    fmha_kernel(const __grid_constant__ FmhaParams<Scheduler, Config> p) {
+#if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  using Traits = FmhaTraits<Config>;
+  using PipelineTile = typename Traits::PipelineTile;
+  using PipelineQ = typename Traits::PipelineQ;
+  using PipelineKV = typename Traits::PipelineKV;
+  extern __shared__ __align__(1024) unsigned char smem_raw[];
+  auto& smem = *reinterpret_cast<typename Traits::SharedStorage*>(smem_raw);
+#if TILESCHED_GPU_HANG_TRAP
+  // The swizzled layouts assume 1024-byte aligned buffers.
+  if ((cute::cast_smem_ptr_to_uint(smem_raw) & 1023u) != 0) __trap();
+#endif
+
+  const int warpgroup = cutlass::canonical_warp_group_idx();
+  const bool producer = warpgroup == 0;
+
+  typename PipelineTile::Params tile_params;
+  tile_params.role =
+      producer ? PipelineTile::ThreadCategory::Producer : PipelineTile::ThreadCategory::Consumer;
+  tile_params.producer_arv_count = 1;  // the producer's thread 0
+  tile_params.consumer_arv_count = Traits::kConsumerThreads;
+
+  // Warp 0 initialises every barrier; the CTA barrier below publishes them.
+  const cute::Shape<cute::_1, cute::_1, cute::_1> no_cluster{};
+  FmhaPipelines<Traits> pipes{
+      PipelineTile(smem.pipe_tile, tile_params),
+      PipelineQ(smem.pipe_q, tma_pipeline_params<PipelineQ, Traits>(producer, Traits::kQBytes),
+                no_cluster),
+      PipelineKV(smem.pipe_k, tma_pipeline_params<PipelineKV, Traits>(producer, Traits::kKVBytes),
+                 no_cluster),
+      PipelineKV(smem.pipe_v, tma_pipeline_params<PipelineKV, Traits>(producer, Traits::kKVBytes),
+                 no_cluster)};
+  __syncthreads();
+
+  if (producer) {
+    cutlass::arch::warpgroup_reg_dealloc<Traits::kProducerRegisters>();
+    run_producer(p, smem, pipes);
+  } else {
+    cutlass::arch::warpgroup_reg_alloc<Traits::kConsumerRegisters>();
+    run_consumer(p, smem, pipes);
+  }
+#else
+  // Only sm_90a has wgmma and setmaxnreg; the host never launches another build.
+  (void)p;
+  __trap();
+#endif
+}
+
+}  // namespace tilesched::gpu::sm90

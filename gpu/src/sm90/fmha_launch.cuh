@@ -1,0 +1,142 @@
+// Host side of the sm90 kernel for one head dim: the TMA descriptors (Arguments -> Params) and the
+// launch. Included once per head dim by fmha_d<D>.cu.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstdlib>
+
+#include "cuda_status.hpp"
+#include "sm90/fmha.hpp"
+#include "sm90/fmha_kernel.cuh"
+
+namespace tilesched::gpu::sm90 {
+
+#ifdef TILESCHED_GPU_EXPERIMENTS
+// Candidate configurations, compiled only into experiment builds (-DTILESCHED_GPU_EXPERIMENTS=ON)
+// and chosen at run time with TILESCHED_GPU_VARIANT=1..3; docs/gpu-performance.md records what
+// each measured. d = 64, 128: 1 skips O's rescale when no row's max moved, 2 has wider K/V blocks,
+// 3 a deeper pipeline. d = 256 (default: BN 80 with the skip): 1 BN 64, 2 BN 80 without the skip,
+// 3 BN 64 with it.
+template <int D>
+struct ExperimentConfigs;
+template <>
+struct ExperimentConfigs<64> {
+  using v1 = KernelConfig<64, 128, 3, 2, true>;
+  using v2 = KernelConfig<64, 192, 2, 2>;
+  using v3 = KernelConfig<64, 128, 4, 2>;
+};
+template <>
+struct ExperimentConfigs<128> {
+  using v1 = KernelConfig<128, 128, 2, 2, true>;
+  using v2 = KernelConfig<128, 176, 2, 1>;
+  using v3 = KernelConfig<128, 128, 3, 1>;
+};
+template <>
+struct ExperimentConfigs<256> {
+  using v1 = KernelConfig<256, 64, 2, 1>;
+  using v2 = KernelConfig<256, 80, 2, 1>;
+  using v3 = KernelConfig<256, 64, 2, 1, true>;
+};
+#endif
+
+// Calls f(Config{}) with the configuration head dim D runs: its default, or in an experiment
+// build the variant TILESCHED_GPU_VARIANT names.
+template <int D, class F>
+Status with_config(F&& f) {
+#ifdef TILESCHED_GPU_EXPERIMENTS
+  const char* env = std::getenv("TILESCHED_GPU_VARIANT");
+  switch (env != nullptr ? std::atoi(env) : 0) {
+    case 1: return f(typename ExperimentConfigs<D>::v1{});
+    case 2: return f(typename ExperimentConfigs<D>::v2{});
+    case 3: return f(typename ExperimentConfigs<D>::v3{});
+    default: break;
+  }
+#endif
+  return f(typename DefaultConfig<D>::type{});
+}
+
+// The kernel's shared memory exceeds the 48 KB default: opt in before launching or asking for
+// occupancy.
+template <class Config>
+Status allow_shared_memory() {
+  return detail::cuda_status(cudaFuncSetAttribute(&fmha_kernel<runtime::AnyScheduler, Config>,
+                                                  cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                                  FmhaTraits<Config>::kSharedBytes),
+                             "cudaFuncSetAttribute(max dynamic shared memory)");
+}
+
+template <class Config>
+Status launch_config(const AttentionArgs& a, const runtime::AnyScheduler& scheduler,
+                     const TileSummary& summary) {
+  using namespace cute;
+  using Traits = FmhaTraits<Config>;
+  constexpr int D = Traits::kHeadDim;
+  static_assert(Traits::kBlockM == kKernelBlockM, "the public BM must be the kernel's");
+  const Workload& w = a.workload;
+
+  // (rows, d, heads) views of Q and K/V for the tensor maps; validate() has checked that the row
+  // counts fit the TMA's signed 32-bit coordinates and that the pointers are 16-byte aligned.
+  const auto gmem = [](const void* ptr, std::int32_t rows, u32 heads) {
+    return make_tensor(make_gmem_ptr(static_cast<Element const*>(ptr)),
+                       make_layout(make_shape(rows, Int<D>{}, static_cast<std::int32_t>(heads)),
+                                   make_stride(std::int64_t(heads) * D, _1{}, Int<D>{})));
+  };
+
+  FmhaParams<runtime::AnyScheduler, Config> p;
+  p.q_rows = static_cast<std::int32_t>(w.total_q_rows());  // padded: B * S_max (row layout)
+  p.kv_rows = static_cast<std::int32_t>(w.total_kv_rows());
+  p.tma_q = make_tma_copy(SM90_TMA_LOAD{}, gmem(a.q, p.q_rows, w.num_q_heads),
+                          typename Traits::SmemLayoutQ{}(_, _, _0{}));
+  p.tma_k = make_tma_copy(SM90_TMA_LOAD{}, gmem(a.k, p.kv_rows, w.num_kv_heads),
+                          typename Traits::SmemLayoutKV{}(_, _, _0{}));
+  p.tma_v = make_tma_copy(SM90_TMA_LOAD{}, gmem(a.v, p.kv_rows, w.num_kv_heads),
+                          typename Traits::SmemLayoutKV{}(_, _, _0{}));
+  p.scheduler = scheduler;
+  p.summary = summary;
+  p.num_q_heads = w.num_q_heads;
+  p.num_kv_heads = w.num_kv_heads;
+  p.group = w.group_size();
+  p.kv = w.kv_layout(a.kv_row_offsets);
+  p.o = static_cast<__nv_bfloat16*>(a.o);
+  p.lse = a.lse;
+  const float scale =
+      a.softmax_scale > 0.f ? a.softmax_scale : 1.f / std::sqrt(static_cast<float>(w.head_dim));
+  p.scale_log2 = scale * 1.4426950408889634f;
+  p.causal = w.mask == Mask::Causal;
+  p.trace = a.trace;
+  p.trace_block_n = w.block_n;
+
+  auto* kernel = &fmha_kernel<runtime::AnyScheduler, Config>;
+  if (Status s = allow_shared_memory<Config>(); !s) return s;
+  const GridDim g = scheduler.grid_dim(summary);
+  kernel<<<dim3(g.x, g.y, g.z), Traits::kThreads, Traits::kSharedBytes,
+           static_cast<cudaStream_t>(a.stream)>>>(p);
+  return detail::cuda_status(cudaGetLastError(), "launching the attention kernel");
+}
+
+template <int D>
+Status launch(const AttentionArgs& a, const runtime::AnyScheduler& scheduler,
+              const TileSummary& summary) {
+  static_assert(DefaultConfig<D>::type::kBlockN == kernel_block_n(D),
+                "the public BN must be the kernel's");
+  return with_config<D>(
+      [&](auto config) { return launch_config<decltype(config)>(a, scheduler, summary); });
+}
+
+template <int D>
+Status resident_ctas_per_sm(int& out) {
+  return with_config<D>([&](auto config) -> Status {
+    using Config = decltype(config);
+    using Traits = FmhaTraits<Config>;
+    if (Status s = allow_shared_memory<Config>(); !s) return s;
+    return detail::cuda_status(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
+                                   &out, &fmha_kernel<runtime::AnyScheduler, Config>,
+                                   Traits::kThreads, Traits::kSharedBytes),
+                               "cudaOccupancyMaxActiveBlocksPerMultiprocessor");
+  });
+}
+
+}  // namespace tilesched::gpu::sm90

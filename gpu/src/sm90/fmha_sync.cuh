@@ -1,0 +1,110 @@
+// Synchronisation helpers of the sm90 kernel: named-barrier ids, the two warpgroups' GEMM
+// ordering, and pipeline waits that trap instead of hanging when the protocol breaks.
+#pragma once
+
+#include <cstdint>
+#include <cstdio>
+#include <cutlass/pipeline/sm90_pipeline.hpp>
+
+#include "tilesched/scheduler.hpp"
+
+// A wait that never completes is a protocol bug; on a shared device it would hold a 10-minute
+// call. Debug builds (and builds configured with TILESCHED_GPU_HANG_TRAP) give every mbarrier
+// wait a time limit and trap past it, naming the barrier.
+#if !defined(NDEBUG) && !defined(TILESCHED_GPU_HANG_TRAP)
+#define TILESCHED_GPU_HANG_TRAP 1
+#endif
+
+namespace tilesched::gpu::sm90 {
+
+// Hardware named barriers. 0 is __syncthreads; kSchedulerBarrierId (1) belongs to the producer
+// warpgroup's scheduler hand-off (scheduler.hpp).
+enum class NamedBarrier : std::uint32_t {
+  // Consumer warpgroup w may issue its GEMMs (ping-pong between the two consumer warpgroups).
+  IssueWarpgroup0 = 2,
+  IssueWarpgroup1 = 3,
+};
+static_assert(kSchedulerBarrierId < 2, "the kernel's named barriers start after the scheduler's");
+
+__device__ __forceinline__ void named_barrier_sync(NamedBarrier id, std::uint32_t threads) {
+  asm volatile("bar.sync %0, %1;" ::"r"(static_cast<std::uint32_t>(id)), "r"(threads) : "memory");
+}
+__device__ __forceinline__ void named_barrier_arrive(NamedBarrier id, std::uint32_t threads) {
+  asm volatile("bar.arrive %0, %1;" ::"r"(static_cast<std::uint32_t>(id)), "r"(threads) : "memory");
+}
+
+// Ping-pong of the two consumer warpgroups: each issues its GEMMs only while it holds the turn and
+// passes it on right after issuing, so one warpgroup's tensor-core work runs while the other
+// does its softmax. Warpgroup 0 gets the first turn (warpgroup 1 hands it over at start); the
+// turn warpgroup 1 passes back after its last GEMMs is absorbed by finish(), so every arrive has
+// its sync when the kernel ends.
+class PingPong {
+ public:
+  static constexpr std::uint32_t kThreads = 256;  // both consumer warpgroups
+
+  __device__ explicit PingPong(int warpgroup) : warpgroup_(warpgroup) {
+    if (warpgroup_ == 1) named_barrier_arrive(NamedBarrier::IssueWarpgroup0, kThreads);
+  }
+  __device__ void wait_turn() const { named_barrier_sync(own(), kThreads); }
+  __device__ void pass_turn() const { named_barrier_arrive(other(), kThreads); }
+  __device__ void finish() const {
+    if (warpgroup_ == 0) named_barrier_sync(NamedBarrier::IssueWarpgroup0, kThreads);
+  }
+
+ private:
+  __device__ NamedBarrier own() const {
+    return warpgroup_ == 0 ? NamedBarrier::IssueWarpgroup0 : NamedBarrier::IssueWarpgroup1;
+  }
+  __device__ NamedBarrier other() const {
+    return warpgroup_ == 0 ? NamedBarrier::IssueWarpgroup1 : NamedBarrier::IssueWarpgroup0;
+  }
+  int warpgroup_;
+};
+
+#if TILESCHED_GPU_HANG_TRAP
+__device__ __forceinline__ std::uint64_t hang_clock_ns() {
+  std::uint64_t t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
+// Polls `ready` until it returns true; traps after two seconds (no legitimate wait in this kernel
+// lasts longer than one tile, microseconds to milliseconds).
+template <class Ready>
+__device__ __forceinline__ void wait_or_trap(Ready&& ready, const char* what) {
+  if (ready()) return;
+  const std::uint64_t start = hang_clock_ns();
+  while (!ready()) {
+    if (hang_clock_ns() - start > 2000000000ull) {
+      printf("tilesched: %s wait timed out in block (%d,%d,%d) thread %d\n", what, blockIdx.x,
+             blockIdx.y, blockIdx.z, threadIdx.x);
+      __trap();
+    }
+  }
+}
+#endif
+
+// The pipeline calls the kernel makes, each wait guarded in hang-trap builds.
+template <class Pipeline, class State>
+__device__ __forceinline__ void consumer_wait(Pipeline& pipe, State state, const char* what) {
+#if TILESCHED_GPU_HANG_TRAP
+  wait_or_trap([&] { return pipe.consumer_try_wait(state) == cutlass::BarrierStatus::WaitDone; },
+               what);
+#else
+  (void)what;
+  pipe.consumer_wait(state);
+#endif
+}
+
+template <class Pipeline, class State>
+__device__ __forceinline__ void producer_acquire(Pipeline& pipe, State state, const char* what) {
+#if TILESCHED_GPU_HANG_TRAP
+  wait_or_trap([&] { return pipe.producer_try_acquire(state) == cutlass::BarrierStatus::WaitDone; },
+               what);
+  pipe.producer_acquire(state, cutlass::ProducerToken(cutlass::BarrierStatus::WaitDone));
+#else
+  (void)what;
+  pipe.producer_acquire(state);
+#endif
+}
+
+}  // namespace tilesched::gpu::sm90

@@ -1,0 +1,145 @@
+// The compile-time shape of the warp-specialized sm90 attention kernel for one head dim: tile
+// sizes, pipeline depths, shared-memory layouts, the two warpgroup GEMMs, the TMA copy types and
+// the shared-storage struct. Everything else in the kernel is a runtime value (scheduler, mask,
+// lengths), so one instantiation per head dim serves every workload.
+#pragma once
+
+#include <cutlass/numeric_types.h>
+
+#include <cstdint>
+// Every wgmma N (multiples of 8 up to 256), so BN need not be a power of two.
+#ifndef CUTE_SM90_EXTENDED_MMA_SHAPES_ENABLED
+#define CUTE_SM90_EXTENDED_MMA_SHAPES_ENABLED
+#endif
+#include <cute/tensor.hpp>  // also the MMA and copy atoms (GMMA, TMA)
+#include <cutlass/pipeline/sm90_pipeline.hpp>
+#include <utility>
+
+#include "tilesched/types.hpp"
+
+namespace tilesched::gpu::sm90 {
+
+using Element = cutlass::bfloat16_t;
+
+// A kernel configuration: head dim, keys per K/V block (BN), K/V pipeline stages, Q buffers, and
+// whether O's rescale is skipped for a warp whose rows' max did not move in a block.
+template <int D, int BN, int StagesKV, int StagesQ, bool SkipUnitRescale = false>
+struct KernelConfig {
+  static constexpr int kHeadDim = D;
+  static constexpr int kBlockN = BN;
+  static constexpr int kStagesKV = StagesKV;
+  static constexpr int kStagesQ = StagesQ;
+  static constexpr bool kSkipUnitRescale = SkipUnitRescale;
+};
+
+// The configuration each head dim runs, chosen by measurement (docs/gpu-performance.md). Shared
+// memory per CTA is Q_buffers * 128 * d + 2 * stages * BN * d bf16 elements (227 KB at most):
+//   d =  64: BN 128, 2 * 16 KB + 2 * 3 * 16 KB = 128 KB
+//   d = 128: BN 128, 2 * 32 KB + 2 * 2 * 32 KB = 192 KB
+//   d = 256: BN 80,  1 * 64 KB + 2 * 2 * 40 KB = 224 KB. A second Q buffer (64 KB) does not fit
+//            beside two K/V stages, so at d = 256 the next tile's Q load waits until both
+//            consumer warpgroups have issued their last QK^T of the current tile. BN 80 measured
+//            +10-16 % over BN 64 at seq 8192, and skipping O's 128-register rescale in blocks
+//            where no row's max moved another +3-13 % (at d = 64 and 128 the vote costs more than
+//            the rescale it saves).
+template <int D>
+struct DefaultConfig;
+template <>
+struct DefaultConfig<64> {
+  using type = KernelConfig<64, 128, 3, 2>;
+};
+template <>
+struct DefaultConfig<128> {
+  using type = KernelConfig<128, 128, 2, 2>;
+};
+template <>
+struct DefaultConfig<256> {
+  using type = KernelConfig<256, 80, 2, 1, true>;
+};
+
+template <class Config>
+struct FmhaTraits {
+  static constexpr int kHeadDim = Config::kHeadDim;
+  static constexpr int D = kHeadDim;
+  static constexpr int kBlockM = 128;  // query rows per tile (the scheduler's tile shape)
+  static constexpr int kBlockN = Config::kBlockN;
+  static constexpr int kStagesKV = Config::kStagesKV;
+  static constexpr int kStagesQ = Config::kStagesQ;
+  static constexpr bool kSkipUnitRescale = Config::kSkipUnitRescale;
+
+  // Roles: warpgroup 0 produces (scheduler + TMA), warpgroups 1 and 2 consume, each owning 64 of
+  // the tile's 128 query rows.
+  static constexpr int kWarpgroupThreads = 128;
+  static constexpr int kConsumerWarpgroups = 2;
+  static constexpr int kConsumerThreads = kConsumerWarpgroups * kWarpgroupThreads;
+  static constexpr int kThreads = kWarpgroupThreads + kConsumerThreads;
+  static constexpr int kWarpgroupRows = kBlockM / kConsumerWarpgroups;
+  // Register split after setmaxnreg: 40 * 128 + 232 * 256 = 64512 of the SM's 65536. The producer
+  // needs few (indices, TMA coordinates); the consumers hold O (d / 2 fp32 per thread), S (BN / 2)
+  // and P (BN / 4 packed).
+  static constexpr int kProducerRegisters = 40;
+  static constexpr int kConsumerRegisters = 232;
+
+  // Shared-memory tiles: rows x d, d contiguous, 128-byte swizzle (the canonical K-major GMMA
+  // layout; a TMA box writes it directly).
+  using SmemAtom = cute::GMMA::Layout_K_SW128_Atom<Element>;
+  using SmemLayoutQ = decltype(cute::tile_to_shape(
+      SmemAtom{}, cute::Shape<cute::Int<kBlockM>, cute::Int<D>, cute::Int<kStagesQ>>{}));
+  using SmemLayoutKV = decltype(cute::tile_to_shape(
+      SmemAtom{}, cute::Shape<cute::Int<kBlockN>, cute::Int<D>, cute::Int<kStagesKV>>{}));
+  // V as the B operand of O += P V is (d, keys) with d contiguous: the same bytes as the K-major
+  // (keys, d) tile, read MN-major, so V needs no transpose anywhere.
+  using SmemLayoutVt = decltype(cute::composition(
+      SmemLayoutKV{}, cute::make_ordered_layout(
+                          cute::Shape<cute::Int<D>, cute::Int<kBlockN>, cute::Int<kStagesKV>>{},
+                          cute::Step<cute::_2, cute::_1, cute::_3>{})));
+
+  // One warpgroup's GEMMs: S = Q K^T (64 x BN, both operands in shared memory) and O += P V
+  // (64 x d, P from registers).
+  using TiledMmaQK = decltype(cute::make_tiled_mma(
+      cute::GMMA::ss_op_selector<
+          Element, Element, float,
+          cute::Shape<cute::Int<kWarpgroupRows>, cute::Int<kBlockN>, cute::Int<D>>>()));
+  using TiledMmaPV = decltype(cute::make_tiled_mma(
+      cute::GMMA::rs_op_selector<
+          Element, Element, float,
+          cute::Shape<cute::Int<kWarpgroupRows>, cute::Int<D>, cute::Int<kBlockN>>,
+          cute::GMMA::Major::K, cute::GMMA::Major::MN>()));
+
+  // Global Q/K/V as the TMA sees them: (rows, d, heads), d contiguous, row stride heads * d.
+  using GmemLayout = cute::Layout<cute::Shape<int32_t, cute::Int<D>, int32_t>,
+                                  cute::Stride<int64_t, cute::_1, cute::Int<D>>>;
+  using GmemTensor = decltype(cute::make_tensor(
+      cute::make_gmem_ptr(static_cast<Element const*>(nullptr)), GmemLayout{}));
+  using TmaQ = decltype(cute::make_tma_copy(cute::SM90_TMA_LOAD{}, std::declval<GmemTensor>(),
+                                            SmemLayoutQ{}(cute::_, cute::_, cute::_0{})));
+  using TmaKV = decltype(cute::make_tma_copy(cute::SM90_TMA_LOAD{}, std::declval<GmemTensor>(),
+                                             SmemLayoutKV{}(cute::_, cute::_, cute::_0{})));
+
+  static constexpr std::uint32_t kQBytes = kBlockM * D * sizeof(Element);
+  static constexpr std::uint32_t kKVBytes = kBlockN * D * sizeof(Element);
+
+  using PipelineQ = cutlass::PipelineTmaAsync<kStagesQ>;
+  using PipelineKV = cutlass::PipelineTmaAsync<kStagesKV>;
+  // The tile hand-off (SPEC §4.2): the producer publishes the next tile in sidx[slot] and arrives;
+  // consumers wait, read the slot and release it. Two slots, so the producer can run one tile
+  // ahead while consumers still read the other.
+  static constexpr int kTileSlots = 2;
+  using PipelineTile = cutlass::PipelineAsync<kTileSlots>;
+
+  struct SharedStorage {
+    cute::array_aligned<Element, cute::cosize_v<SmemLayoutQ>, 1024> q;
+    cute::array_aligned<Element, cute::cosize_v<SmemLayoutKV>, 1024> k;
+    cute::array_aligned<Element, cute::cosize_v<SmemLayoutKV>, 1024> v;
+    typename PipelineQ::SharedStorage pipe_q;
+    typename PipelineKV::SharedStorage pipe_k;
+    typename PipelineKV::SharedStorage pipe_v;
+    typename PipelineTile::SharedStorage pipe_tile;
+    u32 sidx[kTileSlots];
+    std::uint64_t trace_start_ns;  // the trace recorder's current tile start
+  };
+  static constexpr int kSharedBytes = static_cast<int>(sizeof(SharedStorage));
+  static_assert(kSharedBytes <= 227 * 1024, "shared storage exceeds the sm90 limit per CTA");
+};
+
+}  // namespace tilesched::gpu::sm90

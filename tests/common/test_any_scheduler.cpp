@@ -1,0 +1,141 @@
+// runtime::AnyScheduler must be each scheduler it holds, call for call: the kernel runs every
+// strategy through it. Also checks, on the CPU, the producer -> consumer hand-off the
+// warp-specialized kernel uses (SPEC §4.2): a producer advances with SchedulerSync::Producer and
+// publishes the index in sidx[pipeline_idx]; a consumer with its own state, advancing with
+// producer = false after the producer, must see the same tiles.
+#include <doctest/doctest.h>
+
+#include <vector>
+
+#include "random_problem.hpp"
+#include "tilesched/any_scheduler.hpp"
+
+using namespace tilesched;
+using tilesched::testing::random_problem;
+using tilesched::testing::RandomProblem;
+using tilesched::testing::SplitMix64;
+
+namespace {
+
+constexpr int kProblems = 3000;
+
+// One CTA's processed indices. Queued CTAs walked one after another take from the same counter,
+// so two schedulers walked in the same order with counters started alike must agree.
+template <class Scheduler>
+std::vector<std::vector<u32>> walk(const Scheduler& sched, const TileSummary& summary) {
+  const GridDim grid = sched.grid_dim(summary);
+  std::vector<std::vector<u32>> per_cta;
+  for (u32 z = 0; z < grid.z; ++z)
+    for (u32 y = 0; y < grid.y; ++y)
+      for (u32 x = 0; x < grid.x; ++x) {
+        u32 sidx[2] = {0, 0};
+        TileState st = sched.initial_state(sidx, summary, BlockIndex{x, y, z});
+        std::vector<u32> seq;
+        u32 p = 0;
+        for (auto s = sched.first_work(summary, st, p); s; s = sched.advance(summary, st, p)) {
+          CHECK(s->prompt_offset == sched.get_current_work_info(summary, st).prompt_offset);
+          seq.push_back(st.idx);
+          p ^= 1u;
+        }
+        per_cta.push_back(seq);
+      }
+  return per_cta;
+}
+
+// The kernel's protocol for one CTA: per tile the producer advances first (writing the slot), then
+// the consumer advances with producer = false and reads it. Returns the consumer's indices and
+// checks that the producer saw the same.
+std::vector<u32> hand_off(const runtime::AnyScheduler& sched, const TileSummary& summary,
+                          BlockIndex block) {
+  u32 sidx[2] = {0, 0};
+  TileState producer = sched.initial_state(sidx, summary, block);
+  TileState consumer = sched.initial_state(sidx, summary, block);
+  std::vector<u32> seq;
+  for (u32 step = 0;; ++step) {
+    const u32 slot = step % 2;
+    const auto p = step == 0
+                       ? sched.first_work<true, SchedulerSync::Producer>(summary, producer, slot)
+                       : sched.advance<true, SchedulerSync::Producer>(summary, producer, slot);
+    const auto c = step == 0
+                       ? sched.first_work<false, SchedulerSync::Producer>(summary, consumer, slot)
+                       : sched.advance<false, SchedulerSync::Producer>(summary, consumer, slot);
+    REQUIRE(bool(p) == bool(c));
+    if (!c) break;
+    REQUIRE(producer.idx == consumer.idx);
+    seq.push_back(consumer.idx);
+  }
+  return seq;
+}
+
+}  // namespace
+
+TEST_CASE("AnyScheduler walks exactly like the scheduler it holds") {
+  SplitMix64 rng(0x5eed00a1);
+  for (int n = 0; n < kProblems; ++n) {
+    const RandomProblem p = random_problem(rng);
+    INFO("problem ", n, ": ", p.describe());
+    const TileSummary summary = p.summary();
+
+    const runtime::TileScheduler tile(p.mapping(), p.num_ctas,
+                                      rng.chance(20) ? RaggedMode::Faithful : RaggedMode::Safe);
+    const runtime::AnyScheduler any_tile(tile);
+    CHECK(any_tile.kind == SchedulerKind::Tile);
+    CHECK(any_tile.may_advance());
+    CHECK(any_tile.grid_dim(summary).count() == tile.grid_dim(summary).count());
+    CHECK(walk(any_tile, summary) == walk(tile, summary));
+
+    const bool flip = rng.chance(50);
+    const runtime::TransientScheduler transient(p.mapping(), flip);
+    const runtime::AnyScheduler any_transient(transient);
+    CHECK_FALSE(any_transient.may_advance());
+    const GridDim g = any_transient.grid_dim(summary);
+    CHECK((g.x == transient.grid_dim(summary).x && g.y == transient.grid_dim(summary).y &&
+           g.z == transient.grid_dim(summary).z));
+    CHECK(walk(any_transient, summary) == walk(transient, summary));
+
+    u32 counter_a = 0, counter_b = 0;
+    const runtime::QueuedTileScheduler queued_a(p.mapping(), p.num_ctas, AtomicCounter{&counter_a});
+    const runtime::QueuedTileScheduler queued_b(p.mapping(), p.num_ctas, AtomicCounter{&counter_b});
+    const runtime::AnyScheduler any_queued(queued_b);
+    CHECK(any_queued.counter_start() == queued_a.counter_start());
+    CHECK(any_tile.counter_start() == 0);
+    counter_a = queued_a.counter_start();
+    counter_b = any_queued.counter_start();
+    CHECK(walk(any_queued, summary) == walk(queued_a, summary));
+    CHECK(counter_a == counter_b);
+  }
+}
+
+TEST_CASE("producer hand-off: the consumer's advance<false> sees the producer's tiles") {
+  SplitMix64 rng(0x5eed00a2);
+  for (int n = 0; n < kProblems; ++n) {
+    const RandomProblem p = random_problem(rng);
+    INFO("problem ", n, ": ", p.describe());
+    const TileSummary summary = p.summary();
+
+    // Static schedulers: producer and consumer each step their own state and agree.
+    const runtime::AnyScheduler tile(runtime::TileScheduler(p.mapping(), p.num_ctas));
+    std::vector<std::vector<u32>> per_cta;
+    for (u32 c = 0; c < tile.grid_dim(summary).x; ++c)
+      per_cta.push_back(hand_off(tile, summary, BlockIndex{c, 0, 0}));
+    CHECK(per_cta == walk(tile, summary));
+
+    // Queued: only the producer fetches; the consumer reads the slot (a second fetch by the
+    // consumer would skip tiles, which the counter would show).
+    u32 counter = 0;
+    const runtime::AnyScheduler queued(
+        runtime::QueuedTileScheduler(p.mapping(), p.num_ctas, AtomicCounter{&counter}));
+    counter = queued.counter_start();
+    std::vector<u32> all;
+    for (u32 c = 0; c < queued.grid_dim(summary).x; ++c) {
+      const std::vector<u32> seq = hand_off(queued, summary, BlockIndex{c, 0, 0});
+      all.insert(all.end(), seq.begin(), seq.end());
+    }
+    u32 valid = 0;
+    for (u32 i = 0; i < p.max_idx(); ++i)
+      valid += summary.unsafe_seq_info(p.params(), i).is_valid() ? 1u : 0u;
+    CHECK(all.size() == valid);
+    // Each CTA runs off the end exactly once: the counter stops at most C past N.
+    CHECK(counter <= p.max_idx() + p.num_ctas);
+  }
+}

@@ -1,0 +1,136 @@
+// Sequence boundaries under the TMA (label gpu, part of test_gpu). The kernel loads whole boxes:
+// 128 query rows and BN keys from a tile's first row, across the end of its sequence. What lies
+// past the end belongs to the next sequence (or to no one), so
+//   - keys at or past kv_len must never enter the softmax: the next sequence's K and V are made
+//     huge here, so a leaked key would dominate the scores and drag O towards 1000;
+//   - a partial tile must store only its own rows: O and LSE rows past the last sequence, inside
+//     the allocation but outside the tensor, hold a sentinel that must survive.
+#include <cuda_runtime.h>
+#include <doctest/doctest.h>
+
+#include <cstdint>
+#include <cstring>
+#include <vector>
+
+#include "gpu_check.hpp"
+#include "tilesched/sim/attention.hpp"
+
+using namespace tilesched;
+
+namespace {
+
+Workload two_sequences(u32 d, Mask mask) {
+  Workload w;
+  // Sequence 0 ends inside the first 128-row tile and inside every K/V block size of the kernel;
+  // sequence 1 follows it directly in Q, K and V.
+  w.q_lens = {100, 200};
+  w.kv_lens = mask == Mask::Causal ? std::vector<u32>{130, 200} : std::vector<u32>{100, 260};
+  w.num_q_heads = 2;
+  w.num_kv_heads = 1;
+  w.head_dim = d;
+  w.mask = mask;
+  w.block_n = 128;
+  w.scheduler = SchedulerKind::Tile;
+  w.num_ctas = 3;
+  return w;
+}
+
+struct DeviceBuffer {
+  void* ptr = nullptr;
+  explicit DeviceBuffer(std::size_t bytes) { REQUIRE(cudaMalloc(&ptr, bytes) == cudaSuccess); }
+  ~DeviceBuffer() { cudaFree(ptr); }
+  DeviceBuffer(const DeviceBuffer&) = delete;
+  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+};
+
+}  // namespace
+
+TEST_CASE("keys past a sequence's end never enter its softmax (next sequence's K/V huge)") {
+  for (u32 d : {64u, 128u, 256u})
+    for (Mask mask : {Mask::None, Mask::Causal}) {
+      const Workload w = two_sequences(d, mask);
+      sim::AttentionInputs in = sim::make_inputs(w, 7000 + d);
+      const std::vector<u32> kv_off = w.kv_row_offsets();
+      const std::size_t kv_row = std::size_t(w.num_kv_heads) * d;
+      for (std::size_t i = kv_off[1] * kv_row; i < kv_off[2] * kv_row; ++i) {
+        in.k[i] = 8.f;
+        in.v[i] = 1000.f;
+      }
+      const auto r = tilesched::gpu_test::check_workload(w, in);
+      INFO(tilesched::gpu_test::describe(w));
+      for (const auto& f : r.failures) FAIL_CHECK(f);
+      CHECK(r.failures.empty());
+      CHECK(r.tiles == 2 * (1 + 2));  // heads x (one tile of sequence 0, two of sequence 1)
+    }
+}
+
+TEST_CASE("a partial tile stores only its own rows (sentinel past the last sequence survives)") {
+  for (u32 d : {64u, 128u, 256u})
+    for (Mask mask : {Mask::None, Mask::Causal}) {
+      Workload w;
+      w.q_lens = {100};
+      w.num_q_heads = 1;
+      w.num_kv_heads = 1;
+      w.head_dim = d;
+      w.mask = mask;
+      w.scheduler = SchedulerKind::Tile;
+      w.num_ctas = 1;
+      REQUIRE(w.validate().empty());
+      // Every buffer holds 128 rows, the tensors 100: the box of the only tile spans all 128.
+      constexpr std::size_t kAllocatedRows = 128;
+      const sim::AttentionInputs in = sim::make_inputs(w, 8000 + d);
+      std::vector<std::uint16_t> qkv(kAllocatedRows * d, sim::float_to_bf16_bits(1000.f));
+      DeviceBuffer q(qkv.size() * 2), k(qkv.size() * 2), v(qkv.size() * 2);
+      DeviceBuffer o(kAllocatedRows * d * 2), lse(kAllocatedRows * sizeof(float));
+      const auto upload = [&](DeviceBuffer& buf, const std::vector<float>& values) {
+        std::vector<std::uint16_t> bits = qkv;
+        const std::vector<std::uint16_t> used = sim::to_bf16_bits(values);
+        std::memcpy(bits.data(), used.data(), used.size() * 2);
+        REQUIRE(cudaMemcpy(buf.ptr, bits.data(), bits.size() * 2, cudaMemcpyHostToDevice) ==
+                cudaSuccess);
+      };
+      upload(q, in.q);
+      upload(k, in.k);
+      upload(v, in.v);
+      REQUIRE(cudaMemset(o.ptr, 0x7f, kAllocatedRows * d * 2) == cudaSuccess);
+      REQUIRE(cudaMemset(lse.ptr, 0x7f, kAllocatedRows * sizeof(float)) == cudaSuccess);
+      const u32 offsets[2] = {0, 100};
+      DeviceBuffer off(sizeof offsets);
+      REQUIRE(cudaMemcpy(off.ptr, offsets, sizeof offsets, cudaMemcpyHostToDevice) == cudaSuccess);
+
+      gpu::AttentionArgs a;
+      a.workload = w;
+      a.q = q.ptr;
+      a.k = k.ptr;
+      a.v = v.ptr;
+      a.o = o.ptr;
+      a.lse = static_cast<float*>(lse.ptr);
+      a.q_row_offsets = static_cast<const u32*>(off.ptr);
+      a.kv_row_offsets = static_cast<const u32*>(off.ptr);
+      const gpu::Status s = gpu::attention_forward(a);
+      REQUIRE_MESSAGE(s.ok, s.message);
+      REQUIRE(cudaDeviceSynchronize() == cudaSuccess);
+
+      std::vector<std::uint16_t> o_bits(kAllocatedRows * d);
+      std::vector<std::uint32_t> lse_bits(kAllocatedRows);
+      REQUIRE(cudaMemcpy(o_bits.data(), o.ptr, o_bits.size() * 2, cudaMemcpyDeviceToHost) ==
+              cudaSuccess);
+      REQUIRE(cudaMemcpy(lse_bits.data(), lse.ptr, lse_bits.size() * 4, cudaMemcpyDeviceToHost) ==
+              cudaSuccess);
+      std::size_t owned_unwritten = 0, foreign_written = 0;
+      for (std::size_t row = 0; row < kAllocatedRows; ++row) {
+        const bool owned = row < 100;
+        for (std::size_t c = 0; c < d; ++c) {
+          const bool sentinel = o_bits[row * d + c] == 0x7f7f;
+          owned_unwritten += owned && sentinel;
+          foreign_written += !owned && !sentinel;
+        }
+        const bool lse_sentinel = lse_bits[row] == 0x7f7f7f7fu;
+        owned_unwritten += owned && lse_sentinel;
+        foreign_written += !owned && !lse_sentinel;
+      }
+      INFO("d ", d, " mask ", to_string(mask));
+      CHECK(owned_unwritten == 0);
+      CHECK(foreign_written == 0);
+    }
+}
