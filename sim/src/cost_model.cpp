@@ -8,6 +8,7 @@
 
 #include "builtin_costs.hpp"
 #include "json_read.hpp"
+#include "tilesched/sim/value_limits.hpp"
 
 namespace tilesched::sim {
 
@@ -19,6 +20,17 @@ namespace {
 std::string fmt_count(const char* before, double count, const char* noun, const char* after) {
   const long long n = static_cast<long long>(count);
   return fmt::format("{} {} {}{}{}", before, n, noun, n == 1 ? "" : "s", after);
+}
+
+// A head_dims key: a head dim in 1..1024 written in plain decimal, so that one head dim has one
+// spelling ("64", never "064" or "+64" beside it).
+u32 head_dim_key(const std::string& key) {
+  const bool digits = !key.empty() && key.size() <= 4 && key[0] != '0' &&
+                      key.find_first_not_of("0123456789") == std::string::npos;
+  const unsigned long d = digits ? std::stoul(key) : 0;
+  if (d == 0 || d > 1024)
+    detail::fail("head_dims." + key, "key must be a head_dim in 1..1024 in plain decimal");
+  return static_cast<u32>(d);
 }
 
 CostCoefficients scaled(const CostCoefficients& c, double f) {
@@ -64,26 +76,20 @@ CostModel CostModel::from_json(const json& j) {
   if (dims.empty()) fail("head_dims", "needs at least one head_dim entry");
   for (auto it = dims.begin(); it != dims.end(); ++it) {
     const std::string prefix = "head_dims." + it.key() + ".";
-    u32 d = 0;
-    try {
-      std::size_t used = 0;
-      const unsigned long v = std::stoul(it.key(), &used);
-      if (used != it.key().size() || v == 0 || v > 1024) throw std::invalid_argument("range");
-      d = static_cast<u32>(v);
-    } catch (const std::exception&) {
-      fail("head_dims." + it.key(), "key must be a head_dim in 1..1024");
-    }
+    const u32 d = head_dim_key(it.key());
     require_object(it.value(), "field 'head_dims." + it.key() + "'");
     check_known_fields(it.value(), {"fixed_us", "us_per_block", "us_per_masked_block"}, prefix);
+    const auto coefficient = [&](const char* name) {
+      const std::string field = prefix + name;
+      const double us = as_double(require(it.value(), name, prefix), field);
+      const std::string problem = cost_coefficient_problem(us);
+      if (!problem.empty()) fail(field, problem);
+      return us;
+    };
     CostCoefficients c;
-    c.fixed_us = as_double(require(it.value(), "fixed_us", prefix), prefix + "fixed_us");
-    c.us_per_block =
-        as_double(require(it.value(), "us_per_block", prefix), prefix + "us_per_block");
-    c.us_per_masked_block = as_double(require(it.value(), "us_per_masked_block", prefix),
-                                      prefix + "us_per_masked_block");
-    if (c.fixed_us < 0) fail(prefix + "fixed_us", "must not be negative");
-    if (c.us_per_block < 0) fail(prefix + "us_per_block", "must not be negative");
-    if (c.us_per_masked_block < 0) fail(prefix + "us_per_masked_block", "must not be negative");
+    c.fixed_us = coefficient("fixed_us");
+    c.us_per_block = coefficient("us_per_block");
+    c.us_per_masked_block = coefficient("us_per_masked_block");
     m.by_head_dim[d] = c;
   }
   return m;

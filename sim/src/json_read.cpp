@@ -1,44 +1,253 @@
 #include "json_read.hpp"
 
+#include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <new>
 #include <stdexcept>
 
 #include "tilesched/sim/io.hpp"
 
 namespace tilesched::sim::detail {
 
-void fail(const std::string& field, const std::string& problem) {
-  throw std::invalid_argument("field '" + field + "': " + problem);
+namespace {
+
+// `text` on one line and at most `limit` bytes: control characters escaped (a JSON key may hold a
+// newline), and a longer text cut at a UTF-8 character boundary with "...". Every message a
+// reader gives is one line, whatever the file holds.
+std::string one_line(std::string_view text, std::size_t limit) {
+  std::string out;
+  out.reserve(std::min(text.size(), limit) + 8);
+  for (const char c : text) {
+    if (out.size() >= limit) {
+      while (!out.empty() && (static_cast<unsigned char>(out.back()) & 0xC0) == 0x80)
+        out.pop_back();  // a continuation byte: drop the incomplete character
+      if (!out.empty() && static_cast<unsigned char>(out.back()) >= 0xC0) out.pop_back();
+      return out + "...";
+    }
+    const auto u = static_cast<unsigned char>(c);
+    if (c == '\n') {
+      out += "\\n";
+    } else if (c == '\t') {
+      out += "\\t";
+    } else if (u < 0x20 || u == 0x7F) {
+      char escaped[8];
+      std::snprintf(escaped, sizeof escaped, "\\x%02x", u);
+      out += escaped;
+    } else {
+      out += c;
+    }
+  }
+  return out;
 }
 
-json parse_json_file(const std::string& path) {
-  const std::string text = read_file(path);
+// A field path holds the file's own keys: long enough for any real path, short enough that a
+// megabyte-long key does not become a megabyte-long message.
+constexpr std::size_t kMaxFieldInMessage = 120;
+// Longest string field (device, created, cost_profile, ...) a file may hold.
+constexpr std::size_t kMaxStringBytes = 256;
+// Our own problem sentences are far shorter; user text inside them (an enum name, say) is cut.
+constexpr std::size_t kMaxProblemInMessage = 600;
+
+// Depth of the deepest nesting in `text`, counting brackets outside strings. Only used to report
+// how deep a rejected document goes, so it need not validate anything.
+std::size_t nesting_depth(std::string_view text) {
+  std::size_t depth = 0, deepest = 0;
+  bool in_string = false, escaped = false;
+  for (const char c : text) {
+    if (in_string) {
+      if (escaped)
+        escaped = false;
+      else if (c == '\\')
+        escaped = true;
+      else if (c == '"')
+        in_string = false;
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      deepest = std::max(deepest, ++depth);
+    } else if ((c == ']' || c == '}') && depth > 0) {
+      --depth;
+    }
+  }
+  return deepest;
+}
+
+// Builds the document from nlohmann's SAX events (the same way its own DOM parser does), adding
+// what that parser lacks: a depth limit and duplicate-key detection. On failure the partial
+// document is freed with release_json, so running out of memory half-way is reported, not fatal.
+class DocumentBuilder {
+ public:
+  using number_integer_t = json::number_integer_t;
+  using number_unsigned_t = json::number_unsigned_t;
+  using number_float_t = json::number_float_t;
+  using string_t = json::string_t;
+  using binary_t = json::binary_t;
+
+  DocumentBuilder() = default;
+  DocumentBuilder(const DocumentBuilder&) = delete;
+  DocumentBuilder& operator=(const DocumentBuilder&) = delete;
+  ~DocumentBuilder() { release_json(root_); }
+
+  json take_root() { return std::move(root_); }
+  bool too_deep() const { return too_deep_; }
+  // Empty unless parsing stopped on a problem other than the depth limit.
+  const std::string& problem() const { return problem_; }
+
+  bool null() { return put(json(nullptr)) != nullptr; }
+  bool boolean(bool b) { return put(json(b)) != nullptr; }
+  bool number_integer(number_integer_t v) { return put(json(v)) != nullptr; }
+  bool number_unsigned(number_unsigned_t v) { return put(json(v)) != nullptr; }
+  bool number_float(number_float_t v, const string_t&) { return put(json(v)) != nullptr; }
+  bool string(string_t& s) { return put(json(std::move(s))) != nullptr; }
+  bool binary(binary_t& b) { return put(json::binary(std::move(b))) != nullptr; }
+  bool start_object(std::size_t) { return open(json::object()); }
+  bool start_array(std::size_t) { return open(json::array()); }
+  bool end_object() { return close(); }
+  bool end_array() { return close(); }
+
+  bool key(string_t& k) {
+    json& object = *open_.back();
+    if (object.contains(k)) {
+      problem_ = "field '" + one_line(path_to_open() + k, kMaxFieldInMessage) +
+                 "': duplicate key (each key may appear once in an object)";
+      return false;
+    }
+    key_ = std::move(k);
+    return true;
+  }
+
+  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception& e) {
+    // nlohmann's message quotes the last token read, which may be a whole unterminated string.
+    problem_ = one_line(e.what(), 300);
+    syntax_error_ = true;
+    return false;
+  }
+  bool syntax_error() const { return syntax_error_; }
+
+ private:
+  // Puts `v` where the parser is (the root, the next array element, or the pending key's value)
+  // and returns where it now lives. Pointers into the document stay valid: a container only
+  // grows while it is the innermost open one.
+  json* put(json&& v) {
+    if (open_.empty()) {
+      root_ = std::move(v);
+      return &root_;
+    }
+    json& parent = *open_.back();
+    if (parent.is_array()) {
+      auto& elements = parent.get_ref<json::array_t&>();
+      elements.push_back(std::move(v));
+      return &elements.back();
+    }
+    json& slot = parent.get_ref<json::object_t&>()[key_];
+    slot = std::move(v);
+    return &slot;
+  }
+
+  bool open(json&& container) {
+    if (open_.size() >= kMaxJsonDepth) {
+      too_deep_ = true;
+      return false;
+    }
+    open_.push_back(put(std::move(container)));
+    return true;
+  }
+
+  bool close() {
+    open_.pop_back();
+    return true;
+  }
+
+  // "workload." or "events[3]." for the innermost open container (empty at the top level).
+  std::string path_to_open() const {
+    std::string path;
+    for (std::size_t i = 0; i + 1 < open_.size(); ++i) {
+      const json& parent = *open_[i];
+      const json* child = open_[i + 1];
+      if (parent.is_array()) {
+        path += "[" + std::to_string(child - &parent.get_ref<const json::array_t&>()[0]) + "]";
+        continue;
+      }
+      for (const auto& [name, value] : parent.get_ref<const json::object_t&>())
+        if (&value == child) path += (path.empty() ? "" : ".") + name;
+    }
+    return path.empty() ? path : path + ".";
+  }
+
+  json root_;
+  std::vector<json*> open_;  // the containers being filled, outermost first
+  string_t key_;             // the key whose value comes next, inside an object
+  std::string problem_;
+  bool too_deep_ = false;
+  bool syntax_error_ = false;
+};
+
+}  // namespace
+
+void fail(const std::string& field, const std::string& problem) {
+  throw std::invalid_argument("field '" + one_line(field, kMaxFieldInMessage) +
+                              "': " + one_line(problem, kMaxProblemInMessage));
+}
+
+void release_json(json& j) noexcept {
+  if (j.is_array()) {
+    auto& elements = j.get_ref<json::array_t&>();
+    for (json& element : elements) release_json(element);
+    elements.clear();
+  } else if (j.is_object()) {
+    auto& members = j.get_ref<json::object_t&>();
+    for (auto& member : members) release_json(member.second);
+    members.clear();
+  }
+  j = nullptr;  // frees the now empty container: nothing left to move, so nothing allocated
+}
+
+json parse_json_text(std::string_view text, const std::string& source) {
   try {
-    return json::parse(text);
-  } catch (const json::parse_error& e) {
-    throw std::invalid_argument("'" + path + "' is not valid JSON: " + e.what());
+    DocumentBuilder builder;
+    const bool ok = json::sax_parse(text.data(), text.data() + text.size(), &builder,
+                                    json::input_format_t::json, /*strict=*/true);
+    if (ok) return builder.take_root();
+    if (builder.too_deep())
+      throw std::invalid_argument("'" + source + "' nests arrays and objects " +
+                                  std::to_string(nesting_depth(text)) + " levels deep; at most " +
+                                  std::to_string(kMaxJsonDepth) + " are accepted");
+    if (builder.syntax_error())
+      throw std::invalid_argument("'" + source + "' is not valid JSON" +
+                                  (text.empty() ? " (the file is empty)" : "") + ": " +
+                                  builder.problem());
+    throw std::invalid_argument("'" + source + "': " + builder.problem());
+  } catch (const std::bad_alloc&) {
+    // The builder has freed the partial document by now.
+    throw std::runtime_error(not_enough_memory_to_read(source, text.size()));
   }
 }
 
 std::string describe(const json& v) {
-  std::string text = v.dump();
-  if (text.size() > 40) text = text.substr(0, 37) + "...";
   switch (v.type()) {
     case json::value_t::null: return "null";
+    case json::value_t::array: return "an array";
+    case json::value_t::object: return "an object";
+    default: break;
+  }
+  // Only scalars are dumped: a container may be megabytes long (or nested deep).
+  // A document built by a caller (not parsed) may hold invalid UTF-8: replace it, never throw.
+  const std::string text = one_line(v.dump(-1, ' ', false, json::error_handler_t::replace), 40);
+  switch (v.type()) {
     case json::value_t::boolean: return "boolean " + text;
     case json::value_t::string: return "string " + text;
     case json::value_t::number_integer:
     case json::value_t::number_unsigned:
     case json::value_t::number_float: return "number " + text;
-    case json::value_t::array: return "an array";
-    case json::value_t::object: return "an object";
     default: return text;
   }
 }
 
 void require_object(const json& j, const std::string& what) {
   if (!j.is_object())
-    throw std::invalid_argument(what + " must be a JSON object, got " + describe(j));
+    throw std::invalid_argument(one_line(what, kMaxFieldInMessage) +
+                                " must be a JSON object, got " + describe(j));
 }
 
 void check_known_fields(const json& obj, std::initializer_list<const char*> known,
@@ -102,7 +311,16 @@ bool as_bool(const json& v, const std::string& field) {
 
 std::string as_string(const json& v, const std::string& field) {
   if (!v.is_string()) fail(field, "expected a string, got " + describe(v));
-  return v.get<std::string>();
+  const auto& s = v.get_ref<const std::string&>();
+  // The strings of these formats are names, printed in headers and on the terminal: a control
+  // character (an escape sequence, a newline) would garble them.
+  if (s.size() > kMaxStringBytes)
+    fail(field, "is " + std::to_string(s.size()) + " bytes long; names are at most " +
+                    std::to_string(kMaxStringBytes));
+  for (const char c : s)
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7F)
+      fail(field, "must be printable text, got " + describe(v));
+  return s;
 }
 
 std::vector<std::uint64_t> as_u64_list(const json& v, const std::string& field) {

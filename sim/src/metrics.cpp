@@ -36,27 +36,51 @@ Metrics compute_metrics(const Trace& t) {
     return m.unit == ExecutionUnit::Slot ? std::size_t(e.sm_id) : std::size_t(e.cta);
   };
 
-  std::vector<double> busy(m.unit_count, 0.0);
-  std::vector<std::size_t> tiles(m.unit_count, 0);
+  // Where each unit's figures are summed: at its own id when the ids are no more than the events
+  // (the usual case), otherwise at its rank among the ids that occur. Memory follows the events,
+  // never a number a file claims (2^30 launched CTAs, an SM id of 2^31 - 1); units that ran no
+  // tile are idle either way.
+  const bool compact = m.unit_count > t.events.size();
+  std::vector<std::size_t> present;  // the unit ids that occur, sorted (compact only)
+  if (compact) {
+    present.reserve(t.events.size());
+    for (const TraceEvent& e : t.events) present.push_back(unit_of(e));
+    std::sort(present.begin(), present.end());
+    present.erase(std::unique(present.begin(), present.end()), present.end());
+  }
+  const auto slot_of = [&](const TraceEvent& e) -> std::size_t {
+    if (!compact) return unit_of(e);
+    return std::size_t(std::lower_bound(present.begin(), present.end(), unit_of(e)) -
+                       present.begin());
+  };
+
+  const std::size_t slots = compact ? present.size() : m.unit_count;
+  std::vector<double> busy(slots, 0.0);
+  std::vector<std::size_t> tiles(slots, 0);
   double longest = 0;
   for (const TraceEvent& e : t.events) {
     const double d = busy_us(e);
     // Events of a malformed trace may name CTAs past launched_ctas; count them nowhere rather
     // than write out of bounds (trace_from_json rejects such traces).
     if (unit_of(e) < m.unit_count) {
-      busy[unit_of(e)] += d;
-      ++tiles[unit_of(e)];
+      busy[slot_of(e)] += d;
+      ++tiles[slot_of(e)];
     }
     m.total_busy_us += d;
     m.makespan_us = std::max(m.makespan_us, e.end_us);
     longest = std::max(longest, d);
   }
   const double n = double(m.unit_count);
-  m.busy_min_us = *std::min_element(busy.begin(), busy.end());
-  m.busy_max_us = *std::max_element(busy.begin(), busy.end());
+  const bool some_idle = slots < m.unit_count;  // units with no slot ran no tile
+  m.busy_min_us = slots == 0 ? 0 : *std::min_element(busy.begin(), busy.end());
+  m.busy_max_us = slots == 0 ? 0 : *std::max_element(busy.begin(), busy.end());
+  m.tiles_min = slots == 0 ? 0 : double(*std::min_element(tiles.begin(), tiles.end()));
+  m.tiles_max = slots == 0 ? 0 : double(*std::max_element(tiles.begin(), tiles.end()));
+  if (some_idle) {
+    m.busy_min_us = std::min(m.busy_min_us, 0.0);
+    m.tiles_min = 0;
+  }
   m.busy_mean_us = m.total_busy_us / n;
-  m.tiles_min = double(*std::min_element(tiles.begin(), tiles.end()));
-  m.tiles_max = double(*std::max_element(tiles.begin(), tiles.end()));
   m.tiles_mean = double(m.tile_count) / n;
   m.imbalance = m.busy_mean_us > 0 ? m.busy_max_us / m.busy_mean_us : 0;
   m.bound_us =

@@ -1,5 +1,7 @@
 #include "tilesched/sim/replay.hpp"
 
+#include <fmt/format.h>
+
 #include <cstdint>
 #include <functional>
 #include <queue>
@@ -7,6 +9,8 @@
 #include <type_traits>
 #include <utility>
 #include <vector>
+
+#include "tilesched/sim/value_limits.hpp"
 
 namespace tilesched::sim {
 
@@ -34,6 +38,13 @@ struct ReplayContext {
     e.kv_blocks = c.kv_blocks;
     e.start_us = start;
     e.end_us = start + k.tile_time_us(c);
+    // A trace beyond the readers' range could be written but not read back (viz, diff, fit).
+    if (!(e.end_us <= kMaxTraceTimeUs))
+      throw std::invalid_argument(fmt::format(
+          "the predicted times run past {:g} us (11.6 days), the most a trace records: tile {} "
+          "of CTA {} would end at {:g} us; check the cost model's coefficients and the "
+          "workload's size",
+          kMaxTraceTimeUs, idx, cta, e.end_us));
     return e;
   }
 };

@@ -1,9 +1,12 @@
 #include "tilesched/sim/trace_io.hpp"
 
+#include <cstdint>
 #include <stdexcept>
+#include <utility>
 
 #include "json_read.hpp"
 #include "tilesched/sim/io.hpp"
+#include "tilesched/sim/value_limits.hpp"
 #include "tilesched/sim/workload_io.hpp"
 
 namespace tilesched::sim {
@@ -58,6 +61,53 @@ TraceEvent event_from_json(const json& j, const std::string& prefix) {
   return e;
 }
 
+// The values of one event against the workload and the ranges of value_limits.hpp: a file that
+// passes can be drawn, diffed and fitted without a number that no schedule can produce.
+void check_event_values(const TraceEvent& e, const Trace& t, u32 work_tiles,
+                        const std::string& prefix) {
+  using detail::fail;
+  const Workload& w = t.workload;
+  if (e.cta >= t.launched_ctas)
+    fail(prefix + "cta", "CTA " + std::to_string(e.cta) + " is not below launched_ctas (" +
+                             std::to_string(t.launched_ctas) + ")");
+  if (e.prompt_idx >= w.batch_size())
+    fail(prefix + "prompt_idx", "prompt " + std::to_string(e.prompt_idx) +
+                                    " is not below the batch size (" +
+                                    std::to_string(w.batch_size()) + ")");
+  if (e.head_idx >= w.num_q_heads)
+    fail(prefix + "head_idx", "head " + std::to_string(e.head_idx) +
+                                  " is not below the number of query heads (" +
+                                  std::to_string(w.num_q_heads) + ")");
+  if (e.linear_idx >= work_tiles)
+    fail(prefix + "linear_idx", "work index " + std::to_string(e.linear_idx) +
+                                    " is not below the workload's " + std::to_string(work_tiles) +
+                                    " work tiles (T*H*B)");
+  const std::uint64_t tiles_per_prompt = ceil_div(w.max_seq_len(), w.block_m);
+  if (e.prompt_offset % w.block_m != 0 || e.prompt_offset / w.block_m >= tiles_per_prompt)
+    fail(prefix + "prompt_offset",
+         std::to_string(e.prompt_offset) + " is not the start of a tile: a multiple of BM (" +
+             std::to_string(w.block_m) + ") below the longest sequence's " +
+             std::to_string(tiles_per_prompt * w.block_m) + " rows");
+  if (e.query_rows > w.block_m)
+    fail(prefix + "query_rows", std::to_string(e.query_rows) + " rows are more than BM (" +
+                                    std::to_string(w.block_m) + ") a tile holds");
+  const u32 key_blocks = ceil_div(w.key_len(e.prompt_idx), w.block_n);
+  if (e.kv_blocks > key_blocks)
+    fail(prefix + "kv_blocks", std::to_string(e.kv_blocks) + " KV blocks are more than the " +
+                                   std::to_string(key_blocks) + " that sequence " +
+                                   std::to_string(e.prompt_idx) + "'s keys fill (BN " +
+                                   std::to_string(w.block_n) + ")");
+  for (const auto& [name, us] : {std::pair{"start_us", e.start_us}, {"end_us", e.end_us}}) {
+    const std::string problem = trace_time_problem(us);
+    if (!problem.empty()) fail(prefix + name, problem);
+  }
+  if (e.end_us < e.start_us)
+    fail(prefix + "end_us", "ends (" + std::to_string(e.end_us) + ") before it starts (" +
+                                std::to_string(e.start_us) + ")");
+  const std::string sm_problem = sm_id_problem(e.sm_id, t.launched_ctas);
+  if (!sm_problem.empty()) fail(prefix + "sm_id", sm_problem);
+}
+
 }  // namespace
 
 json trace_to_json(const Trace& t) {
@@ -85,33 +135,27 @@ Trace trace_from_json(const json& j) {
                         ")");
   Trace t;
   t.source = as_string(require(j, "source", ""), "source");
+  if (t.source != "sim" && t.source != "gpu")
+    fail("source", "expected \"sim\" (predicted) or \"gpu\" (measured), got \"" + t.source + "\"");
   if (j.contains("device")) t.device = as_string(j["device"], "device");
   if (j.contains("created")) t.created = as_string(j["created"], "created");
   t.workload = workload_from_json_at(require(j, "workload", ""), "workload.");
   t.launched_ctas = as_u32(require(j, "launched_ctas", ""), "launched_ctas");
 
+  // Every launch is at most one CTA per work tile (min(C, N) persistent, N transient).
+  const u32 work_tiles = t.workload.summary(nullptr).max_idx(t.workload.num_q_heads);
+  if (t.launched_ctas > work_tiles)
+    fail("launched_ctas", std::to_string(t.launched_ctas) + " CTAs are more than the workload's " +
+                              std::to_string(work_tiles) +
+                              " work tiles (T*H*B): no scheduler launches more");
+
   const json& events = require(j, "events", "");
   if (!events.is_array()) fail("events", "expected an array of events, got " + describe(events));
-  const u32 batch = t.workload.batch_size();
-  const u32 heads = t.workload.num_q_heads;
   t.events.reserve(events.size());
   for (std::size_t i = 0; i < events.size(); ++i) {
     const std::string prefix = "events[" + std::to_string(i) + "].";
     TraceEvent e = event_from_json(events[i], prefix);
-    if (e.cta >= t.launched_ctas)
-      fail(prefix + "cta", "CTA " + std::to_string(e.cta) + " is not below launched_ctas (" +
-                               std::to_string(t.launched_ctas) + ")");
-    if (e.prompt_idx >= batch)
-      fail(prefix + "prompt_idx", "prompt " + std::to_string(e.prompt_idx) +
-                                      " is not below the batch size (" + std::to_string(batch) +
-                                      ")");
-    if (e.head_idx >= heads)
-      fail(prefix + "head_idx", "head " + std::to_string(e.head_idx) +
-                                    " is not below the number of query heads (" +
-                                    std::to_string(heads) + ")");
-    if (e.end_us < e.start_us)
-      fail(prefix + "end_us", "ends (" + std::to_string(e.end_us) + ") before it starts (" +
-                                  std::to_string(e.start_us) + ")");
+    check_event_values(e, t, work_tiles, prefix);
     if (!t.events.empty()) {
       const TraceEvent& p = t.events.back();
       if (e.cta < p.cta || (e.cta == p.cta && e.step <= p.step))
@@ -126,7 +170,9 @@ Trace trace_from_json(const json& j) {
 
 void write_trace(const std::string& path, const Trace& t) {
   // One event per line: large traces stay readable and diffable without a JSON pretty-printer.
-  std::string out = header_to_json(t).dump();
+  // The header holds the workload, which may list millions of sequence lengths: freed by
+  // JsonDocument, which needs no memory to do so (see release_json).
+  std::string out = detail::JsonDocument(header_to_json(t)).root().dump();
   out.pop_back();  // the closing brace; events follow
   out += ",\"events\":[";
   for (std::size_t i = 0; i < t.events.size(); ++i) {

@@ -189,7 +189,8 @@ Workload read_workload(const std::string& path) {
 }
 
 void write_workload(const std::string& path, const Workload& w) {
-  write_file_atomically(path, workload_to_json(w).dump(2) + "\n");
+  const detail::JsonDocument doc(workload_to_json(w));  // freed without allocating
+  write_file_atomically(path, doc.root().dump(2) + "\n");
 }
 
 }  // namespace tilesched::sim

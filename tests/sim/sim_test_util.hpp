@@ -1,9 +1,12 @@
 // Helpers shared by the simulator tests.
 #pragma once
 
+#include <dirent.h>
 #include <fmt/format.h>
+#include <unistd.h>
 
 #include <cstdint>
+#include <cstdio>
 #include <functional>
 #include <string>
 #include <vector>
@@ -12,6 +15,29 @@
 #include "tilesched/splitmix64.hpp"
 
 namespace tilesched::simtest {
+
+// A fresh directory under /tmp, removed (with its files) at the end of the test.
+struct TempDir {
+  std::string path;
+  TempDir() {
+    char tmpl[] = "/tmp/tilesched-sim-test-XXXXXX";
+    path = ::mkdtemp(tmpl);
+  }
+  ~TempDir() {
+    for (const auto& f : files()) std::remove((path + "/" + f).c_str());
+    ::rmdir(path.c_str());
+  }
+  std::vector<std::string> files() const {
+    std::vector<std::string> out;
+    if (DIR* d = ::opendir(path.c_str())) {
+      while (dirent* e = ::readdir(d))
+        if (std::string(e->d_name) != "." && std::string(e->d_name) != "..")
+          out.push_back(e->d_name);
+      ::closedir(d);
+    }
+    return out;
+  }
+};
 
 // Deterministic random numbers for generating test problems.
 class Rng {
@@ -34,6 +60,16 @@ inline std::string invalid_argument_text(const std::function<void()>& f) {
     return std::string("<other exception> ") + e.what();
   }
   return "<no exception>";
+}
+
+// The message of the std::runtime_error that f throws; "<no runtime_error>" otherwise.
+inline std::string runtime_error_text(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const std::runtime_error& e) {
+    return e.what();
+  }
+  return "<no runtime_error>";
 }
 
 inline bool contains(const std::string& s, const std::string& part) {

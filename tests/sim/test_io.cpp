@@ -1,7 +1,5 @@
 // Files and JSON: atomic writes, workload and trace round trips, and one message per bad input.
-#include <dirent.h>
 #include <doctest/doctest.h>
-#include <unistd.h>
 
 #include <cstdio>
 
@@ -12,38 +10,6 @@ using namespace tilesched::simtest;
 using nlohmann::json;
 
 namespace {
-
-// A fresh directory under /tmp, removed (with its files) at the end of the test.
-struct TempDir {
-  std::string path;
-  TempDir() {
-    char tmpl[] = "/tmp/tilesched-sim-test-XXXXXX";
-    path = ::mkdtemp(tmpl);
-  }
-  ~TempDir() {
-    for (const auto& f : files()) std::remove((path + "/" + f).c_str());
-    ::rmdir(path.c_str());
-  }
-  std::vector<std::string> files() const {
-    std::vector<std::string> out;
-    if (DIR* d = ::opendir(path.c_str())) {
-      while (dirent* e = ::readdir(d))
-        if (std::string(e->d_name) != "." && std::string(e->d_name) != "..")
-          out.push_back(e->d_name);
-      ::closedir(d);
-    }
-    return out;
-  }
-};
-
-std::string runtime_error_text(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const std::runtime_error& e) {
-    return e.what();
-  }
-  return "<no runtime_error>";
-}
 
 std::string workload_error(const json& j) {
   return invalid_argument_text([&] { sim::workload_from_json(j); });

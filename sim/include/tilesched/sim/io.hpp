@@ -3,6 +3,7 @@
 // misreads.
 #pragma once
 
+#include <cstdint>
 #include <string>
 
 namespace tilesched::sim {
@@ -12,8 +13,13 @@ namespace tilesched::sim {
 // the reason on failure; the temporary file is removed.
 void write_file_atomically(const std::string& path, const std::string& content);
 
-// The whole file as bytes. Throws std::runtime_error naming the path when it is missing or
-// unreadable.
+// The whole file as bytes. Throws std::runtime_error naming the path when it is missing,
+// unreadable, a directory or a device, or too large for the memory (not_enough_memory_to_read).
+// A pipe (e.g. `<(command)`) is read to its end.
 std::string read_file(const std::string& path);
+
+// "not enough memory to read '<path>' (<size>)": what every reader says when an allocation fails
+// while it reads, parses or converts a file of `bytes` bytes.
+std::string not_enough_memory_to_read(const std::string& path, std::uint64_t bytes);
 
 }  // namespace tilesched::sim

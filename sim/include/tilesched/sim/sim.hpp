@@ -9,4 +9,5 @@
 #include "tilesched/sim/replay.hpp"
 #include "tilesched/sim/schedule_check.hpp"
 #include "tilesched/sim/trace_io.hpp"
+#include "tilesched/sim/value_limits.hpp"
 #include "tilesched/sim/workload_io.hpp"

@@ -12,10 +12,12 @@ inline constexpr const char* kTraceFormatName = "tilesched-trace";
 
 nlohmann::json trace_to_json(const Trace& t);
 
-// Checks the format name and version, required fields and their types, the workload, that every
-// event names a CTA below launched_ctas (and a prompt and head inside the workload), ends no
-// earlier than it starts, and that events are strictly ordered by (cta, step). Throws
-// std::invalid_argument naming the field (and event index) at fault.
+// Checks the format name and version, required fields and their types, the workload, that
+// launched_ctas is at most the workload's work tiles, that every event's values fit the workload
+// (CTA below launched_ctas, prompt, head, work index and tile start inside the workload, rows at
+// most BM, KV blocks at most its sequence's), that times and SM ids lie in the ranges of
+// value_limits.hpp and no event ends before it starts, and that events are strictly ordered by
+// (cta, step). Throws std::invalid_argument naming the field (and event index) at fault.
 Trace trace_from_json(const nlohmann::json& j);
 
 // trace_to_json written atomically (compact JSON, one event per line for diff-friendliness).

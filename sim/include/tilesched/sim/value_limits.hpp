@@ -1,0 +1,38 @@
+// The ranges of the numbers a trace or a cost file may hold, in one place. The readers reject
+// anything outside them, naming the field; the simulator refuses to produce a trace outside them.
+// So every trace `sim` writes can be read back by `viz`, `diff` and `fit`, and every figure
+// derived from a trace (a duration, a sum over millions of events, Perfetto's nanoseconds) stays
+// finite.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "tilesched/config.hpp"
+
+namespace tilesched::sim {
+
+// Latest time a trace records, in microseconds from the kernel's start: 1e12 us, about 11.6
+// days. In Perfetto's nanoseconds that is 1e15, below 2^53, so it converts to an exact integer,
+// and the sum of 2^32 such durations is still finite.
+inline constexpr double kMaxTraceTimeUs = 1e12;
+
+// Largest cost coefficient, microseconds per tile or per KV block: one second. No GPU spends that
+// long on one block; a larger value is a unit mistake (seconds or cycles given as microseconds).
+inline constexpr double kMaxCostCoefficientUs = 1e6;
+
+// SM ids the GPU reports (%smid) are below this. A simulated transient trace numbers its
+// resident slots instead, below its launched_ctas.
+inline constexpr std::int64_t kMaxSmCount = 1 << 16;
+
+// Empty when `us` is a time a trace may hold; otherwise why not (for the reader's message).
+std::string trace_time_problem(double us);
+
+// Empty when `us` may be a cost coefficient; otherwise why not.
+std::string cost_coefficient_problem(double us);
+
+// Empty when `sm_id` may appear in a trace with `launched_ctas` CTAs: -1 (not recorded), an SM
+// id below kMaxSmCount, or a simulated slot below launched_ctas.
+std::string sm_id_problem(std::int64_t sm_id, u32 launched_ctas);
+
+}  // namespace tilesched::sim

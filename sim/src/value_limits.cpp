@@ -1,0 +1,38 @@
+#include "tilesched/sim/value_limits.hpp"
+
+#include <fmt/format.h>
+
+#include <cmath>
+
+namespace tilesched::sim {
+
+std::string trace_time_problem(double us) {
+  if (!std::isfinite(us)) return fmt::format("must be a finite number of microseconds, got {}", us);
+  if (us < 0) return fmt::format("must not be negative (microseconds from the start), got {}", us);
+  if (us > kMaxTraceTimeUs)
+    return fmt::format("{:g} us is beyond the {:g} us (11.6 days) a trace may record", us,
+                       kMaxTraceTimeUs);
+  return {};
+}
+
+std::string cost_coefficient_problem(double us) {
+  if (!std::isfinite(us)) return fmt::format("must be a finite number of microseconds, got {}", us);
+  if (us < 0) return fmt::format("must not be negative, got {:g}", us);
+  if (us > kMaxCostCoefficientUs)
+    return fmt::format(
+        "{:g} us is more than the {:g} us (one second) any tile or KV block takes; is it in "
+        "microseconds?",
+        us, kMaxCostCoefficientUs);
+  return {};
+}
+
+std::string sm_id_problem(std::int64_t sm_id, u32 launched_ctas) {
+  if (sm_id == -1 || (sm_id >= 0 && (sm_id < kMaxSmCount || sm_id < std::int64_t(launched_ctas))))
+    return {};
+  return fmt::format(
+      "{} is neither -1 (not recorded), an SM id below {}, nor a simulated slot below "
+      "launched_ctas ({})",
+      sm_id, kMaxSmCount, launched_ctas);
+}
+
+}  // namespace tilesched::sim
