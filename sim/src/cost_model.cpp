@@ -127,10 +127,11 @@ CostModel CostModel::load(const std::string& path) {
 TileCost event_tile_cost(const Workload& w, const TraceEvent& e) {
   const u32 seq_len = w.q_lens.at(e.prompt_idx);
   const u32 num_keys = w.key_len(e.prompt_idx);
-  // A faithful-mode tile past its sequence is processed with BM rows whose positions lie past
-  // every key: it sees all keys of its sequence.
+  // A faithful-mode tile at or past its sequence's end is processed with rows whose positions lie
+  // at or past every key: it sees all keys of its sequence. The KV loop does not depend on how
+  // many rows the tile writes, so a tile starting exactly at the end (zero rows) counts them too.
   if (e.prompt_offset >= seq_len) {
-    if (e.query_rows == 0 || num_keys == 0) return TileCost{};
+    if (num_keys == 0) return TileCost{};
     const u32 blocks = ceil_div(num_keys, w.block_n);
     return TileCost{blocks, num_keys % w.block_n != 0 ? 1u : 0u};
   }

@@ -244,3 +244,34 @@ TEST_CASE("the largest cost coefficients give a trace the reader accepts, or a c
   const std::string m = invalid_argument_text([&] { sim::replay(w, slow); });
   CHECK_MESSAGE(contains(m, "the predicted times run past 1e+12 us"), m);
 }
+
+TEST_CASE("faithful mode: a tile starting exactly at its sequence's end counts every KV block") {
+  // q_lens {256, 128} with BM = 128: sequence 1's second tile starts at row 128, its end. One
+  // CTA walks all four indices in faithful mode; that tile writes no rows, but the KV loop runs
+  // over all of the sequence's keys (SPEC §7 counts blocks from the tile's start, not its rows).
+  Workload w;
+  w.q_lens = {256, 128};
+  w.num_q_heads = 1;
+  w.num_kv_heads = 1;
+  w.num_ctas = 1;
+  w.block_n = 64;
+  w.ragged_mode = RaggedMode::Faithful;
+  const Trace t = sim::replay(w);
+  REQUIRE(t.events.size() == 4);
+  const TraceEvent& at_end = t.events[3];
+  CHECK(at_end.prompt_idx == 1);
+  CHECK(at_end.prompt_offset == 128);
+  CHECK(at_end.query_rows == 0);
+  CHECK(at_end.kv_blocks == 2);  // ceil(128 keys / BN 64)
+  const TileCost c = sim::event_tile_cost(w, at_end);
+  CHECK(c.kv_blocks == 2);
+  CHECK(c.masked_blocks == 0);  // every key lies before the tile's first row
+  CHECK(at_end.end_us > at_end.start_us);
+  // Key tail inside a block: the partial block needs the mask.
+  w.q_lens = {256, 100};
+  const Trace tail = sim::replay(w);
+  REQUIRE(tail.events.size() == 4);
+  CHECK(tail.events[3].query_rows == 128);  // past the end: upstream's wrapped row count
+  CHECK(tail.events[3].kv_blocks == 2);
+  CHECK(sim::event_tile_cost(w, tail.events[3]).masked_blocks == 1);
+}

@@ -58,7 +58,8 @@ struct CostModel {
 };
 
 // The KV-block counts of a trace event, recomputed from its workload (SPEC §7). A faithful-mode
-// tile past its sequence's end counts every key of its sequence, as upstream would process them.
+// tile at or past its sequence's end counts every key of its sequence, as upstream would process
+// them, whether it writes BM rows (past the end) or none (starting exactly at the end).
 TileCost event_tile_cost(const Workload& w, const TraceEvent& e);
 
 // Result of fitting one head_dim.
