@@ -4,7 +4,8 @@
 # CuTe/CUTLASS headers it uses are fetched (pinned) into third_party/.
 set -euo pipefail
 packages=(cmake ninja-build g++ pkg-config libeigen3-dev doctest-dev libcli11-dev
-          nlohmann-json3-dev libfmt-dev libbenchmark-dev libtinyxml2-dev python3 python3-pip)
+          nlohmann-json3-dev libfmt-dev libbenchmark-dev libtinyxml2-dev python3 python3-pip
+          clang-14 libclang-rt-14-dev)  # the last two: the fuzz preset (libFuzzer, sanitizers)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
