@@ -74,6 +74,14 @@ int run_fit(const FitOptions& o) {
   for (const HeadDimFit& f : report.fits) fitted_dims.push_back(f.head_dim);
   j["note"] = fmt::format("head_dims {} fitted by `tilesched fit` to {} trace(s); others from '{}'",
                           fmt::join(fitted_dims, ", "), traces.size(), o.base);
+  // Write only what `--cost-model` reads back: the reader holds the ranges (value_limits.hpp).
+  try {
+    sim::CostModel::from_json(j);
+  } catch (const std::invalid_argument& e) {
+    throw std::runtime_error(
+        fmt::format("not writing '{}': the fitted table is not a cost file the tool can read: {}",
+                    o.out_file, e.what()));
+  }
   // Like `sim --out DIR`, the place to write is created if missing.
   const std::filesystem::path parent = std::filesystem::path(o.out_file).parent_path();
   if (!parent.empty()) std::filesystem::create_directories(parent);
@@ -106,7 +114,8 @@ void add_fit_command(CLI::App& app, Action& action) {
                 "Accept traces that were not measured on a GPU (with a warning)");
   cmd->footer(
       "Exit status: 0 success, 1 a trace could not be read, is not from a GPU, does not determine "
-      "the coefficients, or gives negative ones (nothing is written then), 2 bad flags.");
+      "the coefficients, or gives ones a cost file cannot hold (negative, or above one second; "
+      "nothing is written then), 2 bad flags.");
   cmd->callback([options, &action] { action = [options] { return run_fit(*options); }; });
 }
 
