@@ -1,6 +1,6 @@
-// `tilesched bench`: the performance grid of DESIGN.md (bf16, hidden 2048, batch x seq = 16384
-// tokens, d 64/128/256, causal and not), each point timed with CUDA events; the median per point,
-// its TFLOP/s and, at d = 128, what recording a trace costs.
+// `tilesched bench`: the performance grid of docs/spec.md §9 (bf16, hidden 2048, batch x seq =
+// 16384 tokens, d 64/128/256, causal and not), each point timed with CUDA events; the median per
+// point, its TFLOP/s and, at d = 128, what recording a trace costs.
 #include <fmt/format.h>
 
 #include <chrono>

@@ -118,7 +118,7 @@ void BM_EigenGemm(benchmark::State& state) {
 }
 BENCHMARK(BM_EigenGemm)->Name("EigenGemm/fp32")->Arg(128)->Arg(1024)->Unit(benchmark::kMillisecond);
 
-// FLOPs of a forward pass as DESIGN.md counts them: 4 * d * H * (query, key) pairs the mask
+// FLOPs of a forward pass as docs/spec.md §9 counts them: 4 * d * H * (query, key) pairs the mask
 // leaves visible.
 double useful_flops(const Workload& w) {
   double pairs = 0;
@@ -148,7 +148,7 @@ Workload attention_workload(Mask mask) {
 }
 
 // Counters (per CPU second of all threads, so comparable with the one-thread GEMM rate):
-//   GFLOP/s       useful FLOPs (DESIGN.md) per CPU second
+//   GFLOP/s       useful FLOPs (docs/spec.md §9) per CPU second
 //   exec_GFLOP/s  FLOPs the BN-wide blocks execute per CPU second
 //   gemm_GFLOP/s  Eigen's single-thread GEMM rate measured in this run
 //   gemm_ratio    exec_GFLOP/s / gemm_GFLOP/s: how close the attention loop runs to GEMM speed

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Reproduces docs/gpu-performance.md on a GPU machine: our kernel over the DESIGN.md grid, then
-# PyTorch SDPA (cuDNN backend) on the same shapes in the same run.
+# Reproduces docs/gpu-performance.md on a GPU machine: our kernel over the benchmark grid
+# (docs/spec.md §9), then PyTorch SDPA (cuDNN backend) on the same shapes in the same run.
 #   tools/bench/gpu_bench.sh [TILESCHED_BINARY] [OUT_DIR] [--quick]
 set -euo pipefail
 bin=${1:-build/default/tools/tilesched}

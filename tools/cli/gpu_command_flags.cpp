@@ -43,10 +43,11 @@ void add_run_command(CLI::App& app, Action& action) {
 
 void add_bench_command(CLI::App& app, Action& action) {
   auto bench = std::make_shared<tools::BenchCommandOptions>();
-  CLI::App* cmd = app.add_subcommand("bench",
-                                     "Time the GPU kernel (CUDA events, median) over the standard "
-                                     "grid of DESIGN.md; tools/bench/gpu_bench.py adds cuDNN side "
-                                     "by side");
+  CLI::App* cmd =
+      app.add_subcommand("bench",
+                         "Time the GPU kernel (CUDA events, median) over the standard "
+                         "grid of docs/spec.md §9; tools/bench/gpu_bench.py adds cuDNN side "
+                         "by side");
   cmd->add_option("--json", bench->out_json, "Write the results table as JSON to FILE")
       ->type_name("FILE");
   cmd->add_flag("--quick", bench->quick, "A reduced grid");

@@ -1,5 +1,5 @@
-// The Trace: the hinge between simulator, GPU and tool (DESIGN.md). One event per processed tile.
-// Plain data only; reading and writing it as JSON lives in sim/ (trace_io).
+// The Trace: the hinge between simulator, GPU and tool (docs/trace-format.md). One event per
+// processed tile. Plain data only; reading and writing it as JSON lives in sim/ (trace_io).
 #pragma once
 
 #include <cstdint>
