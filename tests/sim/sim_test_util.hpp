@@ -76,6 +76,22 @@ inline bool contains(const std::string& s, const std::string& part) {
   return s.find(part) != std::string::npos;
 }
 
+// The JSON of a replayed trace of sequences `q_lens` (2 query heads, 1 KV head, 3 CTAs): a
+// valid trace for tests to break one field at a time.
+inline nlohmann::json replayed_trace_json(const std::vector<u32>& q_lens) {
+  Workload w;
+  w.q_lens = q_lens;
+  w.num_q_heads = 2;
+  w.num_kv_heads = 1;
+  w.num_ctas = 3;
+  return sim::trace_to_json(sim::replay(w));
+}
+
+// trace_from_json's message for `j`, "<no exception>" when it reads.
+inline std::string trace_error(const nlohmann::json& j) {
+  return invalid_argument_text([&] { sim::trace_from_json(j); });
+}
+
 inline bool same_event(const TraceEvent& a, const TraceEvent& b) {
   return a.cta == b.cta && a.step == b.step && a.linear_idx == b.linear_idx &&
          a.prompt_offset == b.prompt_offset && a.head_idx == b.head_idx &&

@@ -41,17 +41,9 @@ bool one_line(const std::string& message) {
   return message.find('\n') == std::string::npos && message.find('\r') == std::string::npos;
 }
 
+// Three tiles of 128 rows per head (T = 3), 12 work indices; sequence 1 has one KV block.
 json small_trace_json() {
-  Workload w;
-  w.q_lens = {300, 100};
-  w.num_q_heads = 2;
-  w.num_kv_heads = 1;
-  w.num_ctas = 3;
-  return sim::trace_to_json(sim::replay(w));
-}
-
-std::string trace_error(const json& j) {
-  return invalid_argument_text([&] { sim::trace_from_json(j); });
+  return replayed_trace_json({300, 100});
 }
 
 json cost_table(double fixed_us, double us_per_block, double us_per_masked_block) {

@@ -16,16 +16,7 @@ std::string workload_error(const json& j) {
 }
 
 json good_trace_json() {
-  Workload w;
-  w.q_lens = {100, 30};
-  w.num_q_heads = 2;
-  w.num_kv_heads = 1;
-  w.num_ctas = 3;
-  return sim::trace_to_json(sim::replay(w));
-}
-
-std::string trace_error(const json& j) {
-  return invalid_argument_text([&] { sim::trace_from_json(j); });
+  return replayed_trace_json({100, 30});
 }
 
 }  // namespace

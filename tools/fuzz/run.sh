@@ -46,9 +46,9 @@ for t in "${targets[@]}"; do
   artifacts=$build/artifacts/$t
   log=$build/logs/$t.log
   mkdir -p "$corpus" "$artifacts" "$(dirname "$log")"
-  limit=(-max_total_time="$seconds")
-  if [[ -n ${FUZZ_RUNS:-} ]]; then limit=(-runs="$FUZZ_RUNS"); fi
-  echo "fuzz: $t (${FUZZ_RUNS:+$FUZZ_RUNS runs}${FUZZ_RUNS:-$seconds s}), log in $log"
+  limit=(-max_total_time="$seconds") what="$seconds s"
+  if [[ -n ${FUZZ_RUNS:-} ]]; then limit=(-runs="$FUZZ_RUNS") what="$FUZZ_RUNS executions"; fi
+  echo "fuzz: $t ($what), log in $log"
   start=$(date +%s)
   # One process, one core. -timeout: an input that takes 10 s is a hang; -rss_limit_mb: a reader
   # must not need more than 2 GiB for a 16 KiB input.
