@@ -12,31 +12,38 @@ namespace tilesched::sim::detail {
 
 namespace {
 
-// `text` on one line and at most `limit` bytes: control characters escaped (a JSON key may hold a
-// newline), and a longer text cut at a UTF-8 character boundary with "...". Every message a
-// reader gives is one line, whatever the file holds.
+// `text` on one line and at most about `limit` bytes: control characters and bytes that are not
+// UTF-8 escaped (a JSON key may hold a newline, a broken file any byte), and a longer text cut
+// between characters with "...". Every message a reader gives is one line of valid text,
+// whatever the file holds.
 std::string one_line(std::string_view text, std::size_t limit) {
   std::string out;
   out.reserve(std::min(text.size(), limit) + 8);
-  for (const char c : text) {
-    if (out.size() >= limit) {
-      while (!out.empty() && (static_cast<unsigned char>(out.back()) & 0xC0) == 0x80)
-        out.pop_back();  // a continuation byte: drop the incomplete character
-      if (!out.empty() && static_cast<unsigned char>(out.back()) >= 0xC0) out.pop_back();
-      return out + "...";
-    }
-    const auto u = static_cast<unsigned char>(c);
-    if (c == '\n') {
+  for (std::size_t i = 0; i < text.size();) {
+    if (out.size() >= limit) return out + "...";
+    const auto byte = [&](std::size_t k) { return static_cast<unsigned char>(text[k]); };
+    const unsigned char u = byte(i);
+    const std::size_t length = u < 0x80             ? 1
+                               : (u & 0xE0) == 0xC0 ? 2
+                               : (u & 0xF0) == 0xE0 ? 3
+                               : (u & 0xF8) == 0xF0 ? 4
+                                                    : 0;
+    bool whole = length > 0 && i + length <= text.size();
+    for (std::size_t k = 1; whole && k < length; ++k) whole = (byte(i + k) & 0xC0) == 0x80;
+    if (u == '\n') {
       out += "\\n";
-    } else if (c == '\t') {
+    } else if (u == '\t') {
       out += "\\t";
-    } else if (u < 0x20 || u == 0x7F) {
+    } else if (u < 0x20 || u == 0x7F || !whole) {
       char escaped[8];
       std::snprintf(escaped, sizeof escaped, "\\x%02x", u);
       out += escaped;
     } else {
-      out += c;
+      out.append(text.substr(i, length));
+      i += length;
+      continue;
     }
+    ++i;
   }
   return out;
 }
@@ -204,6 +211,10 @@ void release_json(json& j) noexcept {
 }
 
 json parse_json_text(std::string_view text, const std::string& source) {
+  // nlohmann's lexer takes a NUL byte for the end of the input and would ignore what follows.
+  if (const auto nul = text.find('\0'); nul != std::string_view::npos)
+    throw std::invalid_argument("'" + source + "' is not valid JSON: a NUL byte at offset " +
+                                std::to_string(nul) + " (is it a text file?)");
   try {
     DocumentBuilder builder;
     const bool ok = json::sax_parse(text.data(), text.data() + text.size(), &builder,

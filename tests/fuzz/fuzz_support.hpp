@@ -23,14 +23,33 @@ inline void require(bool condition, const char* what) {
   if (!condition) finding(what);
 }
 
+// Whether `text` is well-formed UTF-8 (lead bytes followed by their continuation bytes).
+inline bool is_utf8(std::string_view text) {
+  for (std::size_t i = 0; i < text.size();) {
+    const auto u = static_cast<unsigned char>(text[i]);
+    const std::size_t length = u < 0x80             ? 1
+                               : (u & 0xE0) == 0xC0 ? 2
+                               : (u & 0xF0) == 0xE0 ? 3
+                               : (u & 0xF8) == 0xF0 ? 4
+                                                    : 0;
+    if (length == 0 || i + length > text.size()) return false;
+    for (std::size_t k = 1; k < length; ++k)
+      if ((static_cast<unsigned char>(text[i + k]) & 0xC0) != 0x80) return false;
+    i += length;
+  }
+  return true;
+}
+
 // Runs `body`; rejections are fine when they come as the readers promise.
 template <class Body>
 void expect_accept_or_clean_rejection(Body&& body) {
   const auto check_message = [](const char* message) {
     const std::string_view m(message);
-    if (m.empty() || m.find('\n') != std::string_view::npos || m.size() > 2000)
-      finding("a rejection message that is empty, longer than 2000 bytes or not one line:",
-              std::string(m.substr(0, 300)));
+    if (m.empty() || m.find('\n') != std::string_view::npos || m.size() > 2000 || !is_utf8(m))
+      finding(
+          "a rejection message that is empty, longer than 2000 bytes, not one line or not "
+          "UTF-8:",
+          std::string(m.substr(0, 300)));
   };
   try {
     body();

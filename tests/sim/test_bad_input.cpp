@@ -106,6 +106,9 @@ TEST_CASE("a directory, a device, an empty file: each reader says which") {
     CHECK_MESSAGE(m == "cannot read '" + dir.path + "': it is a directory, not a file", m);
   for (const std::string& m : every_reader_error("/dev/zero"))
     CHECK_MESSAGE(m == "cannot read '/dev/zero': not a regular file", m);
+  const std::string nul = write(dir, "nul.json", std::string("{\"q_lens\": [1]}\0junk", 20));
+  for (const std::string& m : every_reader_error(nul))
+    CHECK_MESSAGE(contains(m, "'" + nul + "' is not valid JSON: a NUL byte at offset 15"), m);
   const std::string empty = write(dir, "empty.json", "");
   for (const std::string& m : every_reader_error(empty))
     CHECK_MESSAGE(contains(m, "'" + empty + "' is not valid JSON (the file is empty)"), m);
@@ -117,6 +120,12 @@ TEST_CASE("messages stay on one line and short, whatever the keys and strings ho
   std::string m = invalid_argument_text([&] { sim::read_workload(newline_key); });
   CHECK_MESSAGE(contains(m, "field 'a\\nb\\x1b[2J': unknown field"), m);
   CHECK(one_line(m));
+
+  const std::string bad_utf8 =
+      write(dir, "u8.json", "{\"q_lens\": [1], \"cost_profile\": \"\xff\"}");
+  m = invalid_argument_text([&] { sim::read_workload(bad_utf8); });
+  CHECK_MESSAGE(contains(m, "ill-formed UTF-8 byte; last read: '\"\\xff'"), m);
+  CHECK(m.find('\xff') == std::string::npos);
 
   const std::string long_key =
       write(dir, "long.json", "{\"q_lens\": [1], \"" + std::string(1 << 20, 'x') + "\": 1}");
