@@ -68,7 +68,7 @@ CostModel CostModel::from_json(const json& j) {
   if (format != "tilesched-cost")
     fail("format", "expected \"tilesched-cost\", got \"" + format + "\"");
   const u32 version = as_u32(require(j, "version", ""), "version");
-  if (version != 1) fail("version", "unsupported cost table version " + std::to_string(version));
+  if (version != 1) fail("version", fmt::format("unsupported cost table version {}", version));
   CostModel m;
   m.device = as_string(require(j, "device", ""), "device");
   const json& dims = require(j, "head_dims", "");
@@ -98,9 +98,9 @@ CostModel CostModel::from_json(const json& j) {
 json CostModel::to_json() const {
   json dims = json::object();
   for (const auto& [d, c] : by_head_dim)
-    dims[std::to_string(d)] = json{{"fixed_us", c.fixed_us},
-                                   {"us_per_block", c.us_per_block},
-                                   {"us_per_masked_block", c.us_per_masked_block}};
+    dims[fmt::format("{}", d)] = json{{"fixed_us", c.fixed_us},
+                                      {"us_per_block", c.us_per_block},
+                                      {"us_per_masked_block", c.us_per_masked_block}};
   return json{{"format", "tilesched-cost"},
               {"version", 1},
               {"device", device},

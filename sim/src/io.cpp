@@ -1,6 +1,7 @@
 #include "tilesched/sim/io.hpp"
 
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -32,8 +33,7 @@ void write_file_atomically(const std::string& path, const std::string& content) 
   if (path.empty()) throw std::runtime_error("cannot write a file with an empty path");
   // Unique per process and call, so two writers of the same path never share a temporary.
   static std::atomic<unsigned> serial{0};
-  const std::string tmp =
-      path + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(serial.fetch_add(1));
+  const std::string tmp = fmt::format("{}.tmp.{}.{}", path, ::getpid(), serial.fetch_add(1));
   const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0)
     throw std::runtime_error("cannot write '" + path + "': cannot create a temporary file in '" +

@@ -1,5 +1,7 @@
 #include "json_read.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -173,7 +175,7 @@ class DocumentBuilder {
       const json& parent = *open_[i];
       const json* child = open_[i + 1];
       if (parent.is_array()) {
-        path += "[" + std::to_string(child - &parent.get_ref<const json::array_t&>()[0]) + "]";
+        path += fmt::format("[{}]", child - &parent.get_ref<const json::array_t&>()[0]);
         continue;
       }
       for (const auto& [name, value] : parent.get_ref<const json::object_t&>())
@@ -213,17 +215,17 @@ void release_json(json& j) noexcept {
 json parse_json_text(std::string_view text, const std::string& source) {
   // nlohmann's lexer takes a NUL byte for the end of the input and would ignore what follows.
   if (const auto nul = text.find('\0'); nul != std::string_view::npos)
-    throw std::invalid_argument("'" + source + "' is not valid JSON: a NUL byte at offset " +
-                                std::to_string(nul) + " (is it a text file?)");
+    throw std::invalid_argument(fmt::format(
+        "'{}' is not valid JSON: a NUL byte at offset {} (is it a text file?)", source, nul));
   try {
     DocumentBuilder builder;
     const bool ok = json::sax_parse(text.data(), text.data() + text.size(), &builder,
                                     json::input_format_t::json, /*strict=*/true);
     if (ok) return builder.take_root();
     if (builder.too_deep())
-      throw std::invalid_argument("'" + source + "' nests arrays and objects " +
-                                  std::to_string(nesting_depth(text)) + " levels deep; at most " +
-                                  std::to_string(kMaxJsonDepth) + " are accepted");
+      throw std::invalid_argument(
+          fmt::format("'{}' nests arrays and objects {} levels deep; at most {} are accepted",
+                      source, nesting_depth(text), kMaxJsonDepth));
     if (builder.syntax_error())
       throw std::invalid_argument("'" + source + "' is not valid JSON" +
                                   (text.empty() ? " (the file is empty)" : "") + ": " +
@@ -283,7 +285,7 @@ std::uint64_t as_u64(const json& v, const std::string& field) {
   if (v.is_number_unsigned()) return v.get<std::uint64_t>();
   if (v.is_number_integer()) {
     const auto i = v.get<std::int64_t>();
-    if (i < 0) fail(field, "must not be negative, got " + std::to_string(i));
+    if (i < 0) fail(field, fmt::format("must not be negative, got {}", i));
     return static_cast<std::uint64_t>(i);
   }
   if (v.is_number_float()) {
@@ -297,7 +299,7 @@ std::uint64_t as_u64(const json& v, const std::string& field) {
 
 u32 as_u32(const json& v, const std::string& field) {
   const std::uint64_t x = as_u64(v, field);
-  if (x > 0xFFFFFFFFull) fail(field, "does not fit in 32 bits: " + std::to_string(x));
+  if (x > 0xFFFFFFFFull) fail(field, fmt::format("does not fit in 32 bits: {}", x));
   return static_cast<u32>(x);
 }
 
@@ -326,8 +328,7 @@ std::string as_string(const json& v, const std::string& field) {
   // The strings of these formats are names, printed in headers and on the terminal: a control
   // character (an escape sequence, a newline) would garble them.
   if (s.size() > kMaxStringBytes)
-    fail(field, "is " + std::to_string(s.size()) + " bytes long; names are at most " +
-                    std::to_string(kMaxStringBytes));
+    fail(field, fmt::format("is {} bytes long; names are at most {}", s.size(), kMaxStringBytes));
   for (const char c : s)
     if (static_cast<unsigned char>(c) < 0x20 || c == 0x7F)
       fail(field, "must be printable text, got " + describe(v));
@@ -339,7 +340,7 @@ std::vector<std::uint64_t> as_u64_list(const json& v, const std::string& field) 
   std::vector<std::uint64_t> out;
   out.reserve(v.size());
   for (std::size_t i = 0; i < v.size(); ++i)
-    out.push_back(as_u64(v[i], field + "[" + std::to_string(i) + "]"));
+    out.push_back(as_u64(v[i], fmt::format("{}[{}]", field, i)));
   return out;
 }
 

@@ -1,5 +1,7 @@
 #include "tilesched/sim/trace_io.hpp"
 
+#include <fmt/format.h>
+
 #include <cstdint>
 #include <stdexcept>
 #include <utility>
@@ -68,42 +70,39 @@ void check_event_values(const TraceEvent& e, const Trace& t, u32 work_tiles,
   using detail::fail;
   const Workload& w = t.workload;
   if (e.cta >= t.launched_ctas)
-    fail(prefix + "cta", "CTA " + std::to_string(e.cta) + " is not below launched_ctas (" +
-                             std::to_string(t.launched_ctas) + ")");
+    fail(prefix + "cta",
+         fmt::format("CTA {} is not below launched_ctas ({})", e.cta, t.launched_ctas));
   if (e.prompt_idx >= w.batch_size())
-    fail(prefix + "prompt_idx", "prompt " + std::to_string(e.prompt_idx) +
-                                    " is not below the batch size (" +
-                                    std::to_string(w.batch_size()) + ")");
+    fail(prefix + "prompt_idx",
+         fmt::format("prompt {} is not below the batch size ({})", e.prompt_idx, w.batch_size()));
   if (e.head_idx >= w.num_q_heads)
-    fail(prefix + "head_idx", "head " + std::to_string(e.head_idx) +
-                                  " is not below the number of query heads (" +
-                                  std::to_string(w.num_q_heads) + ")");
+    fail(prefix + "head_idx", fmt::format("head {} is not below the number of query heads ({})",
+                                          e.head_idx, w.num_q_heads));
   if (e.linear_idx >= work_tiles)
-    fail(prefix + "linear_idx", "work index " + std::to_string(e.linear_idx) +
-                                    " is not below the workload's " + std::to_string(work_tiles) +
-                                    " work tiles (T*H*B)");
+    fail(prefix + "linear_idx",
+         fmt::format("work index {} is not below the workload's {} work tiles (T*H*B)",
+                     e.linear_idx, work_tiles));
   const std::uint64_t tiles_per_prompt = ceil_div(w.max_seq_len(), w.block_m);
   if (e.prompt_offset % w.block_m != 0 || e.prompt_offset / w.block_m >= tiles_per_prompt)
     fail(prefix + "prompt_offset",
-         std::to_string(e.prompt_offset) + " is not the start of a tile: a multiple of BM (" +
-             std::to_string(w.block_m) + ") below the longest sequence's " +
-             std::to_string(tiles_per_prompt * w.block_m) + " rows");
+         fmt::format("{} is not the start of a tile: a multiple of BM ({}) below the longest "
+                     "sequence's {} rows",
+                     e.prompt_offset, w.block_m, tiles_per_prompt * w.block_m));
   if (e.query_rows > w.block_m)
-    fail(prefix + "query_rows", std::to_string(e.query_rows) + " rows are more than BM (" +
-                                    std::to_string(w.block_m) + ") a tile holds");
+    fail(prefix + "query_rows",
+         fmt::format("{} rows are more than BM ({}) a tile holds", e.query_rows, w.block_m));
   const u32 key_blocks = ceil_div(w.key_len(e.prompt_idx), w.block_n);
   if (e.kv_blocks > key_blocks)
-    fail(prefix + "kv_blocks", std::to_string(e.kv_blocks) + " KV blocks are more than the " +
-                                   std::to_string(key_blocks) + " that sequence " +
-                                   std::to_string(e.prompt_idx) + "'s keys fill (BN " +
-                                   std::to_string(w.block_n) + ")");
+    fail(prefix + "kv_blocks",
+         fmt::format("{} KV blocks are more than the {} that sequence {}'s keys fill (BN {})",
+                     e.kv_blocks, key_blocks, e.prompt_idx, w.block_n));
   for (const auto& [name, us] : {std::pair{"start_us", e.start_us}, {"end_us", e.end_us}}) {
     const std::string problem = trace_time_problem(us);
     if (!problem.empty()) fail(prefix + name, problem);
   }
   if (e.end_us < e.start_us)
-    fail(prefix + "end_us", "ends (" + std::to_string(e.end_us) + ") before it starts (" +
-                                std::to_string(e.start_us) + ")");
+    fail(prefix + "end_us",
+         fmt::format("ends ({:g}) before it starts ({:g})", e.end_us, e.start_us));
   const std::string sm_problem = sm_id_problem(e.sm_id, t.launched_ctas);
   if (!sm_problem.empty()) fail(prefix + "sm_id", sm_problem);
 }
@@ -130,9 +129,8 @@ Trace trace_from_json(const json& j) {
     fail("format", "expected \"" + std::string(kTraceFormatName) + "\", got \"" + format + "\"");
   const u32 version = as_u32(require(j, "version", ""), "version");
   if (version != static_cast<u32>(Trace::kFormatVersion))
-    fail("version", "unsupported trace version " + std::to_string(version) +
-                        " (this build reads version " + std::to_string(Trace::kFormatVersion) +
-                        ")");
+    fail("version", fmt::format("unsupported trace version {} (this build reads version {})",
+                                version, Trace::kFormatVersion));
   Trace t;
   t.source = as_string(require(j, "source", ""), "source");
   if (t.source != "sim" && t.source != "gpu")
@@ -145,23 +143,24 @@ Trace trace_from_json(const json& j) {
   // Every launch is at most one CTA per work tile (min(C, N) persistent, N transient).
   const u32 work_tiles = t.workload.summary(nullptr).max_idx(t.workload.num_q_heads);
   if (t.launched_ctas > work_tiles)
-    fail("launched_ctas", std::to_string(t.launched_ctas) + " CTAs are more than the workload's " +
-                              std::to_string(work_tiles) +
-                              " work tiles (T*H*B): no scheduler launches more");
+    fail("launched_ctas",
+         fmt::format("{} CTAs are more than the workload's {} work tiles (T*H*B): no scheduler "
+                     "launches more",
+                     t.launched_ctas, work_tiles));
 
   const json& events = require(j, "events", "");
   if (!events.is_array()) fail("events", "expected an array of events, got " + describe(events));
   t.events.reserve(events.size());
   for (std::size_t i = 0; i < events.size(); ++i) {
-    const std::string prefix = "events[" + std::to_string(i) + "].";
+    const std::string prefix = fmt::format("events[{}].", i);
     TraceEvent e = event_from_json(events[i], prefix);
     check_event_values(e, t, work_tiles, prefix);
     if (!t.events.empty()) {
       const TraceEvent& p = t.events.back();
       if (e.cta < p.cta || (e.cta == p.cta && e.step <= p.step))
-        fail(prefix + "step", "events must be ordered by (cta, step): (" + std::to_string(e.cta) +
-                                  ", " + std::to_string(e.step) + ") follows (" +
-                                  std::to_string(p.cta) + ", " + std::to_string(p.step) + ")");
+        fail(prefix + "step", fmt::format("events must be ordered by (cta, step): ({}, {}) follows "
+                                          "({}, {})",
+                                          e.cta, e.step, p.cta, p.step));
     }
     t.events.push_back(e);
   }

@@ -6,6 +6,8 @@
 // other spellings that parsing also accepts.
 #pragma once
 
+#include <fmt/format.h>
+
 #include <optional>
 #include <string>
 #include <string_view>
@@ -101,8 +103,8 @@ std::string enum_choices(std::string_view separator = ", ") {
 
 // How WorkInfo prints in the reference: (prompt_offset, head_idx, prompt_idx, is_valid).
 inline std::string to_string(const WorkInfo& w) {
-  return "(" + std::to_string(w.prompt_offset) + "," + std::to_string(w.head_idx) + "," +
-         std::to_string(w.prompt_idx) + "," + (w.is_valid() ? "T" : "F") + ")";
+  return fmt::format("({},{},{},{})", w.prompt_offset, w.head_idx, w.prompt_idx,
+                     w.is_valid() ? "T" : "F");
 }
 
 }  // namespace tilesched
