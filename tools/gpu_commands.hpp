@@ -7,11 +7,14 @@
 #include <string>
 
 #include "tilesched/workload.hpp"
+#include "viz/describe.hpp"
 
 namespace tilesched::tools {
 
 struct RunCommandOptions {
   Workload workload;
+  // Who chose workload.num_ctas; CtaOrigin::Device: the device's SMs x CTAs per SM, filled in.
+  viz::CtaOrigin ctas_origin = viz::CtaOrigin::Device;
   std::uint64_t seed = 1;
   std::string out_dir = "out";  // measured trace + pictures are written here
   bool check = true;            // compare against the simulator tile by tile

@@ -86,19 +86,20 @@ int run_gpu_command(const RunCommandOptions& options) {
   std::string device;
   int sms = 0;
   require(gpu::device_info(device, sms));
-  // SPEC §8: the persistent CTA count (and the transient resident limit) fill the device unless
-  // --ctas says otherwise.
-  const char* ctas_source = "--ctas";
-  if (!options.ctas_given) {
-    require(gpu::resident_ctas(w, w.num_ctas));
-    w.resident_ctas = w.num_ctas;
-    ctas_source = "SMs x resident CTAs per SM";
-  }
+  // The device decides how many CTAs run at once; the trace records it, and C defaults to it.
+  u32 device_ctas = 0;
+  require(gpu::resident_ctas(w, device_ctas));
+  w.resident_ctas = device_ctas;
+  if (options.ctas_origin == viz::CtaOrigin::Device) w.num_ctas = device_ctas;
   if (std::string m = w.validate(); !m.empty()) throw std::runtime_error("invalid workload: " + m);
-  fmt::print(
-      "device: {} ({} SMs)\nworkload: {}, {} sequences, Hq {}, Hkv {}, d {}, {}, {} CTAs ({})\n",
-      device, sms, strategy_name(w), w.batch_size(), w.num_q_heads, w.num_kv_heads, w.head_dim,
-      to_string(w.mask), w.num_ctas, ctas_source);
+  const u32 per_sm = sms > 0 ? device_ctas / u32(sms) : 1;
+  const std::string rule = viz::device_cta_rule(u32(sms), per_sm, w.head_dim, device);
+  const bool transient = w.scheduler == SchedulerKind::Transient;  // runs what the device holds
+  fmt::print("device: {} ({} SMs)\nworkload: {}, {} sequences, Hq {}, Hkv {}, d {}, {}\n{}\n",
+             device, sms, strategy_name(w), w.batch_size(), w.num_q_heads, w.num_kv_heads,
+             w.head_dim, to_string(w.mask),
+             transient ? viz::describe_cta_choice(true, viz::CtaOrigin::Device, device_ctas, rule)
+                       : viz::describe_cta_choice(false, options.ctas_origin, w.num_ctas, rule));
 
   const sim::AttentionInputs in = sim::make_inputs(w, options.seed);
   const gpu::DeviceInputs bits{sim::to_bf16_bits(in.q), sim::to_bf16_bits(in.k),

@@ -3,7 +3,9 @@
 #include <fmt/format.h>
 
 #include <Eigen/Dense>
+#include <algorithm>
 #include <cmath>
+#include <map>
 #include <stdexcept>
 
 #include "builtin_costs.hpp"
@@ -37,7 +39,56 @@ CostCoefficients scaled(const CostCoefficients& c, double f) {
   return CostCoefficients{c.fixed_us * f, c.us_per_block * f, c.us_per_masked_block * f};
 }
 
+constexpr u32 kCostFormatVersion = 2;
+constexpr u32 kMaxCtasPerSm = 64;  // far above any device's limit (32 on Hopper)
+
+// A head_dim entry's occupancy fields (version 2): ctas_per_sm, and shared_rates with one rate in
+// (0, 1] for each k = 2 .. ctas_per_sm (may be left out when ctas_per_sm is 1).
+SmSharing sharing_from_json(const json& entry, const std::string& prefix) {
+  using namespace detail;
+  SmSharing s;
+  s.ctas_per_sm = as_u32(require(entry, "ctas_per_sm", prefix), prefix + "ctas_per_sm");
+  if (s.ctas_per_sm == 0 || s.ctas_per_sm > kMaxCtasPerSm)
+    fail(prefix + "ctas_per_sm", fmt::format("must be in 1..{}", kMaxCtasPerSm));
+  if (!entry.contains("shared_rates")) {
+    if (s.ctas_per_sm > 1)
+      fail(prefix + "shared_rates",
+           fmt::format("required with ctas_per_sm {}: the rate of each busy CTA when 2 .. {} "
+                       "CTAs share the SM",
+                       s.ctas_per_sm, s.ctas_per_sm));
+    return s;
+  }
+  const json& rates = entry["shared_rates"];
+  if (!rates.is_array()) fail(prefix + "shared_rates", "must be an array, got " + describe(rates));
+  if (rates.size() != s.ctas_per_sm - 1)
+    fail(prefix + "shared_rates",
+         fmt::format("needs {} rate(s), one for each of 2 .. {} busy CTAs, got {}",
+                     s.ctas_per_sm - 1, s.ctas_per_sm, rates.size()));
+  for (std::size_t i = 0; i < rates.size(); ++i) {
+    const std::string field = fmt::format("{}shared_rates[{}]", prefix, i);
+    const double r = as_double(rates[i], field);
+    if (!(r > 0 && r <= 1)) fail(field, fmt::format("must be in (0, 1], got {}", r));
+    s.shared_rates.push_back(r);
+  }
+  return s;
+}
+
 }  // namespace
+
+double SmSharing::rate(u32 busy) const {
+  if (busy <= 1) return 1.0;
+  const auto table = [&](u32 k) { return k <= 1 ? 1.0 : shared_rates.at(k - 2); };
+  const u32 last = std::max<u32>(1, std::min<u32>(ctas_per_sm, u32(shared_rates.size()) + 1));
+  if (busy <= last) return table(busy);
+  return double(last) * table(last) / double(busy);
+}
+
+SmSharing CostModel::sharing(u32 head_dim) const {
+  if (sharing_by_head_dim.empty()) return SmSharing{};
+  const auto at_or_above = sharing_by_head_dim.lower_bound(head_dim);
+  if (at_or_above != sharing_by_head_dim.end()) return at_or_above->second;
+  return sharing_by_head_dim.rbegin()->second;
+}
 
 CostCoefficients CostModel::coefficients(u32 head_dim) const {
   if (by_head_dim.empty())
@@ -63,14 +114,27 @@ double CostModel::tile_time_us(const Workload& w, const TileCost& c) const {
 CostModel CostModel::from_json(const json& j) {
   using namespace detail;
   require_object(j, "a cost table");
-  check_known_fields(j, {"format", "version", "device", "units", "note", "head_dims"}, "");
   const std::string format = as_string(require(j, "format", ""), "format");
   if (format != "tilesched-cost")
     fail("format", "expected \"tilesched-cost\", got \"" + format + "\"");
   const u32 version = as_u32(require(j, "version", ""), "version");
-  if (version != 1) fail("version", fmt::format("unsupported cost table version {}", version));
+  if (version < 1 || version > kCostFormatVersion)
+    fail("version", fmt::format("unsupported cost table version {} (this build reads 1 .. {})",
+                                version, kCostFormatVersion));
+  if (version == 1)
+    check_known_fields(j, {"format", "version", "device", "units", "note", "head_dims"}, "");
+  else
+    check_known_fields(
+        j, {"format", "version", "device", "units", "note", "sms", "l2_bytes", "head_dims"}, "");
   CostModel m;
   m.device = as_string(require(j, "device", ""), "device");
+  if (version >= 2) {
+    m.multiprocessors = as_u32(require(j, "sms", ""), "sms");
+    if (m.multiprocessors == 0 || m.multiprocessors > 100000)
+      fail("sms", "must be in 1..100000");
+    m.l2_bytes = as_u64(require(j, "l2_bytes", ""), "l2_bytes");
+    if (m.l2_bytes == 0) fail("l2_bytes", "must be at least 1");
+  }
   const json& dims = require(j, "head_dims", "");
   require_object(dims, "field 'head_dims'");
   if (dims.empty()) fail("head_dims", "needs at least one head_dim entry");
@@ -78,7 +142,13 @@ CostModel CostModel::from_json(const json& j) {
     const std::string prefix = "head_dims." + it.key() + ".";
     const u32 d = head_dim_key(it.key());
     require_object(it.value(), "field 'head_dims." + it.key() + "'");
-    check_known_fields(it.value(), {"fixed_us", "us_per_block", "us_per_masked_block"}, prefix);
+    if (version == 1)
+      check_known_fields(it.value(), {"fixed_us", "us_per_block", "us_per_masked_block"}, prefix);
+    else
+      check_known_fields(it.value(),
+                         {"fixed_us", "us_per_block", "us_per_masked_block", "ctas_per_sm",
+                          "shared_rates"},
+                         prefix);
     const auto coefficient = [&](const char* name) {
       const std::string field = prefix + name;
       const double us = as_double(require(it.value(), name, prefix), field);
@@ -91,22 +161,30 @@ CostModel CostModel::from_json(const json& j) {
     c.us_per_block = coefficient("us_per_block");
     c.us_per_masked_block = coefficient("us_per_masked_block");
     m.by_head_dim[d] = c;
+    if (version >= 2) m.sharing_by_head_dim[d] = sharing_from_json(it.value(), prefix);
   }
   return m;
 }
 
 json CostModel::to_json() const {
   json dims = json::object();
-  for (const auto& [d, c] : by_head_dim)
+  for (const auto& [d, c] : by_head_dim) {
+    const SmSharing s = sharing(d);
     dims[fmt::format("{}", d)] = json{{"fixed_us", c.fixed_us},
-                                      {"us_per_block", c.us_per_block},
-                                      {"us_per_masked_block", c.us_per_masked_block}};
+                                   {"us_per_block", c.us_per_block},
+                                   {"us_per_masked_block", c.us_per_masked_block},
+                                   {"ctas_per_sm", s.ctas_per_sm},
+                                   {"shared_rates", s.shared_rates}};
+  }
   return json{{"format", "tilesched-cost"},
-              {"version", 1},
+              {"version", kCostFormatVersion},
               {"device", device},
               {"units",
                "microseconds per tile on one SM; time = fixed_us + us_per_block * "
-               "unmasked_kv_blocks + us_per_masked_block * masked_kv_blocks"},
+               "unmasked_kv_blocks + us_per_masked_block * masked_kv_blocks; with k CTAs busy on "
+               "one SM each progresses at shared_rates[k - 2] of its solo speed"},
+              {"sms", multiprocessors},
+              {"l2_bytes", l2_bytes},
               {"head_dims", dims}};
 }
 
@@ -158,21 +236,117 @@ std::string undetermined_coefficient(const Eigen::MatrixXd& A) {
          "block counts of the tiles move together (add tiles with other KV lengths or masks)";
 }
 
+// Calls visit(event index, busy count, dt) for every stretch of time dt during which event i ran
+// while `busy` CTAs (its own included) ran tiles on its SM. Events without an SM are alone; tiles
+// of one CTA that overlap (a trace edited by hand) count as one busy CTA.
+// How many different CTAs the events name (a handful: the CTAs resident on one SM).
+u32 distinct_ctas(const Trace& t, const std::vector<std::size_t>& events) {
+  u32 n = 0;
+  for (std::size_t a = 0; a < events.size(); ++a) {
+    bool seen = false;
+    for (std::size_t b = 0; b < a && !seen; ++b)
+      seen = t.events[events[b]].cta == t.events[events[a]].cta;
+    n += seen ? 0 : 1;
+  }
+  return n;
+}
+
+template <class Visit>
+void sweep_busy_ctas(const Trace& t, Visit visit) {
+  std::map<std::int32_t, std::vector<std::size_t>> by_sm;
+  for (std::size_t i = 0; i < t.events.size(); ++i) {
+    const TraceEvent& e = t.events[i];
+    if (e.sm_id < 0)
+      visit(i, 1u, e.end_us - e.start_us);
+    else if (e.end_us > e.start_us)  // a tile of no duration shares nothing
+      by_sm[e.sm_id].push_back(i);
+  }
+  struct Point {
+    double time;
+    int change;  // -1 an end, +1 a start: ends first, so back-to-back tiles do not overlap
+    std::size_t event;
+    bool operator<(const Point& o) const {
+      return time != o.time ? time < o.time : change != o.change ? change < o.change : event < o.event;
+    }
+  };
+  std::vector<Point> points;
+  std::vector<std::size_t> running;
+  for (const auto& entry : by_sm) {
+    const std::vector<std::size_t>& events = entry.second;
+    points.clear();
+    for (const std::size_t i : events) {
+      points.push_back({t.events[i].start_us, +1, i});
+      points.push_back({t.events[i].end_us, -1, i});
+    }
+    std::sort(points.begin(), points.end());
+    running.clear();
+    double since = 0;
+    for (const Point& p : points) {
+      const double dt = p.time - since;
+      if (dt > 0) {
+        const u32 busy = distinct_ctas(t, running);
+        for (const std::size_t i : running) visit(i, busy, dt);
+      }
+      since = p.time;
+      if (p.change > 0)
+        running.push_back(p.event);
+      else
+        running.erase(std::find(running.begin(), running.end(), p.event));
+    }
+  }
+}
+
+// The traces of `head_dim` that ran one CTA per SM (their tile times are solo costs), and how
+// many of that head_dim's traces were left out for sharing SMs.
+std::vector<const Trace*> one_cta_per_sm_traces(const std::vector<Trace>& traces, u32 head_dim,
+                                                std::size_t& shared) {
+  std::vector<const Trace*> solo;
+  shared = 0;
+  for (const Trace& t : traces) {
+    if (t.workload.head_dim != head_dim) continue;
+    if (max_busy_per_sm(t) <= 1)
+      solo.push_back(&t);
+    else
+      ++shared;
+  }
+  return solo;
+}
+
 }  // namespace
 
+std::vector<std::vector<double>> time_by_busy_ctas(const Trace& t) {
+  std::vector<std::vector<double>> by_busy(t.events.size());
+  sweep_busy_ctas(t, [&](std::size_t i, u32 busy, double dt) {
+    if (by_busy[i].size() < busy) by_busy[i].resize(busy, 0.0);
+    by_busy[i][busy - 1] += dt;
+  });
+  return by_busy;
+}
+
+u32 max_busy_per_sm(const Trace& t) {
+  u32 most = t.events.empty() ? 0 : 1;
+  sweep_busy_ctas(t, [&](std::size_t, u32 busy, double) { most = std::max(most, busy); });
+  return most;
+}
+
 CostFit fit_cost(const std::vector<Trace>& traces, u32 head_dim) {
+  std::size_t shared = 0;
+  const std::vector<const Trace*> solo = one_cta_per_sm_traces(traces, head_dim, shared);
   std::size_t n = 0;
-  for (const Trace& t : traces)
-    if (t.workload.head_dim == head_dim) n += t.events.size();
+  for (const Trace* t : solo) n += t->events.size();
   if (n < 3)
-    throw std::invalid_argument(
-        fmt::format("cannot fit head_dim {}: {} measured tiles, need at least 3", head_dim, n));
+    throw std::invalid_argument(fmt::format(
+        "cannot fit head_dim {}: {} measured tiles, need at least 3{}", head_dim, n,
+        shared == 0 ? ""
+                    : fmt::format(" ({} trace(s) of it left out: their CTAs shared SMs, so their "
+                                  "tiles took longer than their cost; record one at C = SMs)",
+                                  shared)));
   // One row per tile: [1, unmasked blocks, masked blocks] * coefficients = measured time.
   Eigen::MatrixXd A(n, 3);
   Eigen::VectorXd y(n);
   std::size_t r = 0;
-  for (const Trace& t : traces) {
-    if (t.workload.head_dim != head_dim) continue;
+  for (const Trace* tp : solo) {
+    const Trace& t = *tp;
     for (const TraceEvent& e : t.events) {
       const TileCost c = event_tile_cost(t.workload, e);
       A(r, 0) = 1.0;
@@ -197,12 +371,77 @@ CostFit fit_cost(const std::vector<Trace>& traces, u32 head_dim) {
   return fit;
 }
 
+SharingFit fit_sharing(const std::vector<Trace>& traces, u32 head_dim,
+                       const CostCoefficients& solo) {
+  // Rows: per tile that shared its SM, [a_2 .. a_K] * [rate(2) .. rate(K)] = solo cost - a_1.
+  std::vector<std::vector<double>> rows;
+  std::vector<double> targets, solo_costs;
+  std::size_t of_head_dim = 0;
+  u32 most = 1;
+  for (const Trace& t : traces) {
+    if (t.workload.head_dim != head_dim) continue;
+    ++of_head_dim;
+    const std::vector<std::vector<double>> by_busy = time_by_busy_ctas(t);
+    for (std::size_t i = 0; i < t.events.size(); ++i) {
+      const std::vector<double>& a = by_busy[i];
+      if (a.size() < 2) continue;
+      most = std::max(most, u32(a.size()));
+      const double cost = solo.tile_time_us(event_tile_cost(t.workload, t.events[i]));
+      rows.push_back(a);
+      targets.push_back(cost - a[0]);
+      solo_costs.push_back(cost);
+    }
+  }
+  if (rows.empty())
+    throw std::invalid_argument(fmt::format(
+        "cannot fit how CTAs share an SM at head_dim {}: no tile of its {} trace(s) ran while "
+        "another CTA was busy on its SM (each SM ran one CTA at a time); record traces at C = 2 "
+        "x SMs as well (e.g. --ctas 264 on 132 SMs)",
+        head_dim, of_head_dim));
+  const Eigen::Index k_count = Eigen::Index(most) - 1;  // unknowns rate(2) .. rate(most)
+  Eigen::MatrixXd A = Eigen::MatrixXd::Zero(Eigen::Index(rows.size()), k_count);
+  Eigen::VectorXd y(Eigen::Index(rows.size()));
+  for (std::size_t r = 0; r < rows.size(); ++r) {
+    for (std::size_t k = 1; k < rows[r].size(); ++k) A(Eigen::Index(r), Eigen::Index(k) - 1) = rows[r][k];
+    y(Eigen::Index(r)) = targets[r];
+  }
+  const Eigen::ColPivHouseholderQR<Eigen::MatrixXd> qr(A);
+  if (qr.rank() < k_count) {
+    std::string open;
+    for (Eigen::Index k = 0; k < k_count; ++k)
+      if (A.col(k).cwiseAbs().maxCoeff() == 0) open += fmt::format(" rate({})", k + 2);
+    throw std::invalid_argument(fmt::format(
+        "cannot fit how CTAs share an SM at head_dim {}: the traces do not determine{}: {}",
+        head_dim, open.empty() ? " every rate" : open,
+        open.empty() ? "the times at different sharing levels move together (add runs with "
+                       "other CTA counts)"
+                     : "the most CTAs busy on one SM jumps past that count (add runs with "
+                       "other CTA counts)"));
+  }
+  const Eigen::VectorXd x = qr.solve(y);
+  SharingFit fit;
+  fit.sharing.ctas_per_sm = most;
+  for (Eigen::Index k = 0; k < k_count; ++k) fit.sharing.shared_rates.push_back(x(k));
+  fit.samples = rows.size();
+  fit.rms_residual_us = std::sqrt((A * x - y).squaredNorm() / double(rows.size()));
+  double sum_sq = 0;
+  for (const double c : solo_costs) sum_sq += c * c;
+  const double rms_cost = std::sqrt(sum_sq / double(rows.size()));
+  fit.relative_rms_error = rms_cost > 0 ? fit.rms_residual_us / rms_cost : 0;
+  return fit;
+}
+
 CostModel CostModel::fit(const std::vector<Trace>& traces, const std::string& device) {
   CostModel m;
   m.device = device;
   for (const Trace& t : traces) m.by_head_dim[t.workload.head_dim] = CostCoefficients{};
   if (m.by_head_dim.empty()) throw std::invalid_argument("cannot fit a cost model: no traces");
-  for (auto& [d, c] : m.by_head_dim) c = fit_cost(traces, d).coefficients;
+  for (auto& [d, c] : m.by_head_dim) {
+    c = fit_cost(traces, d).coefficients;
+    bool shares = false;
+    for (const Trace& t : traces) shares |= t.workload.head_dim == d && max_busy_per_sm(t) > 1;
+    if (shares) m.sharing_by_head_dim[d] = fit_sharing(traces, d, c).sharing;
+  }
   return m;
 }
 

@@ -25,7 +25,7 @@ Workload default_workload() {
   w.scheduler = SchedulerKind::Tile;
   w.schedule = Schedule::Default;
   w.num_ctas = 132;
-  w.resident_ctas = 132;
+  w.resident_ctas = Workload::kResidentFromDevice;
   w.ragged_mode = RaggedMode::Safe;
   w.cost_profile = "h200";
   return w;
@@ -153,9 +153,7 @@ Workload workload_from_json_at(const json& j, const std::string& prefix) {
   if (j.contains("block_m")) w.block_m = as_u32(j["block_m"], P + "block_m");
   if (j.contains("block_n")) w.block_n = as_u32(j["block_n"], P + "block_n");
   if (j.contains("num_ctas")) w.num_ctas = as_u32(j["num_ctas"], P + "num_ctas");
-  // Files written before resident_ctas existed used num_ctas for both numbers.
-  w.resident_ctas =
-      j.contains("resident_ctas") ? as_u32(j["resident_ctas"], P + "resident_ctas") : w.num_ctas;
+  if (j.contains("resident_ctas")) w.resident_ctas = as_u32(j["resident_ctas"], P + "resident_ctas");
   if (j.contains("mask")) w.mask = read_enum<Mask>(j["mask"], P + "mask");
   if (j.contains("scheduler"))
     w.scheduler = read_enum<SchedulerKind>(j["scheduler"], P + "scheduler");
@@ -186,6 +184,12 @@ Workload workload_from_json(const json& j) {
 
 Workload read_workload(const std::string& path) {
   return detail::read_json_file(path, workload_from_json);
+}
+
+WorkloadFile read_workload_file(const std::string& path) {
+  return detail::read_json_file(path, [](const json& j) {
+    return WorkloadFile{workload_from_json(j), j.is_object() && j.contains("num_ctas")};
+  });
 }
 
 void write_workload(const std::string& path, const Workload& w) {

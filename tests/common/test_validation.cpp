@@ -104,8 +104,8 @@ TEST_CASE("workload problems with the shapes each name themselves") {
   CHECK(w.validate() == "number of CTAs must be at least 1");
 
   w = good();
-  w.resident_ctas = 0;
-  CHECK(w.validate() == "number of resident CTAs must be at least 1");
+  w.resident_ctas = Workload::kResidentFromDevice;  // 0: the device's own, not an error
+  CHECK(w.validate().empty());
 }
 
 TEST_CASE("workload problems with the sequences each name themselves") {

@@ -97,18 +97,37 @@ TEST_CASE("workload JSON round-trips") {
         sim::workload_to_json(ws[1]));
 }
 
-TEST_CASE("workload JSON: without resident_ctas (older files) num_ctas is both numbers") {
-  const Workload old =
+TEST_CASE("workload JSON: without resident_ctas the device's resident count applies") {
+  const Workload device =
       sim::workload_from_json(json{{"q_lens", {300}}, {"scheduler", "transient"}, {"num_ctas", 5}});
-  CHECK(old.num_ctas == 5);
-  CHECK(old.resident_ctas == 5);
-  CHECK(sim::replay(old).events.front().sm_id == 0);
+  CHECK(device.num_ctas == 5);
+  CHECK(device.resident_ctas == Workload::kResidentFromDevice);
+  // The replay fills in the profile's SMs x CTAs per SM at d = 128 (h200: 132 x 2) and records it.
+  CHECK(sim::replay(device).workload.resident_ctas == 264);
   const Workload split =
       sim::workload_from_json(json{{"q_lens", {300}}, {"num_ctas", 5}, {"resident_ctas", 11}});
   CHECK(split.num_ctas == 5);
   CHECK(split.resident_ctas == 11);
-  CHECK(sim::workload_from_json(json{{"q_lens", {300}}}).resident_ctas == 132);
-  CHECK(contains(workload_error(json{{"q_lens", {300}}, {"resident_ctas", 0}}), "resident CTAs"));
+  CHECK(sim::replay(split).workload.resident_ctas == 11);
+  CHECK(sim::workload_from_json(json{{"q_lens", {300}}, {"resident_ctas", 0}}).resident_ctas ==
+        Workload::kResidentFromDevice);
+  CHECK(contains(workload_error(json{{"q_lens", {300}}, {"resident_ctas", -1}}), "resident_ctas"));
+}
+
+TEST_CASE("workload file: whether it chose num_ctas (the tool fills in the device's otherwise)") {
+  TempDir dir;
+  const std::string with = dir.path + "/with.json", without = dir.path + "/without.json";
+  sim::write_file_atomically(with, R"({"q_lens": [300], "num_ctas": 7})");
+  sim::write_file_atomically(without, R"({"q_lens": [300]})");
+  const sim::WorkloadFile a = sim::read_workload_file(with);
+  CHECK(a.sets_num_ctas);
+  CHECK(a.workload.num_ctas == 7);
+  const sim::WorkloadFile b = sim::read_workload_file(without);
+  CHECK_FALSE(b.sets_num_ctas);
+  CHECK(b.workload.num_ctas == 132);  // the Workload default, until the tool replaces it
+  // A written workload always carries num_ctas, so it reads back as chosen.
+  sim::write_workload(without, b.workload);
+  CHECK(sim::read_workload_file(without).sets_num_ctas);
 }
 
 TEST_CASE("workload JSON: the three ways to give lengths") {

@@ -66,11 +66,23 @@ TEST_CASE("metrics of a hand-made transient trace count per slot/SM") {
   CHECK(m.imbalance == doctest::Approx(8.0 / 6.0));
   CHECK(m.bound_us == 6);  // max(12 / 2 slots, longest tile 6)
 
-  // A GPU trace's SM ids may exceed the resident count: every SM seen is a unit.
+  // A GPU trace's SM ids may exceed the resident count: every slot seen is a unit.
   t.events[2].sm_id = 5;
   m = sim::compute_metrics(t);
-  CHECK(m.unit_count == 6);
-  check_per_unit(m, {/*busy*/ 0, 2, 6, /*tiles*/ 0, 0.5, 1});
+  CHECK(m.unit_count == 3);
+  check_per_unit(m, {/*busy*/ 2, 4, 6, /*tiles*/ 1, 1, 1});
+
+  // Two CTAs at once on SM 1 (a device with two CTAs per SM): two slots there, three in all.
+  t.events[2].sm_id = 1;
+  t.events[2].start_us = 1;
+  m = sim::compute_metrics(t);
+  CHECK(m.unit_count == 3);
+  check_per_unit(m, {/*busy*/ 2, 13.0 / 3, 7, /*tiles*/ 1, 1, 1});
+  CHECK(m.concurrent_ctas == 2);  // what the workload records, not the slots seen
+  t.workload.resident_ctas = Workload::kResidentFromDevice;  // not recorded: the slots seen
+  CHECK(sim::compute_metrics(t).concurrent_ctas == 3);
+  t.events[2].start_us = 2;
+  t.workload.resident_ctas = 2;
 
   // Without SM ids (an older trace) there is nothing to count per slot: per CTA as before.
   t.events[2].sm_id = -1;
@@ -123,6 +135,23 @@ TEST_CASE("metrics: a uniform non-causal transient workload is even across slots
   CHECK(per_cta.unit == sim::ExecutionUnit::Cta);
   CHECK(per_cta.imbalance == doctest::Approx(256.0 / 144.0));
   CHECK(per_cta.busy_min_us == 0);
+}
+
+TEST_CASE("metrics: a persistent grid beyond the resident CTAs is bound by what runs at once") {
+  Workload w;
+  w.q_lens = {1024};
+  w.num_q_heads = 8;
+  w.num_kv_heads = 8;
+  w.mask = Mask::None;
+  w.num_ctas = 16;
+  w.resident_ctas = 8;  // 64 equal tiles, 16 CTAs of 4 tiles each, in two waves of 8
+  const Trace t = sim::replay(w);
+  const sim::Metrics m = sim::compute_metrics(t);
+  CHECK(m.launched_ctas == 16);
+  CHECK(m.concurrent_ctas == 8);
+  CHECK(m.bound_us == doctest::Approx(m.total_busy_us / 8));
+  CHECK(m.efficiency == doctest::Approx(1.0));
+  CHECK(m.makespan_us == doctest::Approx(8 * t.events.front().end_us));
 }
 
 TEST_CASE("metrics: a perfectly even static schedule has efficiency 1") {

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <map>
 #include <set>
+#include <tuple>
 
 #include "sim_test_util.hpp"
 
@@ -100,6 +101,7 @@ TEST_CASE("static tile scheduler replay matches the closed form (safe and faithf
   const sim::CostModel cost = flat_cost(1.0, 2.0, 3.0);
   for_random_workloads(1234, 300, SchedulerKind::Tile, [&](Workload& w, int iter) {
     w.ragged_mode = iter % 2 ? RaggedMode::Faithful : RaggedMode::Safe;
+    w.resident_ctas = Workload::kResidentFromDevice;  // 132 SMs: every CTA has one to itself
     const Trace t = sim::replay(w, cost);
     const u32 n = tiles_of(w);
     CHECK(t.launched_ctas == std::min(n, w.num_ctas));
@@ -119,7 +121,7 @@ TEST_CASE("static tile scheduler replay matches the closed form (safe and faithf
         CHECK(e.cta == c);
         CHECK(e.step == step++);
         CHECK(e.linear_idx == idx);
-        CHECK(e.sm_id == -1);  // a persistent CTA is its own unit: no slot to record
+        CHECK(e.sm_id == std::int32_t(c));  // fewer CTAs than SMs: CTA c alone on SM c
         CHECK(e.prompt_offset == co.prompt_offset);
         CHECK(e.head_idx == co.head);
         CHECK(e.prompt_idx == co.prompt);
@@ -150,8 +152,9 @@ TEST_CASE("transient replay: one tile per CTA, id x + T*(y + H*z), resident-CTA 
     const u32 T = (w.max_seq_len() + w.block_m - 1) / w.block_m;
     CHECK(t.launched_ctas == T * w.num_q_heads * w.batch_size());
     std::size_t k = 0;
-    // (finish time, resident slot) of CTAs so far, to replay the resident limit.
-    std::vector<std::pair<double, std::int32_t>> ends;
+    // (finish time, CTA, resident slot) of CTAs so far, to replay the resident limit: a waiting
+    // CTA takes the slot of the CTA that exits first (ties: the lower CTA id exits first).
+    std::vector<std::tuple<double, u32, std::int32_t>> ends;
     for (u32 z = 0; z < w.batch_size(); ++z)
       for (u32 y = 0; y < w.num_q_heads; ++y)
         for (u32 x = 0; x < T; ++x) {
@@ -159,14 +162,14 @@ TEST_CASE("transient replay: one tile per CTA, id x + T*(y + H*z), resident-CTA 
           const u32 t_idx = w.flip_prompt_idx ? T - 1 - x : x;
           double start = 0;
           auto slot = static_cast<std::int32_t>(ends.size());  // a fresh slot while there is one
-          if (ends.size() >= w.resident_ctas) {  // wait for the earliest free slot (ties: lower)
+          if (ends.size() >= w.resident_ctas) {  // wait for the earliest free slot
             std::sort(ends.begin(), ends.end());
-            start = ends.front().first;
-            slot = ends.front().second;
+            start = std::get<0>(ends.front());
+            slot = std::get<2>(ends.front());
             ends.erase(ends.begin());
           }
           if (t_idx * w.block_m >= w.q_lens[z]) {
-            ends.push_back({start, slot});
+            ends.push_back({start, cta, slot});
             continue;
           }
           REQUIRE(k < t.events.size());
@@ -178,8 +181,8 @@ TEST_CASE("transient replay: one tile per CTA, id x + T*(y + H*z), resident-CTA 
           CHECK(e.prompt_idx == z);
           CHECK(e.linear_idx == (z * w.num_q_heads + y) * T + t_idx);
           CHECK(e.start_us == start);
-          CHECK(e.sm_id == slot);  // the modelled resident slot
-          ends.push_back({e.end_us, slot});
+          CHECK(e.sm_id == slot);  // fewer slots than SMs: slot s alone on SM s
+          ends.push_back({e.end_us, cta, slot});
         }
     CHECK(k == t.events.size());
   });

@@ -25,13 +25,14 @@ struct CompareOptions {
 };
 
 int run_compare(const CompareOptions& o) {
-  const Workload base = resolve_workload(o.workload);
-  const sim::CostModel cost = resolve_cost_model(o.workload, base);
+  const Simulation s = resolve_simulation(o.workload);
+  const Workload& base = s.workload;
+  const sim::CostModel& cost = s.cost;
 
   const std::vector<StrategyResult> results = compare_strategies(base, cost);
 
-  fmt::print("{}\ncost model: {}, C = {}\n\n", viz::describe_workload(base), cost.device,
-             base.num_ctas);
+  fmt::print("{}\ncost model: {}, C = {}\n{}\n\n", viz::describe_workload(base), cost.device,
+             base.num_ctas, s.ctas_note);
   fmt::print("  {:<24} {:>12} {:>12} {:>10} {:>10}\n", "strategy", "makespan us", "efficiency %",
              "imbalance", "max tiles");
   for (const StrategyResult& r : results)

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <set>
 #include <stdexcept>
@@ -10,6 +11,32 @@
 #include "tilesched/sim/replay.hpp"
 
 namespace tilesched::cli {
+
+namespace {
+
+// The sharing of one head_dim: fitted where its traces show CTAs sharing SMs, the base's rates
+// kept beyond the busiest SM seen (and for the occupancy the base allows beyond it).
+HeadDimSharing fit_head_dim_sharing(const std::vector<Trace>& traces, u32 head_dim,
+                                    const sim::CostCoefficients& solo,
+                                    const sim::SmSharing& base) {
+  HeadDimSharing s;
+  s.head_dim = head_dim;
+  s.model = base;
+  try {
+    s.fit = sim::fit_sharing(traces, head_dim, solo);
+  } catch (const std::invalid_argument& e) {
+    s.undetermined = e.what();
+    return s;
+  }
+  s.fitted = true;
+  s.model.ctas_per_sm = std::max(base.ctas_per_sm, s.fit.sharing.ctas_per_sm);
+  s.model.shared_rates = s.fit.sharing.shared_rates;
+  for (u32 k = s.fit.sharing.ctas_per_sm + 1; k <= s.model.ctas_per_sm; ++k)
+    s.model.shared_rates.push_back(base.ctas_per_sm >= k ? base.rate(k) : s.fit.sharing.rate(k));
+  return s;
+}
+
+}  // namespace
 
 CostFitReport fit_cost_model(const std::vector<LabelledTrace>& traces, const sim::CostModel& base,
                              const std::string& device) {
@@ -36,6 +63,14 @@ CostFitReport fit_cost_model(const std::vector<LabelledTrace>& traces, const sim
     negative("fixed_us", fit.coefficients.fixed_us);
     negative("us_per_block", fit.coefficients.us_per_block);
     negative("us_per_masked_block", fit.coefficients.us_per_masked_block);
+    report.sharing.push_back(fit_head_dim_sharing(plain, d, fit.coefficients, base.sharing(d)));
+    const HeadDimSharing& shared = report.sharing.back();
+    report.model.sharing_by_head_dim[d] = shared.model;
+    for (std::size_t k = 0; shared.fitted && k < shared.fit.sharing.shared_rates.size(); ++k) {
+      const double r = shared.fit.sharing.shared_rates[k];
+      if (!(r > 0 && r <= 1))
+        report.invalid_rates.push_back(fmt::format("head_dim {}: rate({}) = {:.4g}", d, k + 2, r));
+    }
   }
 
   // The per-tile fit can be good while the schedule's makespan is not (idle gaps, contention the
@@ -64,7 +99,23 @@ std::string format_cost_fit_report(const CostFitReport& r) {
                        f.head_dim, k.fixed_us, k.us_per_block, k.us_per_masked_block,
                        f.fit.rms_residual_us, f.fit.samples, 100.0 * f.fit.relative_rms_error);
   }
-  out += "\n  rel RMS = RMS of (predicted - measured) tile time / RMS of measured tile time\n\n";
+  out += "\n  rel RMS = RMS of (predicted - measured) tile time / RMS of measured tile time\n";
+  out += "  (tile costs from the traces that ran one CTA per SM)\n\n";
+  out += "sharing an SM (rate(k): speed of each of k busy CTAs on one SM, relative to alone):\n";
+  for (const HeadDimSharing& h : r.sharing) {
+    std::string rates;
+    for (u32 k = 2; k <= h.model.ctas_per_sm; ++k)
+      rates += fmt::format(", rate({}) = {:.4f}", k, h.model.rate(k));
+    if (h.fitted)
+      out += fmt::format("  {:>8}: fitted: {} CTA{} per SM{} ({} shared tiles, rel RMS {:.2f} %)\n",
+                         h.head_dim, h.model.ctas_per_sm, h.model.ctas_per_sm == 1 ? "" : "s",
+                         rates, h.fit.samples, 100.0 * h.fit.relative_rms_error);
+    else
+      out += fmt::format("  {:>8}: kept from the base: {} CTA{} per SM{}\n            ({})\n",
+                         h.head_dim, h.model.ctas_per_sm, h.model.ctas_per_sm == 1 ? "" : "s",
+                         rates, h.undetermined);
+  }
+  out += "\n";
   out += "makespan, measured vs replayed with the fitted model:\n";
   for (const MakespanComparison& c : r.makespans) {
     double error =

@@ -20,6 +20,16 @@ struct HeadDimFit {
   sim::CostFit fit;
 };
 
+// How a head_dim's CTAs share an SM: fitted from traces where they did, else kept from the base
+// profile with the reason the traces could not tell.
+struct HeadDimSharing {
+  u32 head_dim = 0;
+  bool fitted = false;
+  sim::SharingFit fit;       // when fitted
+  std::string undetermined;  // when not: why (sim::fit_sharing's message)
+  sim::SmSharing model;      // what the written profile holds for this head_dim
+};
+
 // One trace replayed with the fitted model: how well the fitted tile costs add up to the kernel.
 struct MakespanComparison {
   std::string label;
@@ -32,15 +42,22 @@ struct CostFitReport {
   // `base` with every head_dim found in the traces replaced by its fit; the others kept.
   sim::CostModel model;
   std::vector<HeadDimFit> fits;  // ascending head_dim
+  std::vector<HeadDimSharing> sharing;  // ascending head_dim, one per fitted head_dim
   std::vector<MakespanComparison> makespans;
   // "head_dim 128: us_per_block = -0.41", one per negative fitted coefficient. A negative cost is
   // physically meaningless and cost files reject it, so the caller must not write such a model.
   std::vector<std::string> negative_coefficients;
+  // "head_dim 128: rate(2) = 1.07", one per fitted sharing rate outside (0, 1]: a CTA cannot run
+  // faster beside another than alone, nor stop, so the traces do not fit the model.
+  std::vector<std::string> invalid_rates;
 };
 
-// Fits every head_dim present in `traces` (sim::fit_cost; its std::invalid_argument names the
-// head_dim and the coefficient the tiles leave undetermined) and replays each trace's workload
-// with the result. Throws std::invalid_argument when `traces` is empty.
+// Fits every head_dim present in `traces`: tile costs from the traces that ran one CTA per SM
+// (sim::fit_cost; its std::invalid_argument names the head_dim and the coefficient the tiles leave
+// undetermined), and how CTAs share an SM from those where they did not (sim::fit_sharing; when
+// the traces cannot tell, the base's occupancy and rates are kept and the reason reported). Then
+// replays each trace's workload with the result. Throws std::invalid_argument when `traces` is
+// empty.
 CostFitReport fit_cost_model(const std::vector<LabelledTrace>& traces, const sim::CostModel& base,
                              const std::string& device);
 

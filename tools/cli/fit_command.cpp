@@ -69,6 +69,15 @@ int run_fit(const FitOptions& o) {
         fmt::join(report.negative_coefficients, "; "), o.out_file));
   }
 
+  if (!report.invalid_rates.empty()) {
+    // A rate above 1 says a CTA ran faster beside another than alone: the solo costs or the
+    // shared traces are off (a kernel change between them, clocks), not a model worth writing.
+    throw std::runtime_error(fmt::format(
+        "fitted sharing rates outside (0, 1] ({}): not writing '{}'; record the traces at one "
+        "and at two CTAs per SM with the same kernel in one session",
+        fmt::join(report.invalid_rates, "; "), o.out_file));
+  }
+
   nlohmann::json j = report.model.to_json();
   std::vector<u32> fitted_dims;
   for (const HeadDimFit& f : report.fits) fitted_dims.push_back(f.head_dim);

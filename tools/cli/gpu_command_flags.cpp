@@ -18,7 +18,7 @@ struct RunOptions {
 };
 
 int run_run(RunOptions& o) {
-  o.command.workload = resolve_workload(o.workload);
+  o.command.workload = resolve_workload(o.workload, &o.command.ctas_origin);
   o.command.check = !o.no_check;
   o.command.ctas_given = o.workload.ctas.has_value();
   return tools::run_gpu_command(o.command);

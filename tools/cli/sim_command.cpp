@@ -24,10 +24,10 @@ struct SimOptions {
 };
 
 int run_sim(const SimOptions& o) {
-  const Workload w = resolve_workload(o.workload);
-  const sim::CostModel cost = resolve_cost_model(o.workload, w);
-  const Trace trace = sim::replay(w, cost);
-  show_and_write_trace(trace, sim::compute_metrics(trace), o.view);
+  const Simulation s = resolve_simulation(o.workload);
+  const Workload& w = s.workload;
+  const Trace trace = sim::replay(w, s.cost);
+  show_and_write_trace(trace, sim::compute_metrics(trace), o.view, s.ctas_note);
   if (!o.attention) return kExitOk;
 
   const AttentionReport report = check_attention(trace, o.seed);

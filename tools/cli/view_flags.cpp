@@ -30,7 +30,8 @@ void add_view_flags(CLI::App& command, ViewFlags& f) {
       ->capture_default_str();
 }
 
-void show_and_write_trace(const Trace& trace, const sim::Metrics& metrics, const ViewFlags& f) {
+void show_and_write_trace(const Trace& trace, const sim::Metrics& metrics, const ViewFlags& f,
+                          const std::string& note) {
   viz::TerminalOptions terminal;
   terminal.color_by = f.color_by;
   terminal.color =
@@ -40,7 +41,8 @@ void show_and_write_trace(const Trace& trace, const sim::Metrics& metrics, const
   const std::size_t columns = terminal_columns();
   terminal.width = columns > 40 ? columns - 36 : 10;
 
-  fmt::print("{}\n{}\n\n", viz::describe_trace(trace), viz::describe_workload(trace.workload));
+  fmt::print("{}\n{}\n", viz::describe_trace(trace), viz::describe_workload(trace.workload));
+  fmt::print("{}\n", note.empty() ? "" : note + "\n");
   fmt::print("{}\n", viz::format_metrics_table(metrics));
   fmt::print("{}\n", viz::render_terminal(trace, terminal));
   std::fflush(stdout);

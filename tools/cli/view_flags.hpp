@@ -38,7 +38,9 @@ void add_view_flags(CLI::App& command, ViewFlags& flags);
 CLI::Option* add_color_by_flag(CLI::App& command, viz::ColorBy& color_by);
 
 // Prints the metrics table and the terminal view to stdout, writes schedule.html, trace.json and
-// perfetto.json into flags.out_dir, and says where they are.
-void show_and_write_trace(const Trace& trace, const sim::Metrics& metrics, const ViewFlags& flags);
+// perfetto.json into flags.out_dir, and says where they are. `note` (e.g. where C came from) is
+// printed under the workload's description when not empty.
+void show_and_write_trace(const Trace& trace, const sim::Metrics& metrics, const ViewFlags& flags,
+                          const std::string& note = "");
 
 }  // namespace tilesched::cli

@@ -47,7 +47,8 @@ void add_workload_flags(CLI::App& command, WorkloadFlags& f, WorkloadFlagSet set
   add_number_flag(command, "--bn", f.block_n, "BN: keys per KV block");
   if (set.strategy) add_strategy_flags(command, f);
   add_number_flag(command, "--ctas", f.ctas,
-                  "C: persistent CTAs (tile, queued) or resident CTAs (transient)");
+                  "C: persistent CTAs (tile, queued; default: SMs x CTAs per SM of the device), "
+                  "or resident CTAs (transient)");
   add_choice_flag(command, "--ragged", f.ragged,
                   "Tiles past a sequence's end, skipped (safe) or run as upstream does (faithful)")
       ->type_name("MODE");
@@ -90,9 +91,16 @@ void apply_sequence_flags(const WorkloadFlags& f, Workload& w) {
 
 }  // namespace
 
-Workload resolve_workload(const WorkloadFlags& f) {
-  Workload w =
-      f.workload_file.empty() ? sim::default_workload() : sim::read_workload(f.workload_file);
+Workload resolve_workload(const WorkloadFlags& f, viz::CtaOrigin* origin) {
+  bool file_sets_ctas = false;
+  Workload w = sim::default_workload();
+  if (!f.workload_file.empty()) {
+    const sim::WorkloadFile file = sim::read_workload_file(f.workload_file);
+    w = file.workload;
+    file_sets_ctas = file.sets_num_ctas;
+  }
+  if (origin)
+    *origin = f.ctas ? viz::CtaOrigin::Flag : file_sets_ctas ? viz::CtaOrigin::File : viz::CtaOrigin::Device;
   apply_sequence_flags(f, w);
   override_with(f.heads, w.num_q_heads);
   override_with(f.kv_heads, w.num_kv_heads);
@@ -108,8 +116,11 @@ Workload resolve_workload(const WorkloadFlags& f) {
           "--flip applies to the transient scheduler only (add --scheduler transient)");
     w.flip_prompt_idx = true;
   }
-  // One flag for both numbers: the persistent stride and the transient resident limit.
-  if (f.ctas) w.num_ctas = w.resident_ctas = *f.ctas;
+  // The persistent stride; a transient grid has none, so there the flag sets the resident CTAs.
+  if (f.ctas) {
+    w.num_ctas = *f.ctas;
+    if (w.scheduler == SchedulerKind::Transient) w.resident_ctas = *f.ctas;
+  }
   override_with(f.ragged, w.ragged_mode);
   if (!f.cost_profile.empty()) w.cost_profile = f.cost_profile;
 
@@ -128,6 +139,32 @@ sim::CostModel resolve_cost_model(const WorkloadFlags& f, const Workload& w) {
     // Only a workload file can name an unknown profile; the flag is checked while parsing.
     throw std::runtime_error(fmt::format("cost profile '{}': {}", w.cost_profile, e.what()));
   }
+}
+
+Simulation resolve_simulation(const WorkloadFlags& f) {
+  viz::CtaOrigin origin = viz::CtaOrigin::Device;
+  Simulation s{resolve_workload(f, &origin), {}, ""};
+  s.cost = resolve_cost_model(f, s.workload);
+  Workload& w = s.workload;
+  const u32 device_ctas = s.cost.resident_ctas(w.head_dim);
+  if (origin == viz::CtaOrigin::Device) {
+    w.num_ctas = device_ctas;
+    if (const std::string problem = w.validate(); !problem.empty())
+      throw UsageError(
+          fmt::format("invalid workload with C = {}: {} (give --ctas)", w.num_ctas, problem));
+  }
+  const std::string rule =
+      viz::device_cta_rule(s.cost.multiprocessors, s.cost.sharing(w.head_dim).ctas_per_sm,
+                           w.head_dim, fmt::format("cost profile {}", s.cost.device));
+  if (w.scheduler != SchedulerKind::Transient) {
+    s.ctas_note = viz::describe_cta_choice(false, origin, w.num_ctas, rule);
+  } else if (w.resident_ctas == Workload::kResidentFromDevice) {
+    s.ctas_note = viz::describe_cta_choice(true, viz::CtaOrigin::Device, device_ctas, rule);
+  } else {  // --ctas or the file's resident_ctas
+    s.ctas_note = viz::describe_cta_choice(
+        true, f.ctas ? viz::CtaOrigin::Flag : viz::CtaOrigin::File, w.resident_ctas, rule);
+  }
+  return s;
 }
 
 }  // namespace tilesched::cli

@@ -10,6 +10,7 @@
 
 #include "tilesched/sim/cost_model.hpp"
 #include "tilesched/workload.hpp"
+#include "viz/describe.hpp"
 
 namespace tilesched::cli {
 
@@ -37,10 +38,21 @@ void add_workload_flags(CLI::App& command, WorkloadFlags& flags, WorkloadFlagSet
 // The workload: the file (or the default workload), then every given flag applied on top, then
 // validated. A file that cannot be read or is invalid throws std::runtime_error /
 // std::invalid_argument (exit 1); a combination the flags make invalid throws UsageError
-// (exit 2). Each flag's own value was checked while parsing.
-Workload resolve_workload(const WorkloadFlags& flags);
+// (exit 2). Each flag's own value was checked while parsing. `origin`, when given, says who chose
+// num_ctas.
+Workload resolve_workload(const WorkloadFlags& flags, viz::CtaOrigin* origin = nullptr);
 
 // --cost-model FILE when given, else the built-in profile the workload names.
 sim::CostModel resolve_cost_model(const WorkloadFlags& flags, const Workload& w);
+
+// What the simulator runs: the workload, with num_ctas = the cost model's SMs x CTAs per SM at its
+// head_dim when neither --ctas nor the file chose one, the cost model, and a line saying which C
+// (for transient: how many resident CTAs) it is and where it came from.
+struct Simulation {
+  Workload workload;
+  sim::CostModel cost;
+  std::string ctas_note;  // e.g. "C = 264: 132 SMs x 2 CTAs per SM at d = 128 (cost profile h200)"
+};
+Simulation resolve_simulation(const WorkloadFlags& flags);
 
 }  // namespace tilesched::cli

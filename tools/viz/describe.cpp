@@ -51,4 +51,20 @@ std::string format_us(double us) {
   return fmt::format("{:.2f}", us);
 }
 
+std::string device_cta_rule(u32 sms, u32 per_sm, u32 head_dim, const std::string& device) {
+  return fmt::format("{} SMs x {} CTA{} per SM at d = {} ({})", sms, per_sm, per_sm == 1 ? "" : "s",
+                     head_dim, device);
+}
+
+std::string describe_cta_choice(bool transient, CtaOrigin origin, u32 count,
+                                const std::string& device_rule) {
+  const std::string what = fmt::format("{} = {}", transient ? "resident CTAs" : "C", count);
+  switch (origin) {
+    case CtaOrigin::Flag: return fmt::format("{}: from --ctas", what);
+    case CtaOrigin::File: return fmt::format("{}: from the workload file", what);
+    case CtaOrigin::Device: break;
+  }
+  return fmt::format("{}: {}", what, device_rule);
+}
+
 }  // namespace tilesched::viz

@@ -23,4 +23,17 @@ std::string describe_tile(const TraceEvent& e);
 // A duration in µs with a sensible number of digits.
 std::string format_us(double us);
 
+// Who chose the workload's num_ctas: --ctas, the workload file, or nobody (then it is the
+// device's to fill: SMs x CTAs per SM, from the cost profile in the simulator and from the GPU in
+// `run`; num_ctas holds the Workload default until then).
+enum class CtaOrigin { Flag, File, Device };
+
+// "SMs x CTAs per SM at d" for a device: how the device's own CTA count is made.
+std::string device_cta_rule(u32 sms, u32 per_sm, u32 head_dim, const std::string& device);
+
+// The line saying how many CTAs a workload runs with (C, or the resident CTAs of a transient grid)
+// and who chose them: "C = 5: from the workload file", "C = 264: <device_rule>".
+std::string describe_cta_choice(bool transient, CtaOrigin origin, u32 count,
+                                const std::string& device_rule);
+
 }  // namespace tilesched::viz

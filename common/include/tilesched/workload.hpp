@@ -32,9 +32,12 @@ struct Workload {
   Schedule schedule = Schedule::Default;
   bool flip_prompt_idx = false;  // transient only
   u32 num_ctas = 132;            // C: the persistent schedulers' stride (tile, queued)
-  // CTAs the device runs at once (SMs x CTAs per SM). Transient grids launch T*H*B one-tile CTAs;
-  // the simulator runs this many of them side by side.
-  u32 resident_ctas = 132;
+  // CTAs the device runs at once (SMs x CTAs per SM of the kernel, SPEC §8); 0 = the device's own
+  // (the simulator takes it from its cost profile, the GPU from the occupancy API). Traces record
+  // the number that ran. A transient grid launches T*H*B one-tile CTAs and a persistent grid C;
+  // beyond this many they run in waves.
+  static constexpr u32 kResidentFromDevice = 0;
+  u32 resident_ctas = kResidentFromDevice;
   RaggedMode ragged_mode = RaggedMode::Safe;
   std::string cost_profile = "h200";  // which device's cost coefficients the simulator uses
 
@@ -98,7 +101,6 @@ struct Workload {
     if (block_n == 0 || block_n > 4096)
       return fmt::format("BN must be in 1..4096, got {}", block_n);
     if (num_ctas == 0) return "number of CTAs must be at least 1";
-    if (resident_ctas == 0) return "number of resident CTAs must be at least 1";
     std::uint64_t q_total = 0, kv_total = 0;
     for (u32 b = 0; b < batch_size(); ++b) {
       const u32 q = q_lens[b], k = key_len(b);

@@ -1,9 +1,12 @@
 // Predicted time of one work tile on one SM, from its KV-block counts (SPEC §7):
 //   time = fixed_us + us_per_block * unmasked_blocks + us_per_masked_block * masked_blocks
-// with coefficients per head_dim and device. Defaults live in sim/data/cost_<device>.json and are
-// compiled into the library, so the tool works from any directory.
+// with coefficients per head_dim and device, and what the device is (SPEC §8): its SM count, its
+// L2 size, and per head_dim how many CTAs of the kernel an SM holds and how fast each of them
+// progresses while it shares the SM. Defaults live in sim/data/cost_<device>.json and are compiled
+// into the library, so the tool works from any directory.
 #pragma once
 
+#include <cstdint>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -33,9 +36,36 @@ struct CostCoefficients {
   }
 };
 
+// How a head_dim's kernel shares an SM (SPEC §8). With k of its resident CTAs busy, each one
+// progresses at rate(k) tiles-worth of its solo time per unit of time (processor sharing): a tile
+// that takes t µs alone takes t / rate(2) µs while another CTA is busy on its SM all along.
+struct SmSharing {
+  u32 ctas_per_sm = 1;  // CTAs of the kernel one SM holds at once (occupancy)
+  // rate(k) for k = 2 .. ctas_per_sm, each in (0, 1]; rate(1) = 1. Empty when ctas_per_sm is 1.
+  std::vector<double> shared_rates;
+
+  // Rate of each busy CTA when `busy` CTAs of one SM are busy. Beyond the table (a what-if that
+  // packs more CTAs on an SM than the kernel allows) the SM's total throughput stays at the
+  // table's last value: rate(k) = ctas_per_sm * rate(ctas_per_sm) / k.
+  double rate(u32 busy) const;
+
+  bool operator==(const SmSharing& o) const {
+    return ctas_per_sm == o.ctas_per_sm && shared_rates == o.shared_rates;
+  }
+};
+
 struct CostModel {
+  // Version 1 files predate the device fields; they read as this device with one CTA per SM for
+  // every head_dim, which is what version 1 modelled.
+  static constexpr u32 kDefaultMultiprocessors = 132;
+  static constexpr std::uint64_t kDefaultL2Bytes = 50ull << 20;
+
   std::string device;                           // "h200", "h100", or a measured device name
+  u32 multiprocessors = kDefaultMultiprocessors;  // SMs
+  std::uint64_t l2_bytes = kDefaultL2Bytes;       // L2 cache size in bytes
   std::map<u32, CostCoefficients> by_head_dim;  // at least one entry
+  // Occupancy and sharing per head_dim; a head_dim missing here has one CTA per SM.
+  std::map<u32, SmSharing> sharing_by_head_dim;
 
   // Coefficients for `head_dim`: the table entry when present; otherwise linear interpolation
   // between the neighbouring entries, or proportional scaling of the nearest one outside the
@@ -45,6 +75,14 @@ struct CostModel {
   // Predicted time of a tile with cost `c` for workload `w` (uses w.head_dim).
   double tile_time_us(const Workload& w, const TileCost& c) const;
 
+  // Occupancy and sharing for `head_dim`: the table entry when present, else the nearest entry of
+  // a larger head_dim (a smaller head_dim needs no more shared memory or registers, so it fits at
+  // least as many CTAs), else the largest one; one CTA per SM when the table is empty.
+  SmSharing sharing(u32 head_dim) const;
+  // CTAs the device runs at once for `head_dim`: multiprocessors x ctas_per_sm. The default
+  // num_ctas of a persistent grid that fills the device, and the transient grid's resident slots.
+  u32 resident_ctas(u32 head_dim) const { return multiprocessors * sharing(head_dim).ctas_per_sm; }
+
   // The compiled-in defaults: "h200" or "h100". Throws std::invalid_argument for other names.
   static CostModel builtin(const std::string& profile);
   // A cost file (format in docs/sim-cost-model.md). Throws std::invalid_argument naming the file
@@ -53,7 +91,9 @@ struct CostModel {
   static CostModel from_json(const nlohmann::json& j);
   nlohmann::json to_json() const;
 
-  // Least-squares fit (one entry per head_dim found in the traces) from measured tile times.
+  // Least-squares fit (one entry per head_dim found in the traces) from measured tile times:
+  // fit_cost on the traces that ran one CTA per SM, and fit_sharing for each head_dim whose
+  // traces show CTAs sharing an SM (one CTA per SM elsewhere).
   static CostModel fit(const std::vector<Trace>& traces, const std::string& device);
 };
 
@@ -73,11 +113,38 @@ struct CostFit {
 };
 
 // Fits fixed_us, us_per_block and us_per_masked_block for `head_dim` by least squares over every
-// event (end_us - start_us) of the traces whose workload has that head_dim. Throws
-// std::invalid_argument when there are fewer than 3 samples or the counts do not determine the
-// three coefficients; the message names the coefficient left open (e.g. us_per_masked_block when
-// no tile has masked blocks). Coefficients are returned as fitted, negative ones included: the
-// caller decides whether a negative cost is acceptable.
+// event (end_us - start_us) of the traces whose workload has that head_dim and that ran one CTA
+// per SM (max_busy_per_sm == 1): a tile that shared its SM took longer than its cost. Throws
+// std::invalid_argument when there are fewer than 3 samples (naming the traces skipped for
+// sharing their SMs) or the counts do not determine the three coefficients; the message names
+// the coefficient left open (e.g. us_per_masked_block when no tile has masked blocks).
+// Coefficients are returned as fitted, negative ones included: the caller decides whether a
+// negative cost is acceptable.
 CostFit fit_cost(const std::vector<Trace>& traces, u32 head_dim);
+
+// For each event of `t` (same order), the time it spent while k CTAs were busy on its SM, at
+// index k - 1 (so the entries sum to the event's duration). SMs are the events' sm_id; an event
+// without one (sm_id < 0, a simulated persistent trace of an older version) counts as alone.
+std::vector<std::vector<double>> time_by_busy_ctas(const Trace& t);
+
+// The most CTAs busy at the same time on one SM of the trace (0 for no events).
+u32 max_busy_per_sm(const Trace& t);
+
+// Result of fitting how a head_dim's CTAs share an SM.
+struct SharingFit {
+  SmSharing sharing;  // ctas_per_sm = the most CTAs seen busy on one SM
+  double rms_residual_us = 0;  // RMS of (solo cost - time-weighted progress) over shared tiles
+  double relative_rms_error = 0;  // rms_residual_us / RMS of those tiles' solo costs
+  std::size_t samples = 0;        // tiles that shared their SM for part of their time
+};
+
+// Fits rate(2) .. rate(K) for `head_dim` (K = the most CTAs seen busy on one SM) by least squares:
+// a tile whose solo cost is `solo.tile_time_us` and that spent a_k µs with k CTAs busy on its SM
+// made progress a_1 + rate(2) a_2 + ... + rate(K) a_K = its solo cost. Throws
+// std::invalid_argument saying why when the traces cannot determine the rates: no tile of that
+// head_dim ever shared its SM (traces at one CTA per SM only), or too few tiles at some sharing
+// level to tell the rates apart. Rates are returned as fitted, outside (0, 1] included.
+SharingFit fit_sharing(const std::vector<Trace>& traces, u32 head_dim,
+                       const CostCoefficients& solo);
 
 }  // namespace tilesched::sim

@@ -13,7 +13,8 @@ namespace tilesched::sim {
 // tiles side by side. A persistent CTA is such a unit. A transient CTA is not: the grid launches
 // one per tile (thousands, most idle for nearly all of the kernel), so per-CTA figures would say
 // "min busy 0, imbalance 7" about a perfectly even schedule; its tiles are counted per resident
-// slot (sim: the slot the replay modelled) or per SM (GPU), both given by the events' sm_id.
+// slot: the events' sm_id names the SM, and an SM that ran k tiles at once has k slots (each tile
+// takes the lowest slot of its SM free at its start).
 enum class ExecutionUnit { Cta, Slot };
 
 struct Metrics {
@@ -30,13 +31,14 @@ struct Metrics {
   double imbalance = 0;  // busy_max / busy_mean (1 = perfectly even)
   std::size_t tile_count = 0;
   std::size_t launched_ctas = 0;
-  // CTAs that run at once: launched_ctas for persistent schedulers; for transient
-  // min(launched_ctas, workload.resident_ctas), the limit the replay models. bound_us uses it.
+  // CTAs that run at once: min(launched_ctas, workload.resident_ctas), the resident slots the
+  // trace records (a larger grid runs in waves). A trace that records none (resident_ctas 0):
+  // every launched persistent CTA, or the transient slots its events show. bound_us uses it.
   std::size_t concurrent_ctas = 0;
 };
 
-// Transient traces are counted per slot/SM when every event has an sm_id >= 0; the units are
-// 0 .. max(concurrent_ctas, largest sm_id + 1) - 1 so that idle slots count as idle. A transient
+// Transient traces are counted per slot when every event has an sm_id >= 0; the units are
+// max(concurrent_ctas, slots the events show) so that idle slots count as idle. A transient
 // trace without SM ids (written before they were recorded) falls back to per-CTA figures.
 Metrics compute_metrics(const Trace& t);
 

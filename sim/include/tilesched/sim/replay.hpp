@@ -1,19 +1,26 @@
-// The simulator's replay: which CTA processes which tile, in which order, and when (predicted).
+// The simulator's replay: which CTA processes which tile, in which order, where and when
+// (predicted).
 //
-// - Static schedulers (tile, transient): every CTA runs the common/ scheduler loop
-//   (initial_state, first_work, advance) on its own, exactly as on the GPU.
-// - Queued: a deterministic discrete-event simulation. A host counter starts at counter_start()
-//   and is driven through AtomicCounter; a CTA finishes its tile at start + cost(tile); the
-//   earliest finisher calls advance next (ties: lower CTA id). At time 0 every CTA takes its first
+// Every scheduler runs the common/ scheduler loop (initial_state, first_work, advance) per CTA,
+// exactly as on the GPU, inside one placement model of the device (SPEC §8, sim/src/placement.hpp):
+// - The device has the cost profile's SMs, and resident slots = SMs x CTAs per SM at the
+//   workload's head_dim (or workload.resident_ctas when it sets one). Slot s lives on SM
+//   s % SMs: the first CTAs spread one per SM before any SM takes a second.
+// - CTAs start in id order, the first `slots` at time 0 and each later one in the slot of a CTA
+//   that exits (a persistent grid larger than the resident capacity runs in waves; a transient
+//   grid of T*H*B one-tile CTAs streams through the slots). Transient CTA id = x + T*(y + H*z).
+// - A CTA's tile takes its cost model time when it has its SM to itself; while k CTAs of an SM
+//   are busy each progresses at the profile's rate(k) (processor sharing).
+// - The queued scheduler's counter starts at counter_start(); a CTA asks for its next tile when
+//   its tile ends, CTAs asking at the same time in CTA id order, so the counter hands out indices
+//   in the order a GPU with these tile times would. At time 0 every resident CTA takes its first
 //   tile in CTA order. Same inputs, same trace.
-// - Transient: CTA id = x + T*(y + H*z). The grid holds T*H*B CTAs but only
-//   workload.resident_ctas run at once: CTAs start in id order, each as soon as a resident slot
-//   is free. A CTA whose tile starts past its sequence ends at once and records no
-//   event.
+// - A CTA whose first tile starts past its sequence exits at once and records no event.
 // Events carry query_rows = tile_rows() rows (faithful mode: faithful_query_rows(), what upstream
-// would write), kv_blocks from tile_cost(), and start/end in µs; they are ordered by (cta, step).
-// The trace's `created` is left empty so that the same inputs give the same trace; whoever saves
-// it may stamp it.
+// would write), kv_blocks from tile_cost(), start/end in µs and sm_id = the SM; they are ordered by
+// (cta, step). The trace's workload.resident_ctas is the slot count the replay used, and its
+// `created` is left empty so that the same inputs give the same trace; whoever saves it may stamp
+// it.
 #pragma once
 
 #include "tilesched/sim/cost_model.hpp"

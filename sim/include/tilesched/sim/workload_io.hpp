@@ -30,6 +30,14 @@ Workload workload_from_json(const nlohmann::json& j);
 // (std::invalid_argument; std::runtime_error when the file cannot be read).
 Workload read_workload(const std::string& path);
 
+// A workload file as read_workload reads it, and whether it chose num_ctas itself: a file that
+// leaves it out leaves C to the device (SMs x CTAs per SM), which the tool fills in.
+struct WorkloadFile {
+  Workload workload;
+  bool sets_num_ctas = false;
+};
+WorkloadFile read_workload_file(const std::string& path);
+
 // workload_to_json, pretty-printed, written atomically.
 void write_workload(const std::string& path, const Workload& w);
 
