@@ -130,8 +130,7 @@ CostModel CostModel::from_json(const json& j) {
   m.device = as_string(require(j, "device", ""), "device");
   if (version >= 2) {
     m.multiprocessors = as_u32(require(j, "sms", ""), "sms");
-    if (m.multiprocessors == 0 || m.multiprocessors > 100000)
-      fail("sms", "must be in 1..100000");
+    if (m.multiprocessors == 0 || m.multiprocessors > 100000) fail("sms", "must be in 1..100000");
     m.l2_bytes = as_u64(require(j, "l2_bytes", ""), "l2_bytes");
     if (m.l2_bytes == 0) fail("l2_bytes", "must be at least 1");
   }
@@ -266,7 +265,9 @@ void sweep_busy_ctas(const Trace& t, Visit visit) {
     int change;  // -1 an end, +1 a start: ends first, so back-to-back tiles do not overlap
     std::size_t event;
     bool operator<(const Point& o) const {
-      return time != o.time ? time < o.time : change != o.change ? change < o.change : event < o.event;
+      return time != o.time       ? time < o.time
+             : change != o.change ? change < o.change
+                                  : event < o.event;
     }
   };
   std::vector<Point> points;
@@ -402,7 +403,8 @@ SharingFit fit_sharing(const std::vector<Trace>& traces, u32 head_dim,
   Eigen::MatrixXd A = Eigen::MatrixXd::Zero(Eigen::Index(rows.size()), k_count);
   Eigen::VectorXd y(Eigen::Index(rows.size()));
   for (std::size_t r = 0; r < rows.size(); ++r) {
-    for (std::size_t k = 1; k < rows[r].size(); ++k) A(Eigen::Index(r), Eigen::Index(k) - 1) = rows[r][k];
+    for (std::size_t k = 1; k < rows[r].size(); ++k)
+      A(Eigen::Index(r), Eigen::Index(k) - 1) = rows[r][k];
     y(Eigen::Index(r)) = targets[r];
   }
   const Eigen::ColPivHouseholderQR<Eigen::MatrixXd> qr(A);

@@ -64,7 +64,7 @@ Metrics compute_metrics(const Trace& t) {
   const std::size_t slots_seen = m.unit == ExecutionUnit::Slot ? assign_slots(t, slot_of) : 0;
   // CTAs that run at once: the resident slots the trace records (a grid beyond them runs in
   // waves); without a record, every persistent CTA and the transient slots seen.
-  const std::size_t resident = t.workload.resident_ctas > 0 ? t.workload.resident_ctas
+  const std::size_t resident = t.workload.resident_ctas > 0    ? t.workload.resident_ctas
                                : m.unit == ExecutionUnit::Slot ? slots_seen
                                                                : t.launched_ctas;
   m.concurrent_ctas = std::min<std::size_t>(t.launched_ctas, resident);

@@ -35,7 +35,7 @@ struct Running {
 
 struct Sm {
   std::vector<Running> running;
-  double since_us = 0;       // time `remaining_us` refers to
+  double since_us = 0;        // time `remaining_us` refers to
   std::uint64_t version = 0;  // changes whenever the SM's tiles change; older ends are stale
 };
 
@@ -164,7 +164,7 @@ class Placement {
   std::vector<u32> slot_of_;  // by CTA: the slot it runs (or ran) in
   std::vector<u32> steps_;    // by CTA: tiles processed so far
   u32 launched_;
-  u32 next_waiting_ = 0;      // lowest CTA id not started yet
+  u32 next_waiting_ = 0;            // lowest CTA id not started yet
   std::vector<TraceEvent> events_;  // in start order
   std::priority_queue<Due, std::vector<Due>, std::greater<Due>> due_;
 };

@@ -153,7 +153,8 @@ Workload workload_from_json_at(const json& j, const std::string& prefix) {
   if (j.contains("block_m")) w.block_m = as_u32(j["block_m"], P + "block_m");
   if (j.contains("block_n")) w.block_n = as_u32(j["block_n"], P + "block_n");
   if (j.contains("num_ctas")) w.num_ctas = as_u32(j["num_ctas"], P + "num_ctas");
-  if (j.contains("resident_ctas")) w.resident_ctas = as_u32(j["resident_ctas"], P + "resident_ctas");
+  if (j.contains("resident_ctas"))
+    w.resident_ctas = as_u32(j["resident_ctas"], P + "resident_ctas");
   if (j.contains("mask")) w.mask = read_enum<Mask>(j["mask"], P + "mask");
   if (j.contains("scheduler"))
     w.scheduler = read_enum<SchedulerKind>(j["scheduler"], P + "scheduler");

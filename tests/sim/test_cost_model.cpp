@@ -1,6 +1,8 @@
 // Cost tables (built in vs shipped files, interpolation, errors) and the least-squares fit.
 #include <doctest/doctest.h>
 
+#include <functional>
+
 #include "sim_test_util.hpp"
 
 using namespace tilesched;
@@ -161,4 +163,184 @@ TEST_CASE("fit refuses data that cannot determine the coefficients") {
                  "us_per_block and us_per_masked_block cannot be told apart"));
   CHECK(contains(invalid_argument_text([&] { sim::fit_cost(same, 64); }),
                  "0 measured tiles, need at least 3"));
+}
+
+TEST_CASE("cost tables know the device: SMs, L2, CTAs per SM and how they share it") {
+  const sim::CostModel h200 = sim::CostModel::builtin("h200");
+  CHECK(h200.multiprocessors == 132);
+  CHECK(h200.l2_bytes == 50ull << 20);
+  CHECK(h200.sharing(64).ctas_per_sm == 2);
+  CHECK(h200.sharing(128).ctas_per_sm == 2);
+  CHECK(h200.sharing(256).ctas_per_sm == 1);
+  CHECK(h200.resident_ctas(128) == 264);
+  CHECK(h200.resident_ctas(256) == 132);
+  // Between entries: the larger head_dim's (it needs at least as much of the SM); above: largest.
+  CHECK(h200.sharing(96) == h200.sharing(128));
+  CHECK(h200.sharing(512) == h200.sharing(256));
+  const double r2 = h200.sharing(128).rate(2);
+  CHECK(r2 > 0.5);  // two CTAs together outrun one...
+  CHECK(r2 < 1.0);  // ...but each is slower than alone
+  // rate(1) = 1; beyond the table the SM's throughput stays: 2 * r2 shared by 3 or 4.
+  const sim::SmSharing s = h200.sharing(128);
+  CHECK(s.rate(1) == 1.0);
+  CHECK(s.rate(3) == doctest::Approx(2 * r2 / 3));
+  CHECK(s.rate(4) == doctest::Approx(2 * r2 / 4));
+  CHECK(sim::SmSharing{}.rate(2) == 0.5);  // one CTA per SM: two would split it
+  // Written and read back: the same model.
+  const sim::CostModel back = sim::CostModel::from_json(h200.to_json());
+  CHECK(back.multiprocessors == h200.multiprocessors);
+  CHECK(back.l2_bytes == h200.l2_bytes);
+  CHECK(back.sharing_by_head_dim == h200.sharing_by_head_dim);
+  CHECK(back.by_head_dim == h200.by_head_dim);
+}
+
+TEST_CASE("a version 1 cost table reads as 132 SMs with one CTA per SM") {
+  using nlohmann::json;
+  const json v1 = json::parse(R"({"format": "tilesched-cost", "version": 1, "device": "old",
+      "head_dims": {"128": {"fixed_us": 1, "us_per_block": 2, "us_per_masked_block": 3}}})");
+  const sim::CostModel m = sim::CostModel::from_json(v1);
+  CHECK(m.multiprocessors == 132);
+  CHECK(m.l2_bytes == 50ull << 20);
+  CHECK(m.sharing(128).ctas_per_sm == 1);
+  CHECK(m.resident_ctas(64) == 132);
+  json bad = v1;
+  bad["sms"] = 100;  // device fields came with version 2
+  CHECK(contains(invalid_argument_text([&] { sim::CostModel::from_json(bad); }), "'sms'"));
+  bad = v1;
+  bad["head_dims"]["128"]["ctas_per_sm"] = 2;
+  CHECK(contains(invalid_argument_text([&] { sim::CostModel::from_json(bad); }), "ctas_per_sm"));
+}
+
+TEST_CASE("version 2 cost tables: device and sharing fields are checked, each by name") {
+  using nlohmann::json;
+  const json good = sim::CostModel::builtin("h200").to_json();
+  const auto error = [&](const std::function<void(json&)>& edit) {
+    json j = good;
+    edit(j);
+    return invalid_argument_text([&] { sim::CostModel::from_json(j); });
+  };
+  CHECK(contains(error([](json& j) { j.erase("sms"); }), "'sms': required field is missing"));
+  CHECK(contains(error([](json& j) { j["sms"] = 0; }), "'sms': must be in 1..100000"));
+  CHECK(contains(error([](json& j) { j["l2_bytes"] = 0; }), "'l2_bytes': must be at least 1"));
+  CHECK(contains(error([](json& j) { j["head_dims"]["128"].erase("ctas_per_sm"); }),
+                 "'head_dims.128.ctas_per_sm': required field is missing"));
+  CHECK(contains(error([](json& j) { j["head_dims"]["128"]["ctas_per_sm"] = 0; }),
+                 "'head_dims.128.ctas_per_sm': must be in 1..64"));
+  CHECK(contains(error([](json& j) { j["head_dims"]["128"].erase("shared_rates"); }),
+                 "'head_dims.128.shared_rates': required with ctas_per_sm 2"));
+  CHECK(contains(error([](json& j) {
+                   j["head_dims"]["128"]["shared_rates"] = {0.5, 0.4};
+                 }),
+                 "needs 1 rate(s), one for each of 2 .. 2 busy CTAs, got 2"));
+  CHECK(contains(error([](json& j) { j["head_dims"]["128"]["shared_rates"] = {1.2}; }),
+                 "'head_dims.128.shared_rates[0]': must be in (0, 1], got 1.2"));
+  CHECK(contains(error([](json& j) { j["head_dims"]["128"]["shared_rates"] = {0}; }),
+                 "must be in (0, 1]"));
+  CHECK(contains(error([](json& j) { j["version"] = 3; }), "unsupported cost table version 3"));
+  // One CTA per SM needs no rates.
+  json one = good;
+  one["head_dims"]["128"]["ctas_per_sm"] = 1;
+  one["head_dims"]["128"].erase("shared_rates");
+  CHECK(sim::CostModel::from_json(one).sharing(128).ctas_per_sm == 1);
+}
+
+namespace {
+
+// A small device: 8 SMs holding two CTAs each, every busy CTA at `rate` while both are.
+sim::CostModel small_device(const sim::CostCoefficients& k, double rate) {
+  sim::CostModel m;
+  m.device = "synthetic";
+  m.multiprocessors = 8;
+  m.by_head_dim[128] = k;
+  m.sharing_by_head_dim[128] = sim::SmSharing{2, {rate}};
+  return m;
+}
+
+// Replays of a ragged causal batch with key tails at C = 8 (one CTA per SM) and C = 16 (two),
+// for the tile and queued schedulers.
+std::vector<Trace> traces_at(const sim::CostModel& truth, std::vector<u32> ctas) {
+  Workload w = sim::default_workload();
+  w.q_lens = {1000, 333, 2048, 700};
+  w.kv_lens = {1500, 333, 2048, 900};
+  w.num_q_heads = 8;
+  w.num_kv_heads = 2;
+  std::vector<Trace> traces;
+  for (const u32 c : ctas)
+    for (const SchedulerKind s : {SchedulerKind::Tile, SchedulerKind::Queued}) {
+      w.num_ctas = c;
+      w.scheduler = s;
+      traces.push_back(sim::replay(w, truth));
+    }
+  return traces;
+}
+
+}  // namespace
+
+TEST_CASE("fit learns the sharing from traces at one and at two CTAs per SM") {
+  const sim::CostCoefficients k{1.7, 2.3, 3.1};
+  const sim::CostModel truth = small_device(k, 0.62);
+  const std::vector<Trace> traces = traces_at(truth, {8, 16});
+  CHECK(sim::max_busy_per_sm(traces[0]) == 1);
+  CHECK(sim::max_busy_per_sm(traces[2]) == 2);
+
+  // The per-tile costs come from the one-CTA traces only: exact despite the shared ones.
+  const sim::CostFit cost = sim::fit_cost(traces, 128);
+  CHECK(cost.samples == traces[0].events.size() + traces[1].events.size());
+  CHECK(cost.coefficients.us_per_block == doctest::Approx(k.us_per_block).epsilon(1e-9));
+  CHECK(cost.coefficients.fixed_us == doctest::Approx(k.fixed_us).epsilon(1e-9));
+
+  const sim::SharingFit shared = sim::fit_sharing(traces, 128, cost.coefficients);
+  CHECK(shared.sharing.ctas_per_sm == 2);
+  REQUIRE(shared.sharing.shared_rates.size() == 1);
+  CHECK(shared.sharing.shared_rates[0] == doctest::Approx(0.62).epsilon(1e-9));
+  CHECK(shared.samples > 0);
+  CHECK(shared.rms_residual_us < 1e-9);
+
+  const sim::CostModel fitted = sim::CostModel::fit(traces, "lab");
+  CHECK(fitted.sharing(128).rate(2) == doctest::Approx(0.62).epsilon(1e-9));
+
+  // Each CTA 10 % slower while sharing than the truth: the fit sees it.
+  std::vector<Trace> slower = traces_at(small_device(k, 0.62 / 1.1), {8, 16});
+  CHECK(sim::fit_sharing(slower, 128, k).sharing.shared_rates[0] ==
+        doctest::Approx(0.62 / 1.1).epsilon(1e-9));
+}
+
+TEST_CASE("fit says when the traces cannot determine the sharing or the tile costs") {
+  const sim::CostCoefficients k{1.7, 2.3, 3.1};
+  const sim::CostModel truth = small_device(k, 0.62);
+  // Only one CTA per SM: nothing says how two share an SM.
+  const std::string alone =
+      invalid_argument_text([&] { sim::fit_sharing(traces_at(truth, {8}), 128, k); });
+  CHECK(contains(alone, "cannot fit how CTAs share an SM at head_dim 128"));
+  CHECK(contains(alone, "no tile of its 2 trace(s) ran while another CTA was busy on its SM"));
+  CHECK(contains(alone, "record traces at C = 2 x SMs"));
+  // Only two per SM: the tile costs cannot be read off tiles that shared their SM.
+  const std::string shared =
+      invalid_argument_text([&] { sim::fit_cost(traces_at(truth, {16}), 128); });
+  CHECK(contains(shared, "cannot fit head_dim 128: 0 measured tiles"));
+  CHECK(contains(shared, "2 trace(s) of it left out: their CTAs shared SMs"));
+  // CostModel::fit keeps one CTA per SM where no trace shows sharing.
+  CHECK(sim::CostModel::fit(traces_at(truth, {8}), "lab").sharing(128).ctas_per_sm == 1);
+}
+
+TEST_CASE("time by busy CTAs: the stretches a tile spent alone and shared on its SM") {
+  Trace t;
+  t.workload.q_lens = {10};
+  const auto ev = [](u32 cta, std::int32_t sm, double start, double end) {
+    TraceEvent e;
+    e.cta = cta;
+    e.sm_id = sm;
+    e.start_us = start;
+    e.end_us = end;
+    return e;
+  };
+  // SM 0: CTA 0 [0, 10], CTA 1 [4, 6] then [6, 12]; SM 1: CTA 2 [0, 5]; no SM: CTA 3 [0, 3].
+  t.events = {ev(0, 0, 0, 10), ev(1, 0, 4, 6), ev(1, 0, 6, 12), ev(2, 1, 0, 5), ev(3, -1, 0, 3)};
+  const auto a = sim::time_by_busy_ctas(t);
+  CHECK(a[0] == std::vector<double>{4, 6});
+  CHECK(a[1] == std::vector<double>{0, 2});
+  CHECK(a[2] == std::vector<double>{2, 4});
+  CHECK(a[3] == std::vector<double>{5});
+  CHECK(a[4] == std::vector<double>{3});
+  CHECK(sim::max_busy_per_sm(t) == 2);
 }

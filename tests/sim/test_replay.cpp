@@ -162,7 +162,7 @@ TEST_CASE("transient replay: one tile per CTA, id x + T*(y + H*z), resident-CTA 
           const u32 t_idx = w.flip_prompt_idx ? T - 1 - x : x;
           double start = 0;
           auto slot = static_cast<std::int32_t>(ends.size());  // a fresh slot while there is one
-          if (ends.size() >= w.resident_ctas) {  // wait for the earliest free slot
+          if (ends.size() >= w.resident_ctas) {                // wait for the earliest free slot
             std::sort(ends.begin(), ends.end());
             start = std::get<0>(ends.front());
             slot = std::get<2>(ends.front());
@@ -357,4 +357,121 @@ TEST_CASE("replay rejects an invalid workload with its validation message") {
   w.num_q_heads = 6;
   w.num_kv_heads = 4;
   CHECK(contains(invalid_argument_text([&] { sim::replay(w); }), "multiple of KV heads"));
+}
+
+namespace {
+
+// A device of `sms` SMs holding `per_sm` CTAs each, where k busy CTAs each progress at rates[k-2].
+sim::CostModel shared_cost(u32 sms, u32 per_sm, std::vector<double> rates) {
+  sim::CostModel m = flat_cost(1.0, 1.0, 1.0);
+  m.multiprocessors = sms;
+  m.sharing_by_head_dim[1] = sim::SmSharing{per_sm, rates};
+  m.sharing_by_head_dim[1024] = m.sharing_by_head_dim[1];
+  return m;
+}
+
+// Two sequences of one query row over 1 and 3 keys, one head, BM = BN = 1: tile 0 costs
+// 1 + 1 = 2 µs alone, tile 1 costs 1 + 3 = 4 µs.
+Workload two_tiles() {
+  Workload w;
+  w.q_lens = {1, 1};
+  w.kv_lens = {1, 3};
+  w.num_q_heads = w.num_kv_heads = 1;
+  w.head_dim = 8;
+  w.block_m = w.block_n = 1;
+  w.mask = Mask::None;
+  w.num_ctas = 2;
+  return w;
+}
+
+}  // namespace
+
+TEST_CASE("co-resident CTAs share their SM: hand-computed processor sharing") {
+  // One SM holding both CTAs, each at half speed while both are busy: tile 0 (2 µs of work) ends
+  // at 4; tile 1 has done 2 of its 4 µs by then and finishes the rest alone, at 6.
+  const Trace t = sim::replay(two_tiles(), shared_cost(1, 2, {0.5}));
+  REQUIRE(t.events.size() == 2);
+  CHECK(t.workload.resident_ctas == 2);
+  CHECK(t.events[0].start_us == 0);
+  CHECK(t.events[0].end_us == doctest::Approx(4.0));
+  CHECK(t.events[1].start_us == 0);
+  CHECK(t.events[1].end_us == doctest::Approx(6.0));
+  CHECK(t.events[0].sm_id == 0);
+  CHECK(t.events[1].sm_id == 0);
+  // At 0.75 of full speed each: tile 0 ends at 2 / 0.75, tile 1 then has 2 µs left alone.
+  const Trace faster = sim::replay(two_tiles(), shared_cost(1, 2, {0.75}));
+  CHECK(faster.events[0].end_us == doctest::Approx(8.0 / 3.0));
+  CHECK(faster.events[1].end_us == doctest::Approx(8.0 / 3.0 + 2.0));
+  // Two SMs: the CTAs spread one per SM before sharing one, and take their solo times exactly.
+  const Trace spread = sim::replay(two_tiles(), shared_cost(2, 2, {0.5}));
+  CHECK(spread.events[0].sm_id == 0);
+  CHECK(spread.events[1].sm_id == 1);
+  CHECK(spread.events[0].end_us == 2.0);
+  CHECK(spread.events[1].end_us == 4.0);
+}
+
+TEST_CASE("a grid beyond the resident slots runs in waves, each CTA in a slot freed before it") {
+  // One SM, one slot: CTA 1 starts when CTA 0 exits.
+  const Trace t = sim::replay(two_tiles(), shared_cost(1, 1, {}));
+  REQUIRE(t.events.size() == 2);
+  CHECK(t.workload.resident_ctas == 1);
+  CHECK(t.events[0].end_us == 2.0);
+  CHECK(t.events[1].start_us == 2.0);
+  CHECK(t.events[1].end_us == 6.0);
+  // The workload's resident_ctas overrides the profile: two slots on the 2-SM device.
+  Workload w = two_tiles();
+  w.resident_ctas = 2;
+  const Trace both = sim::replay(w, shared_cost(2, 1, {}));
+  CHECK(both.events[1].start_us == 0.0);
+}
+
+TEST_CASE("placement: every tile's progress adds up to its solo cost, never more CTAs than slots") {
+  // A small device where sharing happens everywhere: 3 SMs x 3 CTAs, rates 0.6 and 0.45.
+  const sim::CostModel cost = shared_cost(3, 3, {0.6, 0.45});
+  const sim::SmSharing sharing = cost.sharing(64);
+  for (const SchedulerKind kind :
+       {SchedulerKind::Tile, SchedulerKind::Queued, SchedulerKind::Transient}) {
+    for_random_workloads(31, 60, kind, [&](Workload& w, int iter) {
+      // Now and then a resident count of the workload's own (up to 4 per SM here).
+      w.resident_ctas = iter % 3 == 0 ? u32(5 + iter % 8) : Workload::kResidentFromDevice;
+      const Trace t = sim::replay(w, cost);
+      CHECK(t.workload.resident_ctas == (w.resident_ctas ? w.resident_ctas : 9u));
+      CHECK(sim::max_busy_per_sm(t) <= (t.workload.resident_ctas + 2) / 3);
+      const auto by_busy = sim::time_by_busy_ctas(t);
+      for (std::size_t i = 0; i < t.events.size(); ++i) {
+        const TraceEvent& e = t.events[i];
+        CAPTURE(show(e));
+        CHECK(e.sm_id >= 0);
+        CHECK(e.sm_id < 3);
+        double progress = 0;
+        for (std::size_t k = 0; k < by_busy[i].size(); ++k)
+          progress += sharing.rate(u32(k + 1)) * by_busy[i][k];
+        const double solo = cost.tile_time_us(t.workload, sim::event_tile_cost(t.workload, e));
+        CHECK(progress == doctest::Approx(solo).epsilon(1e-9));
+      }
+      // Same inputs, same trace.
+      const Trace again = sim::replay(w, cost);
+      REQUIRE(again.events.size() == t.events.size());
+      for (std::size_t i = 0; i < t.events.size(); ++i)
+        REQUIRE_MESSAGE(same_event(t.events[i], again.events[i]), show(t.events[i]));
+    });
+  }
+}
+
+TEST_CASE("the built-in H200 profile runs two CTAs per SM at d = 128 and one at d = 256") {
+  Workload w = sim::default_workload();
+  w.num_ctas = 264;
+  const Trace d128 = sim::replay(w);
+  CHECK(d128.workload.resident_ctas == 264);
+  CHECK(sim::max_busy_per_sm(d128) == 2);
+  w.head_dim = 256;
+  const Trace d256 = sim::replay(w);
+  CHECK(d256.workload.resident_ctas == 132);
+  CHECK(sim::max_busy_per_sm(d256) == 1);
+  // 264 CTAs on 132 slots: the second half waits for the first half's CTAs to exit.
+  std::set<u32> started_late;
+  for (const TraceEvent& e : d256.events)
+    if (e.step == 0 && e.start_us > 0) started_late.insert(e.cta);
+  CHECK(started_late.size() == 132);
+  CHECK(*started_late.begin() == 132);
 }

@@ -60,10 +60,10 @@ struct CostModel {
   static constexpr u32 kDefaultMultiprocessors = 132;
   static constexpr std::uint64_t kDefaultL2Bytes = 50ull << 20;
 
-  std::string device;                           // "h200", "h100", or a measured device name
+  std::string device;                             // "h200", "h100", or a measured device name
   u32 multiprocessors = kDefaultMultiprocessors;  // SMs
   std::uint64_t l2_bytes = kDefaultL2Bytes;       // L2 cache size in bytes
-  std::map<u32, CostCoefficients> by_head_dim;  // at least one entry
+  std::map<u32, CostCoefficients> by_head_dim;    // at least one entry
   // Occupancy and sharing per head_dim; a head_dim missing here has one CTA per SM.
   std::map<u32, SmSharing> sharing_by_head_dim;
 
@@ -132,8 +132,8 @@ u32 max_busy_per_sm(const Trace& t);
 
 // Result of fitting how a head_dim's CTAs share an SM.
 struct SharingFit {
-  SmSharing sharing;  // ctas_per_sm = the most CTAs seen busy on one SM
-  double rms_residual_us = 0;  // RMS of (solo cost - time-weighted progress) over shared tiles
+  SmSharing sharing;              // ctas_per_sm = the most CTAs seen busy on one SM
+  double rms_residual_us = 0;     // RMS of (solo cost - time-weighted progress) over shared tiles
   double relative_rms_error = 0;  // rms_residual_us / RMS of those tiles' solo costs
   std::size_t samples = 0;        // tiles that shared their SM for part of their time
 };
