@@ -1,11 +1,15 @@
-// The tool's GPU subcommands (`tilesched run`, `tilesched bench`). Implemented in
-// gpu_commands_run.cpp and gpu_commands_bench.cpp when the GPU half is built, and by
-// gpu_commands_unavailable.cpp otherwise (which says so and exits non-zero).
+// The tool's GPU subcommands (`tilesched run`, `tilesched bench`) and the device that
+// `tilesched suite-run` measures on. Implemented in gpu_commands_run.cpp, gpu_commands_bench.cpp
+// and gpu_commands_suite.cpp when the GPU half is built, and by gpu_commands_unavailable.cpp
+// otherwise (which says so and exits non-zero).
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
+#include <vector>
 
+#include "tilesched/trace.hpp"
 #include "tilesched/workload.hpp"
 #include "viz/describe.hpp"
 
@@ -31,6 +35,29 @@ struct BenchCommandOptions {
 // Both return the process exit code; a device or file failure is thrown as std::runtime_error.
 int run_gpu_command(const RunCommandOptions& options);
 int bench_gpu_command(const BenchCommandOptions& options);
+
+// What one workload gave when measured `repeats` times in a row.
+struct MeasuredRun {
+  std::vector<Trace> repeats;           // one measured trace per launch, in launch order
+  std::uint64_t unwritten_outputs = 0;  // outputs of O and LSE the first launch never wrote
+};
+
+// Where `tilesched suite-run` measures: the GPU, or the simulator standing in for one (a dry run).
+class SuiteDevice {
+ public:
+  virtual ~SuiteDevice() = default;
+  virtual std::string name() const = 0;    // device name, or the cost profile
+  virtual std::string source() const = 0;  // "gpu" or "sim", as in traces
+  virtual u32 multiprocessors() const = 0;
+  // CTAs of the kernel the device runs at once for `w` (SMs x CTAs per SM at its head_dim).
+  virtual u32 resident_ctas(const Workload& w) const = 0;
+  // Runs `w` (resident_ctas set to the device's) `repeats` times with trace recording, after one
+  // unrecorded warm-up launch; throws std::runtime_error on a device failure.
+  virtual MeasuredRun measure(const Workload& w, int repeats) = 0;
+};
+
+// The current GPU (throws std::runtime_error without the GPU half or a device).
+std::unique_ptr<SuiteDevice> open_gpu_suite_device();
 
 // Whether this build has the GPU half.
 bool gpu_half_built();

@@ -18,6 +18,9 @@ int run_gpu_command(const RunCommandOptions&) {
 int bench_gpu_command(const BenchCommandOptions&) {
   no_gpu_half();
 }
+std::unique_ptr<SuiteDevice> open_gpu_suite_device() {
+  no_gpu_half();
+}
 bool gpu_half_built() {
   return false;
 }

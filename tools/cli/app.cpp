@@ -28,6 +28,7 @@ int run_tool(int argc, const char* const* argv) {
   add_diff_command(app, action);
   add_fit_command(app, action);
   add_gpu_commands(app, action);
+  add_suite_commands(app, action);
 
   try {
     app.parse(argc, argv);

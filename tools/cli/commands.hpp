@@ -14,7 +14,8 @@ void add_compare_command(CLI::App& app, Action& action);
 void add_viz_command(CLI::App& app, Action& action);
 void add_diff_command(CLI::App& app, Action& action);
 void add_fit_command(CLI::App& app, Action& action);
-void add_gpu_commands(CLI::App& app, Action& action);  // run, bench
+void add_gpu_commands(CLI::App& app, Action& action);    // run, bench
+void add_suite_commands(CLI::App& app, Action& action);  // suite-run, report
 
 // Parses argv and runs the chosen subcommand; returns the exit code. Usage errors are reported
 // here; other exceptions propagate to main.

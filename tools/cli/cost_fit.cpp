@@ -17,8 +17,7 @@ namespace {
 // The sharing of one head_dim: fitted where its traces show CTAs sharing SMs, the base's rates
 // kept beyond the busiest SM seen (and for the occupancy the base allows beyond it).
 HeadDimSharing fit_head_dim_sharing(const std::vector<Trace>& traces, u32 head_dim,
-                                    const sim::CostCoefficients& solo,
-                                    const sim::SmSharing& base) {
+                                    const sim::CostCoefficients& solo, const sim::SmSharing& base) {
   HeadDimSharing s;
   s.head_dim = head_dim;
   s.model = base;

@@ -41,7 +41,7 @@ struct MakespanComparison {
 struct CostFitReport {
   // `base` with every head_dim found in the traces replaced by its fit; the others kept.
   sim::CostModel model;
-  std::vector<HeadDimFit> fits;  // ascending head_dim
+  std::vector<HeadDimFit> fits;         // ascending head_dim
   std::vector<HeadDimSharing> sharing;  // ascending head_dim, one per fitted head_dim
   std::vector<MakespanComparison> makespans;
   // "head_dim 128: us_per_block = -0.41", one per negative fitted coefficient. A negative cost is

@@ -11,6 +11,7 @@
 #include "cli/commands.hpp"
 #include "cli/cost_fit.hpp"
 #include "cli/errors.hpp"
+#include "cli/suite_results.hpp"
 #include "cli/typed_flags.hpp"
 #include "tilesched/sim/io.hpp"
 #include "tilesched/sim/trace_io.hpp"
@@ -42,19 +43,30 @@ int run_fit(const FitOptions& o) {
 
   std::vector<LabelledTrace> traces;
   for (const std::string& path : o.trace_files) {
-    Trace t = sim::read_trace(path);
-    if (t.source != "gpu") {
-      // Fitting a simulated trace only recovers the model that produced it: almost always a
-      // mistake, so it needs asking for.
-      if (!o.allow_sim)
-        throw std::invalid_argument(fmt::format(
-            "'{}' was not measured on a GPU (source \"{}\"); fitting it recovers the model that "
-            "made it (pass --allow-sim to fit it anyway)",
-            path, t.source));
-      fmt::print(stderr, "tilesched fit: warning: '{}' has source \"{}\", not \"gpu\"\n", path,
-                 t.source);
+    const std::size_t first = traces.size();
+    if (std::filesystem::is_directory(path)) {  // a suite-run's results: every kept trace
+      const SuiteResults results = read_suite_results(path);
+      for (SuiteTrace& t : read_suite_traces(path, results))
+        traces.push_back(LabelledTrace{fmt::format("{}: {} {} C = {}", path, t.run->workload_name,
+                                                   t.run->strategy, t.trace.workload.num_ctas),
+                                       std::move(t.trace)});
+    } else {
+      traces.push_back(LabelledTrace{path, sim::read_trace(path)});
     }
-    traces.push_back(LabelledTrace{path, std::move(t)});
+    std::size_t simulated = 0;
+    for (std::size_t i = first; i < traces.size(); ++i)
+      simulated += traces[i].trace.source != "gpu";
+    if (simulated == 0) continue;
+    const Trace& t = traces[first].trace;
+    // Fitting a simulated trace only recovers the model that produced it: almost always a
+    // mistake, so it needs asking for.
+    if (!o.allow_sim)
+      throw std::invalid_argument(fmt::format(
+          "'{}' was not measured on a GPU (source \"{}\"); fitting it recovers the model that "
+          "made it (pass --allow-sim to fit it anyway)",
+          path, t.source));
+    fmt::print(stderr, "tilesched fit: warning: '{}' has source \"{}\", not \"gpu\"{}\n", path,
+               t.source, simulated > 1 ? fmt::format(" ({} traces)", simulated) : std::string());
   }
 
   const std::string device = o.device.empty() ? common_device(traces) : o.device;
@@ -105,8 +117,9 @@ void add_fit_command(CLI::App& app, Action& action) {
   auto options = std::make_shared<FitOptions>();
   CLI::App* cmd = app.add_subcommand(
       "fit", "Fit the cost model (per head_dim) to measured GPU traces and write a cost file");
-  cmd->add_option("traces", options->trace_files, "Trace JSON files measured with `run`")
-      ->type_name("TRACE.json ...");
+  cmd->add_option("traces", options->trace_files,
+                  "Trace JSON files measured with `run`, or `suite-run` output directories")
+      ->type_name("TRACE.json|DIR ...");
   cmd->add_option("--device", options->device,
                   "Device name in the cost file (default: the traces' device)")
       ->type_name("NAME");

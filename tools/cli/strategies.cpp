@@ -1,6 +1,7 @@
 #include "cli/strategies.hpp"
 
 #include <algorithm>
+#include <iterator>
 
 #include "cli/console.hpp"
 #include "tilesched/sim/replay.hpp"
@@ -30,6 +31,13 @@ std::vector<Workload> all_strategies(const Workload& base) {
     workloads.push_back(w);
   }
   return workloads;
+}
+
+bool is_seed_strategy(const std::string& name) {
+  static const char* const kSeed[] = {"tile/default",   "tile/prompt_rotate",
+                                      "queued/default", "queued/prompt_rotate",
+                                      "transient",      "transient/flip"};
+  return std::find(std::begin(kSeed), std::end(kSeed), name) != std::end(kSeed);
 }
 
 std::vector<StrategyResult> compare_strategies(const Workload& base, const sim::CostModel& cost) {

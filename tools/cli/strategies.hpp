@@ -15,6 +15,13 @@ namespace tilesched::cli {
 // queued/default, queued/prompt_rotate, transient, transient/flip. Other fields are kept.
 std::vector<Workload> all_strategies(const Workload& base);
 
+// Whether a strategy (strategy_name) is one of the seed's own, the six above: the baseline every
+// newer strategy is measured against.
+bool is_seed_strategy(const std::string& name);
+
+// The seed's default: the static stride in plain order (at C = SMs, its launch).
+inline constexpr const char* kSeedDefaultStrategy = "tile/default";
+
 struct StrategyResult {
   std::string name;  // strategy_name() of the workload
   Trace trace;

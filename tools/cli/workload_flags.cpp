@@ -100,7 +100,9 @@ Workload resolve_workload(const WorkloadFlags& f, viz::CtaOrigin* origin) {
     file_sets_ctas = file.sets_num_ctas;
   }
   if (origin)
-    *origin = f.ctas ? viz::CtaOrigin::Flag : file_sets_ctas ? viz::CtaOrigin::File : viz::CtaOrigin::Device;
+    *origin = f.ctas           ? viz::CtaOrigin::Flag
+              : file_sets_ctas ? viz::CtaOrigin::File
+                               : viz::CtaOrigin::Device;
   apply_sequence_flags(f, w);
   override_with(f.heads, w.num_q_heads);
   override_with(f.kv_heads, w.num_kv_heads);

@@ -90,6 +90,9 @@ table.metrics { border-collapse: collapse; margin: 0 0 16px 0; font-size: 13px; 
 table.metrics td, table.metrics th { padding: 2px 12px 2px 0; text-align: left; }
 table.metrics th { color: #555; font-weight: normal; }
 p.note { color: #777; font-size: 12px; }
+table { border-collapse: collapse; font-size: 13px; margin: 0 0 12px 0; }
+td, th { padding: 2px 10px 2px 0; text-align: left; }
+td.num { text-align: right; }
 )";
 
 // Where everything of one chart goes, decided before drawing.
@@ -246,23 +249,23 @@ std::string metrics_html(const sim::Metrics& metrics) {
   return html;
 }
 
-std::string page_start(const std::string& title) {
-  return fmt::format(
-      "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\"/>\n<title>{}</title>\n"
-      "<style>{}</style>\n</head>\n<body>\n",
-      xml_escape(title), kPageStyle);
-}
-
 const char* kHoverNote =
     "<p class=\"note\">One row per CTA, one box per tile, time left to right. Hover a box for the "
     "tile's index, prompt, head, offset, KV blocks and times.</p>\n";
 
 }  // namespace
 
+std::string html_page_start(const std::string& title) {
+  return fmt::format(
+      "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\"/>\n<title>{}</title>\n"
+      "<style>{}</style>\n</head>\n<body>\n",
+      xml_escape(title), kPageStyle);
+}
+
 std::string render_schedule_html(const Trace& trace, const sim::Metrics& metrics,
                                  const ChartOptions& options) {
   const std::string strategy = strategy_name(trace.workload);
-  std::string html = page_start(fmt::format("tilesched: {}", strategy));
+  std::string html = html_page_start(fmt::format("tilesched: {}", strategy));
   html += fmt::format("<h1>tilesched schedule: {}</h1>\n", xml_escape(strategy));
   html +=
       fmt::format("<p class=\"workload\">{}<br/>{}</p>\n",
@@ -278,7 +281,7 @@ std::string render_comparison_html(const std::vector<ChartSection>& sections, Co
   double extent = 0;
   for (const ChartSection& s : sections)
     if (s.trace) extent = std::max(extent, makespan_of(*s.trace));
-  std::string html = page_start("tilesched: strategy comparison");
+  std::string html = html_page_start("tilesched: strategy comparison");
   html += "<h1>tilesched: every strategy on one workload</h1>\n";
   if (!sections.empty() && sections.front().trace)
     html += fmt::format("<p class=\"workload\">{}</p>\n",

@@ -24,6 +24,9 @@ struct ChartOptions {
 // The chart alone: <svg ...>...</svg>. Every tile is exactly one <rect class="tile">.
 std::string render_gantt_svg(const Trace& trace, const ChartOptions& options);
 
+// The start of a self-contained page (doctype, title, the pages' shared style, <body>).
+std::string html_page_start(const std::string& title);
+
 // schedule.html: title, workload, metrics table, chart.
 std::string render_schedule_html(const Trace& trace, const sim::Metrics& metrics,
                                  const ChartOptions& options);
