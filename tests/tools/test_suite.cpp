@@ -271,9 +271,18 @@ TEST_CASE("suite-run keeps traces only within the byte budget and says so") {
   cli::SuiteRunSettings settings;
   settings.out_dir = dir.str();
   settings.repeats = 1;
-  settings.max_pack_bytes = 400u << 10;  // a few traces per pack
-  settings.max_packs = 2;
+  // First every trace in one pack, then packs a third of its size: two of them hold about two
+  // thirds of the traces.
   std::vector<std::string> files;
+  cli::run_suite(small_suite(), *device, settings, nullptr, &files);
+  REQUIRE(files.size() == 2);
+  std::uintmax_t all_traces = 0;
+  for (const std::string& f : files)
+    if (f.find("traces-") != std::string::npos) all_traces = std::filesystem::file_size(f);
+  REQUIRE(all_traces > 0);
+  settings.max_pack_bytes = all_traces / 3;
+  settings.max_packs = 2;
+  files.clear();
   const cli::SuiteResults results =
       cli::run_suite(small_suite(), *device, settings, nullptr, &files);
   CHECK(files.size() == 3);  // summary and the two packs
