@@ -3,6 +3,7 @@
 // point, its TFLOP/s and, at d = 128, what recording a trace costs.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <ctime>
@@ -63,24 +64,45 @@ Workload grid_point(u32 d, u32 seq, bool causal) {
   return w;
 }
 
-// Median milliseconds of one launch on random inputs, with or without trace recording.
-double median_ms(const Workload& w, bool record_trace, const BenchCommandOptions& options) {
+// Median milliseconds of one launch on random inputs, without trace recording.
+double median_ms(const Workload& w, const BenchCommandOptions& options) {
   gpu::DeviceProblem dev;
-  require(dev.create(w, record_trace));
+  require(dev.create(w, /*record_trace=*/false));
   require(dev.fill_random(w.q_lens.front() * 31 + w.head_dim));
   std::vector<float> ms;
   require(dev.time(options.warmup, options.iterations, ms));
   return sim::median(std::vector<double>(ms.begin(), ms.end()));
 }
 
+// What recording the trace costs, in percent: the same buffers and inputs launched in
+// alternating rounds with and without recording (so clock drift between two separate timings
+// cannot pass for overhead), the ratio of the two medians.
+double trace_overhead_pct(const Workload& w, const BenchCommandOptions& options) {
+  gpu::DeviceProblem dev;
+  require(dev.create(w, /*record_trace=*/true));
+  require(dev.fill_random(w.q_lens.front() * 31 + w.head_dim));
+  constexpr int kRounds = 8;
+  const int per_round = std::max(1, options.iterations / kRounds * 2);
+  std::vector<double> plain, traced;
+  std::vector<float> ms;
+  for (int round = 0; round < kRounds; ++round) {
+    for (const bool on : {false, true}) {
+      dev.set_tracing(on);
+      require(dev.time(round == 0 ? options.warmup : 1, per_round, ms));
+      (on ? traced : plain).insert((on ? traced : plain).end(), ms.begin(), ms.end());
+    }
+  }
+  return (sim::median(traced) / sim::median(plain) - 1.0) * 100.0;
+}
+
 // Times one point, prints its row and returns it as JSON.
 nlohmann::json bench_point(const Workload& w, const BenchCommandOptions& options) {
-  const double med = median_ms(w, false, options);
+  const double med = median_ms(w, options);
   const double flops = attention_flops(w);
   const double tflops = flops / (med * 1e-3) / 1e12;
   // Trace overhead: the same launch recording every tile (d = 128 only, to keep it short).
   std::optional<double> trace_pct;
-  if (w.head_dim == 128) trace_pct = (median_ms(w, true, options) / med - 1.0) * 100.0;
+  if (w.head_dim == 128) trace_pct = trace_overhead_pct(w, options);
   const bool causal = w.mask == Mask::Causal;
   fmt::print("{:>5} {:>6} {:>5} {:>4} {:>7} {:<14} {:>5} {:>10.3f} {:>9.1f} {:>9}\n", w.head_dim,
              w.q_lens.front(), w.batch_size(), w.num_q_heads, causal ? "yes" : "no",

@@ -132,7 +132,7 @@ AttentionArgs DeviceProblem::args() const {
   a.q_row_offsets = thrust::raw_pointer_cast(buffers_->q_offsets.data());
   a.kv_row_offsets = thrust::raw_pointer_cast(buffers_->kv_offsets.data());
   a.queue_counter = thrust::raw_pointer_cast(buffers_->counter.data());
-  if (record_trace_) a.trace = recorder_.buffer();
+  if (record_trace_ && tracing_) a.trace = recorder_.buffer();
   a.softmax_scale = scale_;
   a.stream = stream_;
   return a;

@@ -30,6 +30,9 @@ class DeviceProblem {
   Status poison_outputs();
 
   AttentionArgs args() const;  // arguments for attention_forward over these buffers
+  // With buffers created to record a trace: whether the next launches record it (the benchmark
+  // alternates the two over the same buffers and inputs to measure what recording costs).
+  void set_tracing(bool on) { tracing_ = on; }
   void set_softmax_scale(float s) { scale_ = s; }
   void set_stream(void* stream) { stream_ = stream; }
   Status run();          // attention_forward(args())
@@ -54,6 +57,7 @@ class DeviceProblem {
   Workload workload_;
   TraceRecorder recorder_;
   bool record_trace_ = false;
+  bool tracing_ = true;
   float scale_ = 0.f;
   void* stream_ = nullptr;
 };
