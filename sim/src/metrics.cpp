@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 namespace tilesched::sim {
@@ -50,6 +51,57 @@ std::size_t assign_slots(const Trace& t, std::vector<std::size_t>& slot_of) {
   return slots;
 }
 
+// Where each event's figures are summed. The unit of an event is its CTA, or its time slot in a
+// transient trace counted per slot. Units are summed at their own id when the ids are no more
+// than the events (the usual case), otherwise at their rank among the ids that occur: memory
+// follows the events, never a number a file claims (2^30 launched CTAs, an SM id of 2^31 - 1);
+// units that ran no tile are idle either way.
+class UnitBuckets {
+ public:
+  UnitBuckets(const Trace& t, const Metrics& m, std::vector<std::size_t> slot_of)
+      : t_(t), per_slot_(m.unit == ExecutionUnit::Slot), slot_of_(std::move(slot_of)) {
+    compact_ = m.unit_count > t.events.size();
+    if (compact_) {
+      present_.reserve(t.events.size());
+      for (std::size_t i = 0; i < t.events.size(); ++i) present_.push_back(unit_of(i));
+      std::sort(present_.begin(), present_.end());
+      present_.erase(std::unique(present_.begin(), present_.end()), present_.end());
+    }
+    count_ = compact_ ? present_.size() : m.unit_count;
+  }
+  std::size_t unit_of(std::size_t i) const {
+    return per_slot_ ? slot_of_[i] : std::size_t(t_.events[i].cta);
+  }
+  std::size_t bucket_of(std::size_t i) const {
+    if (!compact_) return unit_of(i);
+    return std::size_t(std::lower_bound(present_.begin(), present_.end(), unit_of(i)) -
+                       present_.begin());
+  }
+  std::size_t count() const { return count_; }
+
+ private:
+  const Trace& t_;
+  bool per_slot_;
+  std::vector<std::size_t> slot_of_;
+  bool compact_ = false;
+  std::vector<std::size_t> present_;  // the unit ids that occur, sorted (compact only)
+  std::size_t count_ = 0;
+};
+
+// Spread of the per-unit busy times and tile counts; units without a bucket ran nothing.
+void summarize_units(const std::vector<double>& busy, const std::vector<std::size_t>& tiles,
+                     Metrics& m) {
+  const std::size_t buckets = busy.size();
+  m.busy_min_us = buckets == 0 ? 0 : *std::min_element(busy.begin(), busy.end());
+  m.busy_max_us = buckets == 0 ? 0 : *std::max_element(busy.begin(), busy.end());
+  m.tiles_min = buckets == 0 ? 0 : double(*std::min_element(tiles.begin(), tiles.end()));
+  m.tiles_max = buckets == 0 ? 0 : double(*std::max_element(tiles.begin(), tiles.end()));
+  if (buckets < m.unit_count) {
+    m.busy_min_us = std::min(m.busy_min_us, 0.0);
+    m.tiles_min = 0;
+  }
+}
+
 }  // namespace
 
 Metrics compute_metrics(const Trace& t) {
@@ -69,55 +121,26 @@ Metrics compute_metrics(const Trace& t) {
                                                                : t.launched_ctas;
   m.concurrent_ctas = std::min<std::size_t>(t.launched_ctas, resident);
   if (m.unit == ExecutionUnit::Slot) m.unit_count = std::max(m.concurrent_ctas, slots_seen);
-  const auto unit_of = [&](std::size_t i) -> std::size_t {
-    return m.unit == ExecutionUnit::Slot ? slot_of[i] : std::size_t(t.events[i].cta);
-  };
 
-  // Where each unit's figures are summed: at its own id when the ids are no more than the events
-  // (the usual case), otherwise at its rank among the ids that occur. Memory follows the events,
-  // never a number a file claims (2^30 launched CTAs, an SM id of 2^31 - 1); units that ran no
-  // tile are idle either way.
-  const bool compact = m.unit_count > t.events.size();
-  std::vector<std::size_t> present;  // the unit ids that occur, sorted (compact only)
-  if (compact) {
-    present.reserve(t.events.size());
-    for (std::size_t i = 0; i < t.events.size(); ++i) present.push_back(unit_of(i));
-    std::sort(present.begin(), present.end());
-    present.erase(std::unique(present.begin(), present.end()), present.end());
-  }
-  const auto bucket_of = [&](std::size_t i) -> std::size_t {
-    if (!compact) return unit_of(i);
-    return std::size_t(std::lower_bound(present.begin(), present.end(), unit_of(i)) -
-                       present.begin());
-  };
-
-  const std::size_t slots = compact ? present.size() : m.unit_count;
-  std::vector<double> busy(slots, 0.0);
-  std::vector<std::size_t> tiles(slots, 0);
+  const UnitBuckets units(t, m, std::move(slot_of));
+  std::vector<double> busy(units.count(), 0.0);
+  std::vector<std::size_t> tiles(units.count(), 0);
   double longest = 0;
   for (std::size_t i = 0; i < t.events.size(); ++i) {
     const TraceEvent& e = t.events[i];
     const double d = busy_us(e);
     // Events of a malformed trace may name CTAs past launched_ctas; count them nowhere rather
     // than write out of bounds (trace_from_json rejects such traces).
-    if (unit_of(i) < m.unit_count) {
-      busy[bucket_of(i)] += d;
-      ++tiles[bucket_of(i)];
+    if (units.unit_of(i) < m.unit_count) {
+      busy[units.bucket_of(i)] += d;
+      ++tiles[units.bucket_of(i)];
     }
     m.total_busy_us += d;
     m.makespan_us = std::max(m.makespan_us, e.end_us);
     longest = std::max(longest, d);
   }
+  summarize_units(busy, tiles, m);
   const double n = double(m.unit_count);
-  const bool some_idle = slots < m.unit_count;  // units with no slot ran no tile
-  m.busy_min_us = slots == 0 ? 0 : *std::min_element(busy.begin(), busy.end());
-  m.busy_max_us = slots == 0 ? 0 : *std::max_element(busy.begin(), busy.end());
-  m.tiles_min = slots == 0 ? 0 : double(*std::min_element(tiles.begin(), tiles.end()));
-  m.tiles_max = slots == 0 ? 0 : double(*std::max_element(tiles.begin(), tiles.end()));
-  if (some_idle) {
-    m.busy_min_us = std::min(m.busy_min_us, 0.0);
-    m.tiles_min = 0;
-  }
   m.busy_mean_us = m.total_busy_us / n;
   m.tiles_mean = double(m.tile_count) / n;
   m.imbalance = m.busy_mean_us > 0 ? m.busy_max_us / m.busy_mean_us : 0;

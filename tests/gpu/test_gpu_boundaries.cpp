@@ -64,6 +64,75 @@ TEST_CASE("keys past a sequence's end never enter its softmax (next sequence's K
     }
 }
 
+namespace {
+
+struct RowCounts {
+  std::size_t owned_unwritten = 0;  // O or LSE entries of the sequence's rows left unwritten
+  std::size_t foreign_written = 0;  // entries past the sequence's rows that were overwritten
+};
+
+constexpr std::size_t kAllocatedRows = 128;  // the tile's whole box
+
+// One 100-row sequence in buffers of 128 rows: rows past it hold 1000s in Q, K and V and a
+// sentinel in O and LSE. Runs the kernel and counts what it wrote where.
+RowCounts run_partial_tile(const Workload& w) {
+  const u32 d = w.head_dim;
+  const sim::AttentionInputs in = sim::make_inputs(w, 8000 + d);
+  std::vector<std::uint16_t> qkv(kAllocatedRows * d, sim::float_to_bf16_bits(1000.f));
+  DeviceBuffer q(qkv.size() * 2), k(qkv.size() * 2), v(qkv.size() * 2);
+  DeviceBuffer o(kAllocatedRows * d * 2), lse(kAllocatedRows * sizeof(float));
+  const auto upload = [&](DeviceBuffer& buf, const std::vector<float>& values) {
+    std::vector<std::uint16_t> bits = qkv;
+    const std::vector<std::uint16_t> used = sim::to_bf16_bits(values);
+    std::memcpy(bits.data(), used.data(), used.size() * 2);
+    REQUIRE(cudaMemcpy(buf.ptr, bits.data(), bits.size() * 2, cudaMemcpyHostToDevice) ==
+            cudaSuccess);
+  };
+  upload(q, in.q);
+  upload(k, in.k);
+  upload(v, in.v);
+  REQUIRE(cudaMemset(o.ptr, 0x7f, kAllocatedRows * d * 2) == cudaSuccess);
+  REQUIRE(cudaMemset(lse.ptr, 0x7f, kAllocatedRows * sizeof(float)) == cudaSuccess);
+  const u32 offsets[2] = {0, 100};
+  DeviceBuffer off(sizeof offsets);
+  REQUIRE(cudaMemcpy(off.ptr, offsets, sizeof offsets, cudaMemcpyHostToDevice) == cudaSuccess);
+
+  gpu::AttentionArgs a;
+  a.workload = w;
+  a.q = q.ptr;
+  a.k = k.ptr;
+  a.v = v.ptr;
+  a.o = o.ptr;
+  a.lse = static_cast<float*>(lse.ptr);
+  a.q_row_offsets = static_cast<const u32*>(off.ptr);
+  a.kv_row_offsets = static_cast<const u32*>(off.ptr);
+  const gpu::Status s = gpu::attention_forward(a);
+  REQUIRE_MESSAGE(s.ok, s.message);
+  REQUIRE(cudaDeviceSynchronize() == cudaSuccess);
+
+  std::vector<std::uint16_t> o_bits(kAllocatedRows * d);
+  std::vector<std::uint32_t> lse_bits(kAllocatedRows);
+  REQUIRE(cudaMemcpy(o_bits.data(), o.ptr, o_bits.size() * 2, cudaMemcpyDeviceToHost) ==
+          cudaSuccess);
+  REQUIRE(cudaMemcpy(lse_bits.data(), lse.ptr, lse_bits.size() * 4, cudaMemcpyDeviceToHost) ==
+          cudaSuccess);
+  RowCounts counts;
+  for (std::size_t row = 0; row < kAllocatedRows; ++row) {
+    const bool owned = row < 100;
+    for (std::size_t c = 0; c < d; ++c) {
+      const bool sentinel = o_bits[row * d + c] == 0x7f7f;
+      counts.owned_unwritten += owned && sentinel;
+      counts.foreign_written += !owned && !sentinel;
+    }
+    const bool lse_sentinel = lse_bits[row] == 0x7f7f7f7fu;
+    counts.owned_unwritten += owned && lse_sentinel;
+    counts.foreign_written += !owned && !lse_sentinel;
+  }
+  return counts;
+}
+
+}  // namespace
+
 TEST_CASE("a partial tile stores only its own rows (sentinel past the last sequence survives)") {
   for (u32 d : {64u, 128u, 256u})
     for (Mask mask : {Mask::None, Mask::Causal}) {
@@ -76,61 +145,9 @@ TEST_CASE("a partial tile stores only its own rows (sentinel past the last seque
       w.scheduler = SchedulerKind::Tile;
       w.num_ctas = 1;
       REQUIRE(w.validate().empty());
-      // Every buffer holds 128 rows, the tensors 100: the box of the only tile spans all 128.
-      constexpr std::size_t kAllocatedRows = 128;
-      const sim::AttentionInputs in = sim::make_inputs(w, 8000 + d);
-      std::vector<std::uint16_t> qkv(kAllocatedRows * d, sim::float_to_bf16_bits(1000.f));
-      DeviceBuffer q(qkv.size() * 2), k(qkv.size() * 2), v(qkv.size() * 2);
-      DeviceBuffer o(kAllocatedRows * d * 2), lse(kAllocatedRows * sizeof(float));
-      const auto upload = [&](DeviceBuffer& buf, const std::vector<float>& values) {
-        std::vector<std::uint16_t> bits = qkv;
-        const std::vector<std::uint16_t> used = sim::to_bf16_bits(values);
-        std::memcpy(bits.data(), used.data(), used.size() * 2);
-        REQUIRE(cudaMemcpy(buf.ptr, bits.data(), bits.size() * 2, cudaMemcpyHostToDevice) ==
-                cudaSuccess);
-      };
-      upload(q, in.q);
-      upload(k, in.k);
-      upload(v, in.v);
-      REQUIRE(cudaMemset(o.ptr, 0x7f, kAllocatedRows * d * 2) == cudaSuccess);
-      REQUIRE(cudaMemset(lse.ptr, 0x7f, kAllocatedRows * sizeof(float)) == cudaSuccess);
-      const u32 offsets[2] = {0, 100};
-      DeviceBuffer off(sizeof offsets);
-      REQUIRE(cudaMemcpy(off.ptr, offsets, sizeof offsets, cudaMemcpyHostToDevice) == cudaSuccess);
-
-      gpu::AttentionArgs a;
-      a.workload = w;
-      a.q = q.ptr;
-      a.k = k.ptr;
-      a.v = v.ptr;
-      a.o = o.ptr;
-      a.lse = static_cast<float*>(lse.ptr);
-      a.q_row_offsets = static_cast<const u32*>(off.ptr);
-      a.kv_row_offsets = static_cast<const u32*>(off.ptr);
-      const gpu::Status s = gpu::attention_forward(a);
-      REQUIRE_MESSAGE(s.ok, s.message);
-      REQUIRE(cudaDeviceSynchronize() == cudaSuccess);
-
-      std::vector<std::uint16_t> o_bits(kAllocatedRows * d);
-      std::vector<std::uint32_t> lse_bits(kAllocatedRows);
-      REQUIRE(cudaMemcpy(o_bits.data(), o.ptr, o_bits.size() * 2, cudaMemcpyDeviceToHost) ==
-              cudaSuccess);
-      REQUIRE(cudaMemcpy(lse_bits.data(), lse.ptr, lse_bits.size() * 4, cudaMemcpyDeviceToHost) ==
-              cudaSuccess);
-      std::size_t owned_unwritten = 0, foreign_written = 0;
-      for (std::size_t row = 0; row < kAllocatedRows; ++row) {
-        const bool owned = row < 100;
-        for (std::size_t c = 0; c < d; ++c) {
-          const bool sentinel = o_bits[row * d + c] == 0x7f7f;
-          owned_unwritten += owned && sentinel;
-          foreign_written += !owned && !sentinel;
-        }
-        const bool lse_sentinel = lse_bits[row] == 0x7f7f7f7fu;
-        owned_unwritten += owned && lse_sentinel;
-        foreign_written += !owned && !lse_sentinel;
-      }
+      const RowCounts counts = run_partial_tile(w);
       INFO("d ", d, " mask ", to_string(mask));
-      CHECK(owned_unwritten == 0);
-      CHECK(foreign_written == 0);
+      CHECK(counts.owned_unwritten == 0);
+      CHECK(counts.foreign_written == 0);
     }
 }

@@ -185,16 +185,50 @@ TEST_CASE("compact traces read back as the trace, times to the nanosecond") {
                        std::invalid_argument);
 }
 
-TEST_CASE("suite-run on a simulated device, and the report of a device 10 % slower than predicted") {
-  test::ScratchDir dir("suite");
-  const std::vector<cli::SuiteWorkload> suite = small_suite();
-  const auto device = cli::simulated_suite_device(slowed(1.1));
-  cli::SuiteRunSettings settings;
-  settings.out_dir = dir.str();
-  settings.repeats = 2;
+namespace {
+
+// suite-run of the small suite on a simulated device 10 % slower than the built-in profile.
+struct SlowedRun {
+  test::ScratchDir dir{"suite"};
   std::vector<std::string> files;
-  const cli::SuiteResults results = cli::run_suite(suite, *device, settings, nullptr, &files);
-  CHECK(files.size() == 2);  // summary.json and one pack
+  cli::SuiteResults results;
+  SlowedRun() {
+    const auto device = cli::simulated_suite_device(slowed(1.1));
+    cli::SuiteRunSettings settings;
+    settings.out_dir = dir.str();
+    settings.repeats = 2;
+    results = cli::run_suite(small_suite(), *device, settings, nullptr, &files);
+  }
+};
+
+// A verdict's speed-ups and distance to the ideal bound, recomputed from the runs by hand.
+void check_verdict(const cli::WorkloadVerdict& v, const cli::SuiteResults& results) {
+  CAPTURE(v.workload);
+  CHECK(v.recommended_is_best);  // a uniform slow-down keeps the ranking
+  CHECK(v.measured_best->run == v.recommended->run);
+  double dflt = 0, best_seed = 0;
+  for (const cli::SuiteRunResult& r : results.runs) {
+    if (r.workload_name != v.workload) continue;
+    if (r.strategy == "tile/default" && r.workload.num_ctas == 132) dflt = r.makespan_us;
+    if (r.workload.num_ctas == v.recommended->run->workload.num_ctas &&
+        (best_seed == 0 || r.makespan_us < best_seed))
+      best_seed = r.makespan_us;
+  }
+  CHECK(v.speedup_vs_default == doctest::Approx(dflt / v.recommended->run->makespan_us));
+  CHECK(v.speedup_vs_best_seed == doctest::Approx(best_seed / v.recommended->run->makespan_us));
+  CHECK(v.speedup_vs_default >= 1.0);
+  const cli::SuiteRunResult& rec = *v.recommended->run;
+  CHECK(v.over_ideal ==
+        doctest::Approx(rec.makespan_us * rec.concurrent_ctas / rec.total_busy_us - 1));
+  CHECK(v.over_ideal >= 0);
+}
+
+}  // namespace
+
+TEST_CASE("suite-run on a simulated device: every run measured, checked and traced") {
+  const SlowedRun s;
+  const cli::SuiteResults& results = s.results;
+  CHECK(s.files.size() == 2);  // summary.json and one pack
   CHECK(results.source == "sim");
   CHECK(results.device == "h200-slowed");
   CHECK(results.sms == 132);
@@ -208,17 +242,20 @@ TEST_CASE("suite-run on a simulated device, and the report of a device 10 % slow
     CHECK_FALSE(r.trace_file.empty());
   }
   // The kept traces are the device's, and `fit` can read them.
-  const std::vector<cli::SuiteTrace> traces = cli::read_suite_traces(dir.str(), results);
+  const std::vector<cli::SuiteTrace> traces = cli::read_suite_traces(s.dir.str(), results);
   REQUIRE(traces.size() == 16);
   const Trace direct = sim::replay(traces[5].run->workload, slowed(1.1));
   CHECK(traces[5].trace.events.size() == direct.events.size());
   CHECK(sim::compute_metrics(traces[5].trace).makespan_us ==
         doctest::Approx(traces[5].run->makespan_us).epsilon(1e-6));
+}
 
+TEST_CASE("the report of a device 10 % slower than predicted: errors, verdicts, files") {
+  const SlowedRun s;
   // Every tile 10 % slower than the built-in profile says, at every C: each makespan is 1.1x
   // the prediction (order and placement do not change), so every error is 1/1.1 - 1.
   const cli::PredictionReport report =
-      cli::build_prediction_report(results, sim::CostModel::builtin("h200"));
+      cli::build_prediction_report(s.results, sim::CostModel::builtin("h200"));
   const double expected = 1 / 1.1 - 1;
   for (const cli::ReportRow& row : report.rows) CHECK(row.error == doctest::Approx(expected));
   REQUIRE(report.errors.size() == 10);  // 4 strategies x {sms, sms*occ} + 2 transient
@@ -228,26 +265,7 @@ TEST_CASE("suite-run on a simulated device, and the report of a device 10 % slow
     CHECK(e.runs == 2);  // one per workload (d 256's C = 132 is both sms and sms*occ)
   }
   REQUIRE(report.workloads.size() == 2);
-  for (const cli::WorkloadVerdict& v : report.workloads) {
-    CAPTURE(v.workload);
-    CHECK(v.recommended_is_best);  // a uniform slow-down keeps the ranking
-    CHECK(v.measured_best->run == v.recommended->run);
-    // Speed-ups, recomputed from the runs by hand.
-    double dflt = 0, best_seed = 0;
-    for (const cli::SuiteRunResult& r : results.runs) {
-      if (r.workload_name != v.workload) continue;
-      if (r.strategy == "tile/default" && r.workload.num_ctas == 132) dflt = r.makespan_us;
-      if (r.workload.num_ctas == v.recommended->run->workload.num_ctas &&
-          (best_seed == 0 || r.makespan_us < best_seed))
-        best_seed = r.makespan_us;
-    }
-    CHECK(v.speedup_vs_default == doctest::Approx(dflt / v.recommended->run->makespan_us));
-    CHECK(v.speedup_vs_best_seed == doctest::Approx(best_seed / v.recommended->run->makespan_us));
-    CHECK(v.speedup_vs_default >= 1.0);
-    const cli::SuiteRunResult& rec = *v.recommended->run;
-    CHECK(v.over_ideal == doctest::Approx(rec.makespan_us * rec.concurrent_ctas / rec.total_busy_us - 1));
-    CHECK(v.over_ideal >= 0);
-  }
+  for (const cli::WorkloadVerdict& v : report.workloads) check_verdict(v, s.results);
   CHECK(report.workloads[0].causal);
   CHECK(report.workloads[0].ragged);
   CHECK_FALSE(report.workloads[1].causal);

@@ -37,10 +37,9 @@ std::string common_device(const std::vector<LabelledTrace>& traces) {
   return device.empty() ? "fitted" : device;
 }
 
-int run_fit(const FitOptions& o) {
-  if (o.trace_files.empty()) throw UsageError("no traces given: name at least one TRACE.json");
-  const sim::CostModel base = sim::CostModel::builtin(o.base);  // checked while parsing
-
+// Every trace named on the command line (a suite-run directory gives all its kept traces); a
+// simulated trace is refused unless --allow-sim asks for it.
+std::vector<LabelledTrace> read_fit_traces(const FitOptions& o) {
   std::vector<LabelledTrace> traces;
   for (const std::string& path : o.trace_files) {
     const std::size_t first = traces.size();
@@ -69,16 +68,18 @@ int run_fit(const FitOptions& o) {
                t.source, simulated > 1 ? fmt::format(" ({} traces)", simulated) : std::string());
   }
 
-  const std::string device = o.device.empty() ? common_device(traces) : o.device;
-  const CostFitReport report = fit_cost_model(traces, base, device);
-  fmt::print("{}", format_cost_fit_report(report));
+  return traces;
+}
+
+// Refuses a fit the cost files cannot hold, or the traces do not support.
+void check_fit_report(const CostFitReport& report, const std::string& out_file) {
   if (!report.negative_coefficients.empty()) {
     // Cost files reject negative costs; clamping would hide that the traces do not support the
     // model's shape (e.g. too few distinct block counts, or noise larger than a block's cost).
     throw std::runtime_error(fmt::format(
         "negative fitted coefficients ({}): not writing '{}'; measure tiles with a wider range "
         "of KV lengths, causal and not",
-        fmt::join(report.negative_coefficients, "; "), o.out_file));
+        fmt::join(report.negative_coefficients, "; "), out_file));
   }
 
   if (!report.invalid_rates.empty()) {
@@ -87,8 +88,18 @@ int run_fit(const FitOptions& o) {
     throw std::runtime_error(fmt::format(
         "fitted sharing rates outside (0, 1] ({}): not writing '{}'; record the traces at one "
         "and at two CTAs per SM with the same kernel in one session",
-        fmt::join(report.invalid_rates, "; "), o.out_file));
+        fmt::join(report.invalid_rates, "; "), out_file));
   }
+}
+
+int run_fit(const FitOptions& o) {
+  if (o.trace_files.empty()) throw UsageError("no traces given: name at least one TRACE.json");
+  const sim::CostModel base = sim::CostModel::builtin(o.base);  // checked while parsing
+  const std::vector<LabelledTrace> traces = read_fit_traces(o);
+  const std::string device = o.device.empty() ? common_device(traces) : o.device;
+  const CostFitReport report = fit_cost_model(traces, base, device);
+  fmt::print("{}", format_cost_fit_report(report));
+  check_fit_report(report, o.out_file);
 
   nlohmann::json j = report.model.to_json();
   std::vector<u32> fitted_dims;

@@ -154,17 +154,18 @@ std::string median_of(const PredictionReport& r, Keep keep, Get get) {
   return xs.empty() ? "-" : fmt::format("{} ({} workloads)", times(sim::median(xs)), xs.size());
 }
 
-std::vector<Section> sections(const PredictionReport& r) {
-  std::vector<Section> out;
+Section error_section(const PredictionReport& r) {
   Section errors{"Prediction error per strategy and CTA count",
                  "|predicted - measured| / measured makespan, over the workloads.",
                  {{"strategy", "C", "runs", "median |error|", "p90 |error|"}, {}},
                  {false, false, true, true, true}};
   for (const ErrorSummary& e : r.errors)
     errors.table.rows.push_back(
-        {e.strategy, e.ctas, std::to_string(e.runs), abs_pct(e.median_abs), abs_pct(e.p90_abs)});
-  out.push_back(errors);
+        {e.strategy, e.ctas, fmt::format("{}", e.runs), abs_pct(e.median_abs), abs_pct(e.p90_abs)});
+  return errors;
+}
 
+Section best_section(const PredictionReport& r) {
   std::size_t matches = 0;
   for (const WorkloadVerdict& v : r.workloads) matches += v.recommended_is_best ? 1 : 0;
   Section best{
@@ -183,8 +184,10 @@ std::vector<Section> sections(const PredictionReport& r) {
                                config(*v.recommended->run),
                                fmt::format("{:.1f}", v.recommended->run->makespan_us),
                                v.recommended_is_best ? "yes" : "no"});
-  out.push_back(best);
+  return best;
+}
 
+Section speed_section(const PredictionReport& r) {
   const auto all = [](const WorkloadVerdict&) { return true; };
   const auto causal = [](const WorkloadVerdict& v) { return v.causal; };
   const auto ragged = [](const WorkloadVerdict& v) { return v.ragged; };
@@ -208,8 +211,10 @@ std::vector<Section> sections(const PredictionReport& r) {
     speed.table.rows.push_back({v.workload, v.causal ? "yes" : "no", v.ragged ? "yes" : "no",
                                 config(*v.recommended->run), times(v.speedup_vs_default),
                                 times(v.speedup_vs_best_seed), pct(v.over_ideal)});
-  out.push_back(speed);
+  return speed;
+}
 
+Section runs_section(const PredictionReport& r) {
   Section runs{
       "Every run",
       "Measured: the median of the repeats (trace makespan). C of a transient run: the "
@@ -218,11 +223,14 @@ std::vector<Section> sections(const PredictionReport& r) {
       {false, false, true, true, true, true, false}};
   for (const ReportRow& row : r.rows)
     runs.table.rows.push_back(
-        {row.run->workload_name, row.run->strategy, std::to_string(row.run->workload.num_ctas),
+        {row.run->workload_name, row.run->strategy, fmt::format("{}", row.run->workload.num_ctas),
          fmt::format("{:.1f}", row.run->makespan_us), fmt::format("{:.1f}", row.predicted_us),
          pct(row.error), checks(*row.run)});
-  out.push_back(runs);
-  return out;
+  return runs;
+}
+
+std::vector<Section> sections(const PredictionReport& r) {
+  return {error_section(r), best_section(r), speed_section(r), runs_section(r)};
 }
 
 std::string header_text(const PredictionReport& r) {
