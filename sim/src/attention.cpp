@@ -220,7 +220,7 @@ void check_inputs(const Workload& w, const AttentionInputs& in) {
 void check_events(const Workload& w, const Trace& trace) {
   for (std::size_t i = 0; i < trace.events.size(); ++i) {
     const TraceEvent& e = trace.events[i];
-    if (e.prompt_idx >= w.batch_size() || e.head_idx >= w.num_q_heads)
+    if (e.prompt_idx >= w.batch_size() || e.head_idx >= w.scheduled_heads())
       throw std::invalid_argument(fmt::format(
           "tiled_attention: trace event {} names prompt {}, head {}, outside the workload", i,
           e.prompt_idx, e.head_idx));
@@ -250,8 +250,9 @@ struct TileWrite {
 // Counts every (row, head) write of the tiles in `order` and reports the rows a tile writes
 // outside its sequence, a second time (blamed on the tile that writes second in `order`) or past
 // the buffer. Returns whether any row is written twice.
-bool count_writes(const Layout& L, const Trace& trace, const std::vector<std::size_t>& order,
-                  std::vector<TileWrite>& plan, AttentionResult& out) {
+bool count_writes(const Workload& w, const Layout& L, const Trace& trace,
+                  const std::vector<std::size_t>& order, std::vector<TileWrite>& plan,
+                  AttentionResult& out) {
   std::fill(out.row_writes.begin(), out.row_writes.end(), 0u);
   out.problems.clear();
   plan.assign(trace.events.size(), TileWrite{});
@@ -263,20 +264,23 @@ bool count_writes(const Layout& L, const Trace& trace, const std::vector<std::si
     const std::size_t seq_end = std::size_t(seq.start) + seq.length;
     const std::size_t end = std::min<std::size_t>(first + e.query_rows, L.total_q);
     plan[i] = {first, static_cast<u32>(end > first ? end - first : 0)};
-    auto report = [&](CoverageProblem::Kind kind, std::size_t r) {
-      add_problem(out.problems, kind, u32(r), e.head_idx, e.prompt_idx, e.head_idx, e.prompt_offset,
-                  e.cta);
-    };
-    // One loop per kind so that each kind's rows group into one range per tile.
-    for (std::size_t r = std::max(first, seq_end); r < end; ++r)
-      report(CoverageProblem::Kind::OutsideSequence, r);
-    for (std::size_t r = first; r < end; ++r)
-      if (++out.row_writes[r * L.hq + e.head_idx] > 1) {
-        overlapping = true;
-        report(CoverageProblem::Kind::DoubleWrite, r);
-      }
-    for (std::size_t r = std::max(end, first); r < first + e.query_rows; ++r)
-      report(CoverageProblem::Kind::PastEnd, r);
+    const TileHeads heads = w.tile_heads(e.head_idx);
+    for (u32 head = heads.first; head < heads.first + heads.count; ++head) {
+      auto report = [&](CoverageProblem::Kind kind, std::size_t r) {
+        add_problem(out.problems, kind, u32(r), head, e.prompt_idx, e.head_idx, e.prompt_offset,
+                    e.cta);
+      };
+      // One loop per kind so that each kind's rows group into one range per tile.
+      for (std::size_t r = std::max(first, seq_end); r < end; ++r)
+        report(CoverageProblem::Kind::OutsideSequence, r);
+      for (std::size_t r = first; r < end; ++r)
+        if (++out.row_writes[r * L.hq + head] > 1) {
+          overlapping = true;
+          report(CoverageProblem::Kind::DoubleWrite, r);
+        }
+      for (std::size_t r = std::max(end, first); r < first + e.query_rows; ++r)
+        report(CoverageProblem::Kind::PastEnd, r);
+    }
   }
   return overlapping;
 }
@@ -288,8 +292,8 @@ void report_gaps(const Workload& w, const Layout& L, AttentionResult& out) {
       for (u32 pos = 0; pos < w.q_lens[b]; ++pos) {
         const u32 r = L.queries.start(b) + pos;
         if (out.row_writes[std::size_t(r) * L.hq + h] == 0)
-          add_problem(out.problems, CoverageProblem::Kind::Gap, r, h, b, h,
-                      owning_tile_offset(pos, w.block_m), -1);
+          add_problem(out.problems, CoverageProblem::Kind::Gap, r, h, b,
+                      w.decoding ? h / L.group : h, owning_tile_offset(pos, w.tile_shape()), -1);
       }
 }
 
@@ -299,16 +303,18 @@ void attend_tiles(const Workload& w, const Layout& L, const AttentionInputs& in,
                   const Trace& trace, const std::vector<std::size_t>& order,
                   const std::vector<TileWrite>& plan, unsigned threads, AttentionResult& out) {
   std::vector<Workspace> spaces;
-  for (unsigned t = 0; t < threads; ++t) spaces.emplace_back(w.block_m, w.block_n, L.d);
-  const u32 bm = w.block_m;
+  const u32 bm = w.tile_shape();
+  for (unsigned t = 0; t < threads; ++t) spaces.emplace_back(bm, w.block_n, L.d);
   parallel_for(order.size(), threads, [&](std::size_t k, unsigned id) {
     const std::size_t i = order[k];
     const TraceEvent& e = trace.events[i];
-    for (u32 done = 0; done < plan[i].rows; done += bm) {
-      const TilePiece piece{plan[i].first_row + done, std::min(bm, plan[i].rows - done),
-                            e.prompt_offset + done, e.prompt_idx, e.head_idx};
-      attend_tile(w, L, in, scale, piece, out, spaces[id]);
-    }
+    const TileHeads heads = w.tile_heads(e.head_idx);
+    for (u32 head = heads.first; head < heads.first + heads.count; ++head)
+      for (u32 done = 0; done < plan[i].rows; done += bm) {
+        const TilePiece piece{plan[i].first_row + done, std::min(bm, plan[i].rows - done),
+                              e.prompt_offset + done, e.prompt_idx, head};
+        attend_tile(w, L, in, scale, piece, out, spaces[id]);
+      }
   });
 }
 
@@ -394,12 +400,12 @@ AttentionResult tiled_attention(const Workload& w, const AttentionInputs& in, co
   const bool faithful = w.ragged_mode == RaggedMode::Faithful;
   if (faithful) sort_by_landing(order, trace);
   std::vector<TileWrite> plan;
-  const bool overlapping = count_writes(L, trace, order, plan, out);
+  const bool overlapping = count_writes(w, L, trace, order, plan, out);
   // Found overlap in trace order (e.g. a duplicated event): recount in landing order so the
   // blame matches the order the tiles will run in.
   if (overlapping && !faithful) {
     sort_by_landing(order, trace);
-    count_writes(L, trace, order, plan, out);
+    count_writes(w, L, trace, order, plan, out);
   }
   report_gaps(w, L, out);
 
@@ -462,32 +468,34 @@ TileError tile_error(const Workload& w, const TraceEvent& e, const std::vector<f
   TileError err;
   const std::size_t first = event_first_row(w, e);
   const std::size_t end = std::min<std::size_t>(first + e.query_rows, L.total_q);
-  if (end <= first || e.head_idx >= L.hq) return err;
+  const TileHeads heads = w.tile_heads(e.head_idx);
+  if (end <= first || heads.first + heads.count > L.hq) return err;
   err.rows = u32(end - first);
-  for (std::size_t r = first; r < end; ++r) {
-    const std::size_t base = (r * L.hq + e.head_idx) * L.d;
-    double diff = 0, ref = 0;
-    for (u32 c = 0; c < L.d; ++c) {
-      const float x = o_a[base + c], y = o_b[base + c];
-      if (!std::isfinite(y)) continue;
-      if (!std::isfinite(x)) {
-        err.has_nan = true;
-        continue;
+  for (std::size_t r = first; r < end; ++r)
+    for (u32 head = heads.first; head < heads.first + heads.count; ++head) {
+      const std::size_t base = (r * L.hq + head) * L.d;
+      double diff = 0, ref = 0;
+      for (u32 c = 0; c < L.d; ++c) {
+        const float x = o_a[base + c], y = o_b[base + c];
+        if (!std::isfinite(y)) continue;
+        if (!std::isfinite(x)) {
+          err.has_nan = true;
+          continue;
+        }
+        diff += (double(x) - y) * (double(x) - y);
+        ref += double(y) * y;
       }
-      diff += (double(x) - y) * (double(x) - y);
-      ref += double(y) * y;
+      const double rel = ref > 0 ? std::sqrt(diff / ref) : (diff > 0 ? INFINITY : 0.0);
+      err.o_rel = std::max(err.o_rel, rel);
+      const float la = lse_a[r * L.hq + head], lb = lse_b[r * L.hq + head];
+      if (std::isfinite(lb)) {
+        if (!std::isfinite(la))
+          err.has_nan = true;
+        else
+          err.lse_rel = std::max(err.lse_rel,
+                                 std::abs(double(la) - lb) / std::max(std::abs(double(lb)), 1.0));
+      }
     }
-    const double rel = ref > 0 ? std::sqrt(diff / ref) : (diff > 0 ? INFINITY : 0.0);
-    err.o_rel = std::max(err.o_rel, rel);
-    const float la = lse_a[r * L.hq + e.head_idx], lb = lse_b[r * L.hq + e.head_idx];
-    if (std::isfinite(lb)) {
-      if (!std::isfinite(la))
-        err.has_nan = true;
-      else
-        err.lse_rel =
-            std::max(err.lse_rel, std::abs(double(la) - lb) / std::max(std::abs(double(lb)), 1.0));
-    }
-  }
   return err;
 }
 

@@ -212,8 +212,7 @@ TileCost event_tile_cost(const Workload& w, const TraceEvent& e) {
     const u32 blocks = ceil_div(num_keys, w.block_n);
     return TileCost{blocks, num_keys % w.block_n != 0 ? 1u : 0u};
   }
-  const u32 rows = tile_query_rows(seq_len, e.prompt_offset, w.block_m);
-  return tile_cost(e.prompt_offset, rows, seq_len, num_keys, w.block_m, w.block_n, w.mask);
+  return w.tile_cost(e.prompt_idx, e.prompt_offset);
 }
 
 namespace {

@@ -26,8 +26,8 @@ struct ReplayContext {
     e.prompt_offset = s.prompt_offset;
     e.head_idx = s.head_idx;
     e.prompt_idx = s.prompt_idx;
-    e.query_rows = faithful_rows ? faithful_query_rows(s, w.block_m)
-                                 : tile_rows(summary.query_layout(), s, w.block_m).query_rows;
+    e.query_rows = faithful_rows ? faithful_query_rows(s, w.tile_shape())
+                                 : tile_rows(summary.query_layout(), s, w.tile_shape()).query_rows;
     const TileCost c = event_tile_cost(w, e);
     e.kv_blocks = c.kv_blocks;
     p.solo_us = k.tile_time_us(c);
@@ -82,6 +82,7 @@ Trace replay(const Workload& w, const CostModel& cost) {
   const std::string problem = w.validate();
   if (!problem.empty()) throw std::invalid_argument("invalid workload: " + problem);
   const std::vector<u32> q_offsets = w.q_row_offsets();
+  const SchedulePlan plan = plan_schedule(w, cost);
   const ReplayContext ctx{
       w, w.summary(q_offsets.data()), cost.coefficients(w.head_dim),
       w.scheduler == SchedulerKind::Tile && w.ragged_mode == RaggedMode::Faithful};
@@ -93,11 +94,17 @@ Trace replay(const Workload& w, const CostModel& cost) {
   t.workload = w;
   t.workload.resident_ctas = layout.slots;  // the trace says what ran, whoever chose it
   u32 counter_value = 0;
-  with_scheduler(w, AtomicCounter{&counter_value}, [&](const auto& sched) {
+  const SchedulerInputs inputs{AtomicCounter{&counter_value}, plan.arrays()};
+  with_scheduler(w, inputs, [&](const auto& sched) {
     reset_counter(sched, counter_value, 0);
     replay_grid(ctx, sched, layout, t);
   });
   return t;
+}
+
+SchedulePlan plan_schedule(const Workload& w, const CostModel& cost) {
+  const CostCoefficients k = cost.coefficients(w.head_dim);
+  return build_schedule_plan(w, [k](const TileCost& c) { return k.tile_time_us(c); });
 }
 
 Trace replay(const Workload& w) {

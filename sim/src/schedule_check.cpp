@@ -23,10 +23,15 @@ std::map<u32, std::vector<TraceEvent>> by_cta(const Trace& t) {
   return m;
 }
 
-bool same_tile(const TraceEvent& a, const TraceEvent& b) {
-  return a.step == b.step && a.linear_idx == b.linear_idx && a.prompt_offset == b.prompt_offset &&
+// The same work at the same index: coordinates, rows and KV blocks.
+bool same_work(const TraceEvent& a, const TraceEvent& b) {
+  return a.linear_idx == b.linear_idx && a.prompt_offset == b.prompt_offset &&
          a.head_idx == b.head_idx && a.prompt_idx == b.prompt_idx && a.query_rows == b.query_rows &&
          a.kv_blocks == b.kv_blocks;
+}
+
+bool same_tile(const TraceEvent& a, const TraceEvent& b) {
+  return a.step == b.step && same_work(a, b);
 }
 
 void static_differences(const Trace& model, const Trace& measured, std::vector<std::string>& out) {
@@ -50,12 +55,18 @@ void static_differences(const Trace& model, const Trace& measured, std::vector<s
                                 events.size()));
 }
 
-// Each index processed once, and exactly the model's set of indices.
+// Each index processed once, exactly the model's set of indices, and each index the model's tile.
 void queued_tile_set(const Trace& model, const Trace& measured, std::vector<std::string>& out) {
   std::multiset<u32> got;
   for (const auto& e : measured.events) got.insert(e.linear_idx);
-  std::set<u32> want;
-  for (const auto& e : model.events) want.insert(e.linear_idx);
+  std::map<u32, const TraceEvent*> want;
+  for (const auto& e : model.events) want[e.linear_idx] = &e;
+  for (const auto& e : measured.events) {
+    const auto it = want.find(e.linear_idx);
+    if (it != want.end() && !same_work(e, *it->second))
+      out.push_back(fmt::format("index {} ran {}, the simulator says {}", e.linear_idx,
+                                tile_name(e), tile_name(*it->second)));
+  }
   for (auto it = got.begin(); it != got.end(); it = got.upper_bound(*it)) {
     const u32 idx = *it;
     if (got.count(idx) > 1)
@@ -64,7 +75,7 @@ void queued_tile_set(const Trace& model, const Trace& measured, std::vector<std:
       out.push_back(fmt::format(
           "tile {} was processed, but the simulator never schedules it (past its sequence?)", idx));
   }
-  for (u32 idx : want)
+  for (const auto& [idx, e] : want)
     if (!got.count(idx)) out.push_back(fmt::format("tile {} was never processed", idx));
 }
 
@@ -94,7 +105,7 @@ std::vector<std::string> schedule_differences(const Trace& model, const Trace& m
   if (measured.launched_ctas != model.launched_ctas)
     out.push_back(
         fmt::format("launched {} CTAs, simulator {}", measured.launched_ctas, model.launched_ctas));
-  if (measured.workload.scheduler == SchedulerKind::Queued) {
+  if (takes_from_counter(measured.workload.scheduler)) {
     queued_tile_set(model, measured, out);
     queued_fetch_order(measured, out);
   } else {

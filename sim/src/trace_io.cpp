@@ -75,9 +75,10 @@ void check_event_values(const TraceEvent& e, const Trace& t, u32 work_tiles,
   if (e.prompt_idx >= w.batch_size())
     fail(prefix + "prompt_idx",
          fmt::format("prompt {} is not below the batch size ({})", e.prompt_idx, w.batch_size()));
-  if (e.head_idx >= w.num_q_heads)
-    fail(prefix + "head_idx", fmt::format("head {} is not below the number of query heads ({})",
-                                          e.head_idx, w.num_q_heads));
+  if (e.head_idx >= w.scheduled_heads())  // KV heads for a decode workload
+    fail(prefix + "head_idx",
+         fmt::format("head {} is not below the number of {} heads ({})", e.head_idx,
+                     w.decoding ? "KV" : "query", w.scheduled_heads()));
   if (e.linear_idx >= work_tiles)
     fail(prefix + "linear_idx",
          fmt::format("work index {} is not below the workload's {} work tiles (T*H*B)",
@@ -141,7 +142,7 @@ Trace trace_from_json(const json& j) {
   t.launched_ctas = as_u32(require(j, "launched_ctas", ""), "launched_ctas");
 
   // Every launch is at most one CTA per work tile (min(C, N) persistent, N transient).
-  const u32 work_tiles = t.workload.summary(nullptr).max_idx(t.workload.num_q_heads);
+  const u32 work_tiles = t.workload.summary(nullptr).max_idx(t.workload.scheduled_heads());
   if (t.launched_ctas > work_tiles)
     fail("launched_ctas",
          fmt::format("{} CTAs are more than the workload's {} work tiles (T*H*B): no scheduler "

@@ -49,6 +49,8 @@ json workload_to_json(const Workload& w) {
   j["resident_ctas"] = w.resident_ctas;
   j["ragged_mode"] = to_string(w.ragged_mode);
   j["cost_profile"] = w.cost_profile;
+  j["decoding"] = w.decoding;
+  j["l2_bytes"] = w.l2_bytes;
   return j;
 }
 
@@ -134,7 +136,7 @@ Workload workload_from_json_at(const json& j, const std::string& prefix) {
                          "num_q_heads",     "num_kv_heads",   "head_dim",      "mask",
                          "block_m",         "block_n",        "scheduler",     "schedule",
                          "flip_prompt_idx", "num_ctas",       "resident_ctas", "ragged_mode",
-                         "cost_profile"},
+                         "cost_profile",    "decoding",       "l2_bytes"},
                      prefix);
   Workload w;
   const std::string P = prefix;
@@ -163,6 +165,8 @@ Workload workload_from_json_at(const json& j, const std::string& prefix) {
     w.ragged_mode = read_enum<RaggedMode>(j["ragged_mode"], P + "ragged_mode");
   if (j.contains("flip_prompt_idx"))
     w.flip_prompt_idx = as_bool(j["flip_prompt_idx"], P + "flip_prompt_idx");
+  if (j.contains("decoding")) w.decoding = as_bool(j["decoding"], P + "decoding");
+  if (j.contains("l2_bytes")) w.l2_bytes = as_u64(j["l2_bytes"], P + "l2_bytes");
   if (j.contains("cost_profile")) {
     w.cost_profile = as_string(j["cost_profile"], P + "cost_profile");
     if (w.cost_profile.empty()) fail(P + "cost_profile", "must not be empty");

@@ -2,6 +2,7 @@
 // that runs the processing loop, so host/device portability of common/ cannot rot even in CI
 // (which has nvcc but no GPU). The gpu test suite runs these kernels on a device.
 #include "tilesched/any_scheduler.hpp"
+#include "tilesched/planned_schedulers.hpp"
 #include "tilesched/tilesched.hpp"
 
 namespace tilesched::device_check {
@@ -37,6 +38,19 @@ template __global__ void walk_kernel<runtime::AnyScheduler, true, SchedulerSync:
     runtime::AnyScheduler, TileSummary, u32*, u32);
 template __global__ void walk_kernel<runtime::AnyScheduler, false, SchedulerSync::Producer>(
     runtime::AnyScheduler, TileSummary, u32*, u32);
+// The planned schedulers, static and counter ones, on both sides of the producer hand-off.
+template __global__ void walk_kernel<runtime::LptScheduler, true, SchedulerSync::Default>(
+    runtime::LptScheduler, TileSummary, u32*, u32);
+template __global__ void walk_kernel<runtime::PlannedListScheduler, true, SchedulerSync::Default>(
+    runtime::PlannedListScheduler, TileSummary, u32*, u32);
+template __global__ void walk_kernel<runtime::LptQueuedScheduler, true, SchedulerSync::Producer>(
+    runtime::LptQueuedScheduler, TileSummary, u32*, u32);
+template __global__ void walk_kernel<runtime::LptQueuedScheduler, false, SchedulerSync::Producer>(
+    runtime::LptQueuedScheduler, TileSummary, u32*, u32);
+template __global__ void walk_kernel<runtime::RaggedQueuedScheduler, true, SchedulerSync::All>(
+    runtime::RaggedQueuedScheduler, TileSummary, u32*, u32);
+template __global__ void walk_kernel<runtime::RaggedQueuedScheduler, true, SchedulerSync::None>(
+    runtime::RaggedQueuedScheduler, TileSummary, u32*, u32);
 template __global__ void
 walk_kernel<TileScheduler<128, 32, 132, Schedule::PromptRotate>, true, SchedulerSync::Default>(
     TileScheduler<128, 32, 132, Schedule::PromptRotate>, TileSummary, u32*, u32);

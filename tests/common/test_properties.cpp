@@ -7,34 +7,20 @@
 #include <vector>
 
 #include "random_problem.hpp"
+#include "scheduler_walk.hpp"
 #include "tilesched/scheduler.hpp"
 
 using namespace tilesched;
+using tilesched::testing::flatten_sorted;
 using tilesched::testing::random_problem;
 using tilesched::testing::RandomProblem;
 using tilesched::testing::SplitMix64;
+using tilesched::testing::walk_all;
+using tilesched::testing::walk_interleaved;
 
 namespace {
 
 constexpr int kProblems = 10000;
-
-// Each CTA's processed indices, in order, for any scheduler that needs no cross-CTA ordering.
-template <class Scheduler>
-std::vector<std::vector<u32>> walk_all(const Scheduler& sched, const TileSummary& summary) {
-  const GridDim grid = sched.grid_dim(summary);
-  std::vector<std::vector<u32>> per_cta;
-  for (u32 z = 0; z < grid.z; ++z)
-    for (u32 y = 0; y < grid.y; ++y)
-      for (u32 x = 0; x < grid.x; ++x) {
-        u32 sidx[2] = {0, 0};
-        TileState st = sched.initial_state(sidx, summary, BlockIndex{x, y, z});
-        std::vector<u32> seq;
-        for (auto s = sched.first_work(summary, st); s; s = sched.advance(summary, st))
-          seq.push_back(st.idx);
-        per_cta.push_back(seq);
-      }
-  return per_cta;
-}
 
 std::vector<u32> valid_indices(const RandomProblem& p) {
   const TileSummary summary = p.summary();
@@ -42,13 +28,6 @@ std::vector<u32> valid_indices(const RandomProblem& p) {
   for (u32 i = 0; i < p.max_idx(); ++i)
     if (summary.unsafe_seq_info(p.params(), i).is_valid()) v.push_back(i);
   return v;
-}
-
-std::vector<u32> flatten_sorted(const std::vector<std::vector<u32>>& per_cta) {
-  std::vector<u32> all;
-  for (const auto& s : per_cta) all.insert(all.end(), s.begin(), s.end());
-  std::sort(all.begin(), all.end());
-  return all;
 }
 
 }  // namespace
@@ -102,32 +81,8 @@ TEST_CASE("queued scheduler: any fetch interleaving processes every seq-valid ti
     const runtime::QueuedTileScheduler sched(p.mapping(), p.num_ctas,
                                              AtomicCounter{&counter_value});
     counter_value = sched.counter_start();
-    const GridDim grid = sched.grid_dim(summary);
-    REQUIRE(grid.x == std::min(p.num_ctas, p.max_idx()));
-    // Every CTA starts; then CTAs still running advance in a random order (as timing would pick).
-    std::vector<std::vector<u32>> sidx(grid.x, std::vector<u32>(2, 0));
-    std::vector<TileState> states;
-    std::vector<std::vector<u32>> per_cta(grid.x);
-    std::vector<u32> running;
-    std::vector<u32> step(grid.x, 0);
-    for (u32 c = 0; c < grid.x; ++c) {
-      states.push_back(sched.initial_state(sidx[c].data(), summary, BlockIndex{c, 0, 0}));
-      REQUIRE(sidx[c][0] == c);  // thread 0 publishes its static first index
-      if (sched.first_work(summary, states[c], 0)) {
-        per_cta[c].push_back(states[c].idx);
-        running.push_back(c);
-      }
-    }
-    while (!running.empty()) {
-      const std::size_t k = rng.uniform(0, u32(running.size() - 1));
-      const u32 c = running[k];
-      ++step[c];
-      if (sched.advance(summary, states[c], step[c] & 1u)) {
-        per_cta[c].push_back(states[c].idx);
-      } else {
-        running.erase(running.begin() + std::ptrdiff_t(k));
-      }
-    }
+    REQUIRE(sched.grid_dim(summary).x == std::min(p.num_ctas, p.max_idx()));
+    const auto per_cta = walk_interleaved(sched, summary, rng);
     REQUIRE(flatten_sorted(per_cta) == valid_indices(p));
     // Fetch order consistent with the counter: after its first tile, a CTA's indices increase.
     for (const auto& s : per_cta) REQUIRE(std::is_sorted(s.begin(), s.end()));

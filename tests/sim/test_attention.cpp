@@ -122,7 +122,11 @@ TEST_CASE("tiled attention equals the naive reference on random ragged problems"
       {SchedulerKind::Tile, Schedule::Default},
       {SchedulerKind::Tile, Schedule::PromptRotate},
       {SchedulerKind::Queued, Schedule::Default},
-      {SchedulerKind::Transient, Schedule::Default}};
+      {SchedulerKind::Transient, Schedule::Default},
+      {SchedulerKind::Lpt, Schedule::Default},
+      {SchedulerKind::LptQueued, Schedule::Default},
+      {SchedulerKind::Planned, Schedule::Default},
+      {SchedulerKind::RaggedQueued, Schedule::PromptRotate}};
   std::uint64_t seed = 1;
   for (const Shape& s : shapes) {
     Workload w = small_workload(s.q, s.hq, s.hk, s.mask);
@@ -172,7 +176,7 @@ TEST_CASE("tiled attention equals the reference on random shapes and strategies"
     w.block_m = rng.uniform(1, 40);
     w.block_n = rng.uniform(1, 40);
     w.num_ctas = rng.uniform(1, 12);
-    w.scheduler = SchedulerKind(rng.uniform(0, 2));
+    w.scheduler = SchedulerKind(rng.uniform(0, 6));  // every kind, the planned ones included
     w.schedule = rng.uniform(0, 1) ? Schedule::PromptRotate : Schedule::Default;
     REQUIRE_MESSAGE(w.validate().empty(), w.validate());
     CAPTURE(iter);

@@ -162,7 +162,9 @@ TEST_CASE("workload JSON: each bad input has its own message naming the field") 
   CHECK(contains(m, "expected an integer"));
   m = workload_error(with("scheduler", "dynamic"));
   CHECK(contains(m, "'scheduler'"));
-  CHECK(contains(m, "unknown name \"dynamic\" (accepted: tile, queued, transient)"));
+  CHECK(contains(m,
+                 "unknown name \"dynamic\" (accepted: tile, queued, transient, lpt, "
+                 "lpt_queued, planned, ragged_queued)"));
   m = workload_error(with("mask", "sliding"));
   CHECK(contains(m, "'mask'"));
   CHECK(contains(m, "unknown name \"sliding\""));
@@ -198,6 +200,34 @@ TEST_CASE("workload JSON: each bad input has its own message naming the field") 
   CHECK(contains(m, "must be a JSON object"));
   m = workload_error(with("num_ctas", 5000000000ull));
   CHECK(contains(m, "does not fit in 32 bits"));
+  m = workload_error(with("decoding", "yes"));
+  CHECK(contains(m, "'decoding'"));
+  CHECK(contains(m, "expected true or false"));
+  m = workload_error(with("decoding", true));
+  CHECK(contains(m, "one new token per sequence, but sequence 0 has 100 query rows"));
+  m = workload_error(with("l2_bytes", -1));
+  CHECK(contains(m, "'l2_bytes'"));
+}
+
+TEST_CASE("workload JSON: a decode workload, and the L2 size the planned schedulers use") {
+  const Workload w = sim::workload_from_json(json{{"q_lens", {1, 1, 1}},
+                                                  {"kv_lens", {4096, 100, 70000}},
+                                                  {"decoding", true},
+                                                  {"scheduler", "planned"},
+                                                  {"l2_bytes", 1000000}});
+  CHECK(w.decoding);
+  CHECK(w.l2_bytes == 1000000);
+  CHECK(w.scheduler == SchedulerKind::Planned);
+  CHECK(w.tile_shape() == 1);
+  CHECK(w.scheduled_heads() == w.num_kv_heads);
+  const json j = sim::workload_to_json(w);
+  CHECK(j.at("decoding") == true);
+  CHECK(j.at("l2_bytes") == 1000000);
+  CHECK(sim::workload_to_json(sim::workload_from_json(j)) == j);
+  // Without the fields: prefill, and the default L2.
+  const Workload prefill = sim::workload_from_json(json{{"q_lens", {100}}});
+  CHECK_FALSE(prefill.decoding);
+  CHECK(prefill.l2_bytes == kDefaultL2Bytes);
 }
 
 TEST_CASE("read_workload: missing file and bad JSON name the path") {

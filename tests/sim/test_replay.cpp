@@ -50,51 +50,6 @@ TileCost hand_cost(const Workload& w, const Coord& c) {
   return TileCost{u32(blocks), u32(blocks - std::min<std::int64_t>(full_end / w.block_n, blocks))};
 }
 
-Workload random_workload(Rng& rng) {
-  Workload w;
-  const u32 b = rng.uniform(1, 6);
-  w.block_m = rng.uniform(0, 1) ? 16 : rng.uniform(1, 40);
-  w.block_n = rng.uniform(1, 48);
-  w.padded = rng.uniform(0, 4) == 0;
-  const u32 common_len = rng.uniform(1, 200);
-  for (u32 i = 0; i < b; ++i) w.q_lens.push_back(w.padded ? common_len : rng.uniform(0, 200));
-  if (w.max_seq_len() == 0) w.q_lens[0] = 1;
-  w.mask = rng.uniform(0, 1) ? Mask::Causal : Mask::None;
-  if (rng.uniform(0, 2) == 0) {
-    const u32 extra = rng.uniform(0, 50);
-    for (u32 q : w.q_lens) w.kv_lens.push_back(q + (q > 0 || w.padded ? extra : 0));
-  }
-  w.num_kv_heads = rng.uniform(1, 3);
-  w.num_q_heads = w.num_kv_heads * rng.uniform(1, 4);
-  w.head_dim = 64;
-  w.num_ctas = rng.uniform(1, 40);
-  w.resident_ctas = rng.uniform(1, 40);
-  w.schedule = rng.uniform(0, 1) ? Schedule::PromptRotate : Schedule::Default;
-  REQUIRE_MESSAGE(w.validate().empty(), w.validate());
-  return w;
-}
-
-void check_ordered_and_back_to_back(const Trace& t) {
-  for (std::size_t i = 1; i < t.events.size(); ++i) {
-    const TraceEvent &p = t.events[i - 1], &e = t.events[i];
-    REQUIRE_MESSAGE((p.cta < e.cta || (p.cta == e.cta && p.step + 1 == e.step)), show(p), show(e));
-    if (p.cta == e.cta) CHECK(e.start_us == p.end_us);
-  }
-}
-
-// The loop the replay properties share: `count` random workloads from `seed`, each set to
-// `scheduler` and handed to `check` (with the iteration, which is also captured for failures).
-template <class Check>
-void for_random_workloads(std::uint64_t seed, int count, SchedulerKind scheduler, Check check) {
-  Rng rng(seed);
-  for (int iter = 0; iter < count; ++iter) {
-    Workload w = random_workload(rng);
-    w.scheduler = scheduler;
-    CAPTURE(iter);
-    check(w, iter);
-  }
-}
-
 }  // namespace
 
 TEST_CASE("static tile scheduler replay matches the closed form (safe and faithful)") {

@@ -35,6 +35,10 @@ inline constexpr EnumName<SchedulerKind> kSchedulerKindNames[] = {
     {SchedulerKind::Tile, "tile"},
     {SchedulerKind::Queued, "queued"},
     {SchedulerKind::Transient, "transient"},
+    {SchedulerKind::Lpt, "lpt"},
+    {SchedulerKind::LptQueued, "lpt_queued"},
+    {SchedulerKind::Planned, "planned"},
+    {SchedulerKind::RaggedQueued, "ragged_queued"},
 };
 inline constexpr EnumName<RaggedMode> kRaggedModeNames[] = {
     {RaggedMode::Safe, "safe"},

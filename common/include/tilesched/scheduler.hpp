@@ -87,6 +87,30 @@ struct AtomicCounter {
 
 namespace detail {
 
+// The counter hand-off of SPEC §4.2, shared by every scheduler that takes tiles from a counter.
+// Thread 0 of a producer fetches until it gets an index `accepts` takes or runs past the state's
+// max_idx, and publishes it in sidx[pipeline_idx]; the others read that slot after the barrier
+// (or, with SchedulerSync::None, after the kernel's own barrier that orders the slot). Leaves the
+// index in state.idx.
+template <bool producer, SchedulerSync sync, class Accepts>
+TS_HOST_DEVICE TS_FORCEINLINE void fetch_and_share(const AtomicCounter& counter, TileState& st,
+                                                   u32 pipeline_idx, Accepts&& accepts) {
+  if (producer && thread_rank() == 0) {
+    u32 i = 0;
+    for (;;) {
+      i = counter.fetch_add(1);
+      if (!st.is_valid(i) || accepts(i)) break;
+    }
+    st.sidx[pipeline_idx] = i;
+    if constexpr (sync == SchedulerSync::None) {
+      st.idx = i;
+      return;
+    }
+  }
+  if constexpr (producer) scheduler_barrier<sync>();
+  st.idx = st.sidx[pipeline_idx];
+}
+
 // What every scheduler shares: the index mapping it walks (SPEC §3), and the two look-ups that
 // only depend on it.
 struct MappedScheduler {
@@ -206,26 +230,13 @@ class QueuedTileScheduler : public detail::MappedScheduler {
     return advance<producer, sync>(s, st, pipeline_idx);
   }
 
-  // Thread 0 of a producer fetches until it gets a tile to process or runs past N, and publishes
-  // the index in sidx[pipeline_idx]; the others read that slot after the barrier (or, with
-  // SchedulerSync::None, after the kernel's own barrier that orders the slot).
+  // The counter hand-off (detail::fetch_and_share), skipping tiles that start past their
+  // sequence.
   template <bool producer = true, SchedulerSync sync = SchedulerSync::Default>
   TS_HOST_DEVICE Optional<SeqInfo> advance(const TileSummary& s, TileState& st,
                                            u32 pipeline_idx = 0) const {
-    if (producer && detail::thread_rank() == 0) {
-      u32 i = 0;
-      for (;;) {
-        i = counter.fetch_add(1);
-        if (!st.is_valid(i) || accepts(s, i)) break;
-      }
-      st.sidx[pipeline_idx] = i;
-      if constexpr (sync == SchedulerSync::None) {
-        st.idx = i;
-        return st.is_valid() ? some(unsafe_seq_info(s, i)) : Optional<SeqInfo>{};
-      }
-    }
-    if constexpr (producer) detail::scheduler_barrier<sync>();
-    st.idx = st.sidx[pipeline_idx];
+    detail::fetch_and_share<producer, sync>(counter, st, pipeline_idx,
+                                            [&](u32 i) { return accepts(s, i); });
     return st.is_valid() ? some(unsafe_seq_info(s, st.idx)) : Optional<SeqInfo>{};
   }
 };

@@ -27,10 +27,27 @@ enum class RaggedMode : u32 {
 };
 
 enum class SchedulerKind : u32 {
-  Tile = 0,       // persistent, static stride by num_ctas
-  Queued = 1,     // persistent, dynamic: indices from a global atomic counter
-  Transient = 2,  // one tile per CTA, grid (T, H, B)
+  Tile = 0,          // persistent, static stride by num_ctas
+  Queued = 1,        // persistent, dynamic: indices from a global atomic counter
+  Transient = 2,     // one tile per CTA, grid (T, H, B)
+  Lpt = 3,           // persistent, static: a host-built longest-first order, walked in a snake
+  LptQueued = 4,     // persistent, dynamic: the queued counter over that order
+  Planned = 5,       // persistent, static: host-planned per-CTA lists (greedy longest-first)
+  RaggedQueued = 6,  // persistent, dynamic: a counter over the valid tiles only
 };
+
+// Whether a scheduler's CTAs take their tiles from a global counter: the order in which CTAs
+// receive them depends on timing, only the set of tiles is deterministic (SPEC §4.2).
+TS_HOST_DEVICE constexpr bool takes_from_counter(SchedulerKind k) {
+  return k == SchedulerKind::Queued || k == SchedulerKind::LptQueued ||
+         k == SchedulerKind::RaggedQueued;
+}
+
+// Whether a scheduler walks arrays the host builds for each problem (schedule_plan.hpp).
+TS_HOST_DEVICE constexpr bool needs_schedule_plan(SchedulerKind k) {
+  return k == SchedulerKind::Lpt || k == SchedulerKind::LptQueued || k == SchedulerKind::Planned ||
+         k == SchedulerKind::RaggedQueued;
+}
 
 enum class Mask : u32 { None = 0, Causal = 1 };
 

@@ -8,15 +8,28 @@
 #include <algorithm>
 #include <cstdint>
 #include <numeric>
+#include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "tilesched/geometry.hpp"
 #include "tilesched/names.hpp"
+#include "tilesched/planned_schedulers.hpp"
 #include "tilesched/scheduler.hpp"
 #include "tilesched/validate.hpp"
 
 namespace tilesched {
+
+// The L2 size the planned schedulers group heads by unless a workload says otherwise: 50 MiB,
+// what cudaDeviceProp::l2CacheSize reports on the H100 SXM and the H200.
+inline constexpr std::uint64_t kDefaultL2Bytes = 50ull << 20;
+
+// Query heads [first, first + count) whose rows one work tile computes.
+struct TileHeads {
+  u32 first = 0;
+  u32 count = 1;
+};
 
 struct Workload {
   std::vector<u32> q_lens;   // query rows per sequence (ragged unless `padded`)
@@ -40,6 +53,13 @@ struct Workload {
   u32 resident_ctas = kResidentFromDevice;
   RaggedMode ragged_mode = RaggedMode::Safe;
   std::string cost_profile = "h200";  // which device's cost coefficients the simulator uses
+  // Decoding (SPEC §6): one new token per sequence (every q_len is 1) against kv_lens keys; the
+  // schedulers iterate KV heads with tiles of one row, and a tile computes that row for the
+  // group of query heads sharing the KV head.
+  bool decoding = false;
+  // L2 bytes the planned schedulers (lpt, lpt_queued, planned) group heads by: a section's K and
+  // V fit half of it (schedule_plan.hpp). 0: no sections, one longest-first order over the batch.
+  std::uint64_t l2_bytes = kDefaultL2Bytes;
 
   u32 batch_size() const { return static_cast<u32>(q_lens.size()); }
   u32 max_seq_len() const {
@@ -47,6 +67,31 @@ struct Workload {
   }
   u32 key_len(u32 b) const { return kv_lens.empty() ? q_lens[b] : kv_lens[b]; }
   u32 group_size() const { return num_q_heads / num_kv_heads; }  // query heads per KV head
+
+  // The scheduler's tile height and heads (SPEC §1): BM and query heads for prefill; 1 and KV
+  // heads for decoding, where block_m is not used.
+  u32 tile_shape() const { return decoding ? 1u : block_m; }
+  u32 scheduled_heads() const { return decoding ? num_kv_heads : num_q_heads; }
+  // The query heads a tile of scheduled head `head` computes: itself (prefill) or the group of
+  // query heads that reads KV head `head` (decoding).
+  TileHeads tile_heads(u32 head) const {
+    return decoding ? TileHeads{head * group_size(), group_size()} : TileHeads{head, 1};
+  }
+  // The KV head a tile of scheduled head `head` reads.
+  u32 tile_kv_head(u32 head) const { return decoding ? head : head / group_size(); }
+  // What a tile starting at prompt_offset of sequence `prompt` processes (SPEC §7); nothing when
+  // it starts at or past the sequence's end.
+  TileCost tile_cost(u32 prompt, u32 prompt_offset) const {
+    const u32 rows = tile_query_rows(q_lens[prompt], prompt_offset, tile_shape());
+    return tilesched::tile_cost(prompt_offset, rows, q_lens[prompt], key_len(prompt), tile_shape(),
+                                block_n, mask);
+  }
+  // Tiles that start inside their sequence: what every safe-mode scheduler processes.
+  std::uint64_t valid_tile_count() const {
+    std::uint64_t tiles = 0;
+    for (u32 len : q_lens) tiles += ceil_div(len, tile_shape());
+    return tiles * scheduled_heads();
+  }
 
   // Exclusive prefix sums (B+1 entries) of the rows of Q/O and K/V, for a ragged batch's
   // RowLayout; for a padded batch they are b * S_max and b * max_key_len (the same rows its
@@ -69,11 +114,12 @@ struct Workload {
     return m;
   }
 
-  TileMapping mapping() const { return TileMapping{block_m, num_q_heads, schedule}; }
+  TileMapping mapping() const { return TileMapping{tile_shape(), scheduled_heads(), schedule}; }
 
   // The summary the schedulers see. `q_offsets` must outlive it (ragged only; ignored if padded).
   TileSummary summary(const u32* q_offsets) const {
-    return TileSummary::make(batch_size(), max_seq_len(), block_m, padded ? nullptr : q_offsets);
+    return TileSummary::make(batch_size(), max_seq_len(), tile_shape(),
+                             padded ? nullptr : q_offsets);
   }
   // Where the rows of Q/O and of K/V are (geometry.hpp). The offsets (from q_row_offsets() and
   // kv_row_offsets(), host or device copies) must outlive the layouts; padded batches ignore them.
@@ -119,12 +165,19 @@ struct Workload {
       kv_total += k;
     }
     if (max_seq_len() == 0) return "every sequence is empty: there is no work";
+    if (decoding)
+      for (u32 b = 0; b < batch_size(); ++b)
+        if (q_lens[b] != 1)
+          return fmt::format(
+              "a decode workload has one new token per sequence, but sequence {} has {} query "
+              "rows (give the cache lengths as kv_lens and 1 for every q_len)",
+              b, q_lens[b]);
     const std::uint64_t q_rows = padded ? std::uint64_t(max_seq_len()) * batch_size() : q_total;
     const std::uint64_t kv_rows = padded ? std::uint64_t(max_key_len()) * batch_size() : kv_total;
     if (q_rows > kU32Limit || kv_rows > kU32Limit)
       return "total rows of the batch do not fit in 32 bits";
     return validate_schedule(
-        ScheduleProblem{batch_size(), max_seq_len(), block_m, num_q_heads, num_ctas});
+        ScheduleProblem{batch_size(), max_seq_len(), tile_shape(), scheduled_heads(), num_ctas});
   }
 
  private:
@@ -137,23 +190,59 @@ struct Workload {
   }
 };
 
+// What a scheduler is built from besides the workload: the queued schedulers' counter and the
+// arrays of the workload's schedule plan (schedule_plan.hpp), host or device copies.
+struct SchedulerInputs {
+  AtomicCounter counter{};
+  PlanArrays plan{};
+};
+
 // Call f with the runtime scheduler a workload names. One dispatch point for the simulator, the
-// GPU host code and the tool. `counter` is used by the queued scheduler only.
+// GPU host code and the tool. Throws std::invalid_argument when the scheduler walks a schedule
+// plan and `in` has none.
 template <class F>
-decltype(auto) with_scheduler(const Workload& w, AtomicCounter counter, F&& f) {
+decltype(auto) with_scheduler(const Workload& w, const SchedulerInputs& in, F&& f) {
   const TileMapping m = w.mapping();
+  const PlanArrays& p = in.plan;
+  if (!p.has_arrays_for(w.scheduler))
+    throw std::invalid_argument(fmt::format(
+        "the {} scheduler walks a schedule plan, and none was given (build_schedule_plan)",
+        to_string(w.scheduler)));
   switch (w.scheduler) {
-    case SchedulerKind::Queued: return f(runtime::QueuedTileScheduler(m, w.num_ctas, counter));
+    case SchedulerKind::Queued:
+      return f(runtime::QueuedTileScheduler(m, w.num_ctas, in.counter, w.decoding));
     case SchedulerKind::Transient: return f(runtime::TransientScheduler(m, w.flip_prompt_idx));
+    case SchedulerKind::Lpt: return f(runtime::LptScheduler(m, w.num_ctas, p.order, p.tile_count));
+    case SchedulerKind::LptQueued:
+      return f(runtime::LptQueuedScheduler(m, w.num_ctas, p.order, p.tile_count, in.counter));
+    case SchedulerKind::Planned:
+      return f(
+          runtime::PlannedListScheduler(m, w.num_ctas, p.list_offsets, p.list_tiles, p.tile_count));
+    case SchedulerKind::RaggedQueued:
+      return f(runtime::RaggedQueuedScheduler(m, w.num_ctas, p.sequence_tiles, p.tile_count,
+                                              in.counter));
     case SchedulerKind::Tile: break;
   }
   return f(runtime::TileScheduler(m, w.num_ctas, w.ragged_mode));
 }
 
-// A short label such as "tile/prompt_rotate" for tables and charts.
+// The seed's schedulers need nothing but a counter.
+template <class F>
+decltype(auto) with_scheduler(const Workload& w, AtomicCounter counter, F&& f) {
+  return with_scheduler(w, SchedulerInputs{counter, PlanArrays{}}, std::forward<F>(f));
+}
+
+// A short label such as "tile/prompt_rotate" for tables and charts. The planned orders (lpt,
+// lpt_queued, planned) ignore the schedule, so their labels do not name one.
 inline std::string strategy_name(const Workload& w) {
-  if (w.scheduler == SchedulerKind::Transient)
-    return fmt::format("{}{}", to_string(w.scheduler), w.flip_prompt_idx ? "/flip" : "");
+  switch (w.scheduler) {
+    case SchedulerKind::Transient:
+      return fmt::format("{}{}", to_string(w.scheduler), w.flip_prompt_idx ? "/flip" : "");
+    case SchedulerKind::Lpt:
+    case SchedulerKind::LptQueued:
+    case SchedulerKind::Planned: return to_string(w.scheduler);
+    default: break;
+  }
   const bool faithful = w.scheduler == SchedulerKind::Tile && w.ragged_mode == RaggedMode::Faithful;
   return fmt::format("{}/{}{}", to_string(w.scheduler), to_string(w.schedule),
                      faithful ? "/faithful" : "");

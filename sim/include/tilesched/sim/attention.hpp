@@ -6,7 +6,8 @@
 // Where each sequence's rows are: Workload::query_layout()/kv_layout() (common/geometry.hpp;
 // padded: sequence b at b*S_max, its keys at b*max_key_len). Causal mask is bottom-right aligned:
 // query row i of a sequence sees keys j <= i + kv_len - q_len. GQA: query head h reads KV head h /
-// group_size().
+// group_size(). Decoding (SPEC §6): an event's head is a KV head, and its tile computes the one
+// row of its sequence for each query head of that KV head's group.
 #pragma once
 
 #include <cstdint>
@@ -91,7 +92,8 @@ struct TileError {
 };
 
 // Compares the rows the event's tile owns (first row from the workload's layout, query_rows rows
-// clamped to the buffer) for the event's head.
+// clamped to the buffer) for the query heads it computes (Workload::tile_heads: the event's head,
+// or a decoding tile's group).
 TileError tile_error(const Workload& w, const TraceEvent& e, const std::vector<float>& o_a,
                      const std::vector<float>& lse_a, const std::vector<float>& o_b,
                      const std::vector<float>& lse_b);

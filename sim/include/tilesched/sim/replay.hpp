@@ -16,18 +16,26 @@
 //   in the order a GPU with these tile times would. At time 0 every resident CTA takes its first
 //   tile in CTA order. Same inputs, same trace.
 // - A CTA whose first tile starts past its sequence exits at once and records no event.
+// - Planned schedulers (lpt, lpt_queued, planned, ragged_queued) walk the schedule plan that
+//   plan_schedule() builds with the replay's cost model.
 // Events carry query_rows = tile_rows() rows (faithful mode: faithful_query_rows(), what upstream
-// would write), kv_blocks from tile_cost(), start/end in µs and sm_id = the SM; they are ordered by
+// would write; decoding: the one token row, for each query head of the tile's KV head), kv_blocks from tile_cost(), start/end in µs and sm_id = the SM; they are ordered by
 // (cta, step). The trace's workload.resident_ctas is the slot count the replay used, and its
 // `created` is left empty so that the same inputs give the same trace; whoever saves it may stamp
 // it.
 #pragma once
 
+#include "tilesched/schedule_plan.hpp"
 #include "tilesched/sim/cost_model.hpp"
 #include "tilesched/trace.hpp"
 #include "tilesched/workload.hpp"
 
 namespace tilesched::sim {
+
+// The schedule plan of `w` (schedule_plan.hpp), its tiles costed by `cost`: what the replay
+// walks, and what a GPU run must upload to follow the same schedule. Empty for the seed's
+// schedulers. `w` must be valid.
+SchedulePlan plan_schedule(const Workload& w, const CostModel& cost);
 
 // Throws std::invalid_argument with Workload::validate()'s message for an invalid workload.
 Trace replay(const Workload& w, const CostModel& cost);

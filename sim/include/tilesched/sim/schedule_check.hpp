@@ -15,11 +15,12 @@ namespace tilesched::sim {
 // One sentence per difference; empty when `measured` follows `model` (normally sim::replay of
 // the same workload):
 // - the same number of launched CTAs;
-// - static schedulers (tile, transient): each CTA's sequence of tiles (index, offset, head,
-//   prompt, rows, KV blocks, step) equals the model's;
-// - queued: the fetch order depends on timing, so the same set of tiles, each exactly once, in an
-//   order consistent with the counter (a CTA's first C indices are its static one, every later
-//   index comes from the counter and so exceeds the one before).
+// - static schedulers (tile, transient, lpt, planned): each CTA's sequence of tiles (index,
+//   offset, head, prompt, rows, KV blocks, step) equals the model's;
+// - counter schedulers (queued, lpt_queued, ragged_queued): the fetch order depends on timing, so
+//   the same set of indices, each exactly once and each naming the model's tile, in an order
+//   consistent with the counter (a CTA's first C indices are its static one, every later index
+//   comes from the counter and so exceeds the one before).
 std::vector<std::string> schedule_differences(const Trace& model, const Trace& measured);
 
 // How far a tile's O and LSE may be from the simulator's blockwise softmax on the same bf16

@@ -1,0 +1,216 @@
+// The host half of the planned schedulers (planned_schedulers.hpp): the arrays they walk, built
+// once per problem on the host (host only; the GPU host code uploads them, the simulator reads
+// them in place).
+//
+// - valid_tiles: every tile that starts inside its sequence, in DEFAULT order, with its cost.
+// - l2_sections: runs of whole rounds (C tiles) of the DEFAULT order whose (sequence, KV head)
+//   units' K and V fit a share of L2. While every CTA works inside one section, the keys and
+//   values it reads stay in L2 for the other query heads of the group and the other tiles of the
+//   sequence.
+// - longest_first_order (lpt, lpt_queued): the sections in DEFAULT order, and within each the
+//   tiles by decreasing cost. Longest first is the classic rule for balancing (Graham's LPT): the
+//   short tiles at the end fill the gaps the long ones leave. Under a causal mask a tile's cost
+//   grows with its offset, so the order starts every section with its last tiles.
+// - balanced_lists (planned): the same order, each tile onto the CTA with the least planned load
+//   (greedy list scheduling), one list per CTA in CSR form.
+// - sequence_tile_prefix (ragged_queued): B+1 prefix sums of the tiles of each sequence.
+//
+// The cost of a tile is the caller's: a function of its KV-block counts (the simulator passes its
+// fitted cost model), so common/ does not depend on the simulator.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <functional>
+#include <queue>
+#include <utility>
+#include <vector>
+
+#include "tilesched/workload.hpp"
+
+namespace tilesched {
+
+// Predicted time (any unit) of a tile with these KV-block counts.
+using TileCostFn = std::function<double(const TileCost&)>;
+
+// The share of L2 one section's K and V may fill: the rest holds the Q and O tiles streaming
+// through and the next section's first loads. A choice, not a measurement.
+inline constexpr double kL2SectionShare = 0.5;
+
+// One tile a plan hands out.
+struct PlannedTile {
+  u32 id = 0;  // the DEFAULT mapping's linear index (b * H + h) * T + t
+  u32 prompt = 0;
+  u32 head = 0;  // scheduled head: query head (prefill) or KV head (decoding)
+  u32 prompt_offset = 0;
+  double cost = 0;
+};
+
+// Every tile that starts inside its sequence, in DEFAULT order (sequence, head, tile).
+inline std::vector<PlannedTile> valid_tiles(const Workload& w, const TileCostFn& cost) {
+  const TileSummary summary = w.summary(nullptr);  // T only: padded or not, ids are the same
+  const MappingParams mapping(TileMapping{w.tile_shape(), w.scheduled_heads(), Schedule::Default});
+  std::vector<PlannedTile> tiles;
+  tiles.reserve(static_cast<std::size_t>(w.valid_tile_count()));
+  for (u32 b = 0; b < w.batch_size(); ++b)
+    for (u32 h = 0; h < w.scheduled_heads(); ++h)
+      for (u32 t = 0; t * w.tile_shape() < w.q_lens[b]; ++t) {
+        const u32 offset = t * w.tile_shape();
+        tiles.push_back(PlannedTile{summary.tile_index(mapping, t, h, b), b, h, offset,
+                                    cost(w.tile_cost(b, offset))});
+      }
+  return tiles;
+}
+
+// Bytes of K and V (bf16) one (sequence, KV head) unit reads.
+inline std::uint64_t kv_unit_bytes(const Workload& w, u32 prompt) {
+  return 2ull * w.key_len(prompt) * w.head_dim * 2ull;
+}
+
+// The section budget of a workload: its L2 share (0 when l2_bytes is 0: no sections).
+inline std::uint64_t l2_section_budget(const Workload& w) {
+  return static_cast<std::uint64_t>(double(w.l2_bytes) * kL2SectionShare);
+}
+
+// The L2 section of each tile of `tiles` (valid_tiles' DEFAULT order): runs of whole rounds of C
+// tiles, a round joining the current section while the K and V of every (sequence, KV head) unit
+// the section touches fit `budget_bytes` (a round that alone exceeds it is a section of its own).
+// Sections start on round boundaries so that a static walk of C CTAs meets every section with
+// whole rounds, which keeps the snake's balance from one section to the next. A budget of 0 puts
+// every tile in section 0 (no grouping).
+inline std::vector<u32> l2_sections(const Workload& w, const std::vector<PlannedTile>& tiles,
+                                    std::uint64_t budget_bytes) {
+  std::vector<u32> section(tiles.size(), 0);
+  if (budget_bytes == 0) return section;
+  const std::size_t round = w.num_ctas;
+  const auto unit_of = [&](const PlannedTile& t) {
+    return std::make_pair(t.prompt, w.tile_kv_head(t.head));
+  };
+  u32 current = 0;
+  std::uint64_t filled = 0;  // bytes of the units the current section touches
+  for (std::size_t first = 0; first < tiles.size(); first += round) {
+    const std::size_t end = std::min(tiles.size(), first + round);
+    // The round's units: all of them (for a new section), and those that do not continue the
+    // unit of the tile before (for the current one: DEFAULT order keeps a unit's tiles together).
+    std::uint64_t all_units = 0, new_units = 0;
+    for (std::size_t i = first; i < end; ++i) {
+      const bool new_unit = i == 0 || unit_of(tiles[i]) != unit_of(tiles[i - 1]);
+      if (new_unit || i == first) all_units += kv_unit_bytes(w, tiles[i].prompt);
+      if (new_unit) new_units += kv_unit_bytes(w, tiles[i].prompt);
+    }
+    if (filled > 0 && filled + new_units > budget_bytes) {
+      ++current;
+      filled = all_units;
+    } else {
+      filled += new_units;
+    }
+    std::fill(section.begin() + std::ptrdiff_t(first), section.begin() + std::ptrdiff_t(end),
+              current);
+  }
+  return section;
+}
+
+// The valid tiles in L2 sections, longest first within each (ties keep DEFAULT order, so tiles
+// of equal cost from neighbouring heads stay together).
+inline std::vector<PlannedTile> longest_first_tiles(const Workload& w, const TileCostFn& cost) {
+  std::vector<PlannedTile> tiles = valid_tiles(w, cost);
+  const std::vector<u32> section = l2_sections(w, tiles, l2_section_budget(w));
+  std::vector<std::size_t> rank(tiles.size());
+  for (std::size_t i = 0; i < rank.size(); ++i) rank[i] = i;
+  std::stable_sort(rank.begin(), rank.end(), [&](std::size_t a, std::size_t b) {
+    return section[a] != section[b] ? section[a] < section[b] : tiles[a].cost > tiles[b].cost;
+  });
+  std::vector<PlannedTile> sorted;
+  sorted.reserve(tiles.size());
+  for (const std::size_t i : rank) sorted.push_back(tiles[i]);
+  return sorted;
+}
+
+// The lpt and lpt_queued order: tile ids of longest_first_tiles.
+inline std::vector<u32> longest_first_order(const Workload& w, const TileCostFn& cost) {
+  std::vector<u32> order;
+  for (const PlannedTile& t : longest_first_tiles(w, cost)) order.push_back(t.id);
+  return order;
+}
+
+// Per-CTA tile lists in CSR form: CTA c processes tiles[offsets[c] .. offsets[c + 1]).
+struct TileLists {
+  std::vector<u32> offsets;   // min(C, M) + 1 entries: the CTAs that are launched
+  std::vector<u32> tiles;     // M tile ids
+  std::vector<double> loads;  // each list's planned cost
+};
+
+// Greedy list scheduling over longest_first_tiles: each tile goes to the CTA with the least
+// planned load so far (ties: the lower CTA), and is appended to its list. A CTA's last tile
+// started when its load was the smallest, at most total / C, so the longest list costs at most
+// total / C + the longest tile; with one section (l2_bytes 0) this is Graham's LPT, within 4/3 of
+// the best possible. Only min(C, M) CTAs can receive a tile (an empty CTA of lower id is always
+// preferred), so only they have lists.
+inline TileLists balanced_lists(const Workload& w, const TileCostFn& cost) {
+  const std::vector<PlannedTile> tiles = longest_first_tiles(w, cost);
+  const std::size_t ctas = std::min<std::size_t>(w.num_ctas, tiles.size());
+  TileLists out;
+  out.loads.assign(ctas, 0.0);
+  std::vector<std::vector<u32>> lists(ctas);
+  using Load = std::pair<double, std::size_t>;  // (planned load, CTA)
+  std::priority_queue<Load, std::vector<Load>, std::greater<Load>> least;
+  for (std::size_t c = 0; c < ctas; ++c) least.push({0.0, c});
+  for (const PlannedTile& t : tiles) {
+    const auto [load, c] = least.top();
+    least.pop();
+    lists[c].push_back(t.id);
+    out.loads[c] = load + t.cost;
+    least.push({out.loads[c], c});
+  }
+  out.offsets.assign(1, 0);
+  for (const auto& list : lists) {
+    out.tiles.insert(out.tiles.end(), list.begin(), list.end());
+    out.offsets.push_back(static_cast<u32>(out.tiles.size()));
+  }
+  return out;
+}
+
+// B+1 prefix sums of the tiles that start inside each sequence (ragged_queued).
+inline std::vector<u32> sequence_tile_prefix(const Workload& w) {
+  std::vector<u32> prefix(1, 0);
+  for (u32 len : w.q_lens) prefix.push_back(prefix.back() + ceil_div(len, w.tile_shape()));
+  return prefix;
+}
+
+// The arrays a workload's scheduler walks (empty for the seed's schedulers, which need none).
+struct SchedulePlan {
+  u32 tile_count = 0;               // M: valid tiles
+  std::vector<u32> order;           // lpt, lpt_queued
+  std::vector<u32> list_offsets;    // planned
+  std::vector<u32> list_tiles;      // planned
+  std::vector<u32> sequence_tiles;  // ragged_queued
+
+  // Pointers into this plan's vectors (host memory): valid while the plan lives unchanged.
+  PlanArrays arrays() const {
+    const auto data = [](const std::vector<u32>& v) { return v.empty() ? nullptr : v.data(); };
+    return PlanArrays{tile_count, data(order), data(list_offsets), data(list_tiles),
+                      data(sequence_tiles)};
+  }
+};
+
+// Builds what w.scheduler walks, with tile costs from `cost`. The workload must be valid.
+inline SchedulePlan build_schedule_plan(const Workload& w, const TileCostFn& cost) {
+  SchedulePlan plan;
+  if (!needs_schedule_plan(w.scheduler)) return plan;
+  plan.tile_count = static_cast<u32>(w.valid_tile_count());  // at most N: validated to fit
+  switch (w.scheduler) {
+    case SchedulerKind::Lpt:
+    case SchedulerKind::LptQueued: plan.order = longest_first_order(w, cost); break;
+    case SchedulerKind::Planned: {
+      TileLists lists = balanced_lists(w, cost);
+      plan.list_offsets = std::move(lists.offsets);
+      plan.list_tiles = std::move(lists.tiles);
+      break;
+    }
+    case SchedulerKind::RaggedQueued: plan.sequence_tiles = sequence_tile_prefix(w); break;
+    default: break;
+  }
+  return plan;
+}
+
+}  // namespace tilesched

@@ -1,0 +1,70 @@
+// Running a scheduler's processing loop on the host the way the kernel does, for every CTA: in
+// CTA order (schedulers that need no ordering between CTAs) or with the CTAs' advances
+// interleaved at random (counter schedulers, whose fetch order timing decides).
+#pragma once
+
+#include <algorithm>
+#include <vector>
+
+#include "random_problem.hpp"
+#include "tilesched/scheduler.hpp"
+
+namespace tilesched::testing {
+
+// Each CTA's processed indices (state.idx), in order, CTA by CTA of the grid.
+template <class Scheduler>
+std::vector<std::vector<u32>> walk_all(const Scheduler& sched, const TileSummary& summary) {
+  const GridDim grid = sched.grid_dim(summary);
+  std::vector<std::vector<u32>> per_cta;
+  for (u32 z = 0; z < grid.z; ++z)
+    for (u32 y = 0; y < grid.y; ++y)
+      for (u32 x = 0; x < grid.x; ++x) {
+        u32 sidx[2] = {0, 0};
+        TileState st = sched.initial_state(sidx, summary, BlockIndex{x, y, z});
+        std::vector<u32> seq;
+        for (auto s = sched.first_work(summary, st); s; s = sched.advance(summary, st))
+          seq.push_back(st.idx);
+        per_cta.push_back(seq);
+      }
+  return per_cta;
+}
+
+// Each CTA's processed indices when every CTA first takes its static tile and then the CTAs still
+// running advance in an order `rng` picks (as timing would), alternating pipeline slots.
+template <class Scheduler>
+std::vector<std::vector<u32>> walk_interleaved(const Scheduler& sched, const TileSummary& summary,
+                                               SplitMix64& rng) {
+  const GridDim grid = sched.grid_dim(summary);
+  std::vector<std::vector<u32>> sidx(grid.x, std::vector<u32>(2, 0));
+  std::vector<TileState> states;
+  std::vector<std::vector<u32>> per_cta(grid.x);
+  std::vector<u32> running, step(grid.x, 0);
+  for (u32 c = 0; c < grid.x; ++c) {
+    states.push_back(sched.initial_state(sidx[c].data(), summary, BlockIndex{c, 0, 0}));
+    // Thread 0 of a counter scheduler publishes its static index; a wrong slot shows as ~0u.
+    if (takes_from_counter(Scheduler::kind) && sidx[c][0] != c) per_cta[c].push_back(~0u);
+    if (sched.first_work(summary, states[c], 0)) {
+      per_cta[c].push_back(states[c].idx);
+      running.push_back(c);
+    }
+  }
+  while (!running.empty()) {
+    const std::size_t k = rng.uniform(0, u32(running.size() - 1));
+    const u32 c = running[k];
+    ++step[c];
+    if (sched.advance(summary, states[c], step[c] & 1u))
+      per_cta[c].push_back(states[c].idx);
+    else
+      running.erase(running.begin() + std::ptrdiff_t(k));
+  }
+  return per_cta;
+}
+
+inline std::vector<u32> flatten_sorted(const std::vector<std::vector<u32>>& per_cta) {
+  std::vector<u32> all;
+  for (const auto& s : per_cta) all.insert(all.end(), s.begin(), s.end());
+  std::sort(all.begin(), all.end());
+  return all;
+}
+
+}  // namespace tilesched::testing
