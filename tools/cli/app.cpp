@@ -24,6 +24,7 @@ int run_tool(int argc, const char* const* argv) {
   Action action;
   add_sim_command(app, action);
   add_compare_command(app, action);
+  add_recommend_command(app, action);
   add_viz_command(app, action);
   add_diff_command(app, action);
   add_fit_command(app, action);

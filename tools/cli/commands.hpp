@@ -11,6 +11,7 @@ using Action = std::function<int()>;
 
 void add_sim_command(CLI::App& app, Action& action);
 void add_compare_command(CLI::App& app, Action& action);
+void add_recommend_command(CLI::App& app, Action& action);
 void add_viz_command(CLI::App& app, Action& action);
 void add_diff_command(CLI::App& app, Action& action);
 void add_fit_command(CLI::App& app, Action& action);

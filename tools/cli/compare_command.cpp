@@ -1,4 +1,5 @@
-// `tilesched compare`: every scheduling strategy on one workload, best first.
+// `tilesched compare`: every scheduling strategy at every CTA count worth trying on one workload,
+// best first, the recommended one marked.
 #include <fmt/format.h>
 
 #include <memory>
@@ -24,28 +25,42 @@ struct CompareOptions {
   viz::ColorBy color_by = viz::ColorBy::Head;
 };
 
+std::string join_counts(const std::vector<u32>& counts) {
+  return fmt::format("{}", fmt::join(counts, ", "));
+}
+
 int run_compare(const CompareOptions& o) {
   const Simulation s = resolve_simulation(o.workload);
   const Workload& base = s.workload;
   const sim::CostModel& cost = s.cost;
 
   const std::vector<StrategyResult> results = compare_strategies(base, cost);
+  const std::size_t chosen = recommended_index(results);
+  const StrategyResult* seed = seed_default(results, cost.multiprocessors);
 
   fmt::print("{}\ncost model: {}, C = {}\n{}\n\n", viz::describe_workload(base), cost.device,
-             base.num_ctas, s.ctas_note);
-  fmt::print("  {:<24} {:>12} {:>12} {:>10} {:>10}\n", "strategy", "makespan us", "efficiency %",
-             "imbalance", "max tiles");
-  for (const StrategyResult& r : results)
-    fmt::print("  {:<24} {:>12.1f} {:>12.1f} {:>10.3f} {:>10g}\n", r.name, r.metrics.makespan_us,
+             join_counts(candidate_cta_counts(base, cost)), s.ctas_note);
+  fmt::print("     {:<24} {:>5} {:>12} {:>10} {:>12} {:>10} {:>10}\n", "strategy", "C",
+             "makespan us", "vs seed", "efficiency %", "imbalance", "max tiles");
+  for (std::size_t i = 0; i < results.size(); ++i) {
+    const StrategyResult& r = results[i];
+    const std::string speedup =
+        seed ? fmt::format("{:.2f}x", seed->metrics.makespan_us / r.metrics.makespan_us) : "-";
+    fmt::print("  {} {:<24} {:>5} {:>12.1f} {:>10} {:>12.1f} {:>10.3f} {:>10g}\n",
+               i == chosen ? '*' : ' ', r.name, r.num_ctas, r.metrics.makespan_us, speedup,
                100.0 * r.metrics.efficiency, r.metrics.imbalance, r.metrics.tiles_max);
+  }
   fmt::print(
-      "\nefficiency = lower bound / makespan; imbalance = max busy / mean busy and max tiles are "
-      "per "
-      "CTA, per resident slot for transient (its CTAs run one tile each).\n");
+      "\n* recommended (`tilesched recommend` says why). vs seed = makespan of the seed's DEFAULT "
+      "(tile/default, C = {}) / makespan; efficiency = lower bound / makespan; imbalance = max "
+      "busy / mean busy and max tiles are per CTA, per resident slot for transient (its CTAs run "
+      "one tile each).\n",
+      cost.multiprocessors);
 
   if (!o.html_file.empty()) {
     std::vector<viz::ChartSection> sections;
-    for (const StrategyResult& r : results) sections.push_back({r.name, &r.trace, r.metrics});
+    for (const StrategyResult& r : results)
+      sections.push_back({fmt::format("{}, C = {}", r.name, r.num_ctas), &r.trace, r.metrics});
     sim::write_file_atomically(o.html_file, viz::render_comparison_html(sections, o.color_by));
     fmt::print("wrote {}\n", o.html_file);
   }
@@ -58,13 +73,16 @@ void add_compare_command(CLI::App& app, Action& action) {
   auto options = std::make_shared<CompareOptions>();
   CLI::App* cmd = app.add_subcommand(
       "compare",
-      "Simulate every strategy (tile, queued, transient; default and prompt_rotate; "
-      "flip) on one workload and rank them");
+      "Simulate every strategy (tile, queued; default and prompt_rotate; transient, flip; lpt, "
+      "lpt_queued, planned, ragged_queued) at C = SMs and C = the workload's CTAs, rank them and "
+      "mark the recommended one");
   add_workload_flags(*cmd, options->workload, WorkloadFlagSet{/*strategy=*/false, true});
   cmd->add_option("--html", options->html_file, "Write one page with a Gantt chart per strategy")
       ->type_name("FILE");
   add_color_by_flag(*cmd, options->color_by);
-  cmd->footer("The workload's own scheduler and schedule are ignored: every strategy is run.");
+  cmd->footer(
+      "The workload's own scheduler and schedule are ignored: every strategy is run. --ctas sets "
+      "the second CTA count (SMs x CTAs per SM).");
   cmd->callback([options, &action] { action = [options] { return run_compare(*options); }; });
 }
 

@@ -21,6 +21,10 @@ std::vector<Workload> all_strategies(const Workload& base) {
       {SchedulerKind::Queued, Schedule::PromptRotate, false},
       {SchedulerKind::Transient, Schedule::Default, false},
       {SchedulerKind::Transient, Schedule::Default, true},
+      {SchedulerKind::Lpt, Schedule::Default, false},
+      {SchedulerKind::LptQueued, Schedule::Default, false},
+      {SchedulerKind::Planned, Schedule::Default, false},
+      {SchedulerKind::RaggedQueued, Schedule::Default, false},
   };
   std::vector<Workload> workloads;
   for (const Strategy& s : kStrategies) {
@@ -40,8 +44,21 @@ bool is_seed_strategy(const std::string& name) {
   return std::find(std::begin(kSeed), std::end(kSeed), name) != std::end(kSeed);
 }
 
+std::vector<u32> candidate_cta_counts(const Workload& base, const sim::CostModel& cost) {
+  std::vector<u32> counts = {cost.multiprocessors, cost.resident_ctas(base.head_dim),
+                             base.num_ctas};
+  std::sort(counts.begin(), counts.end());
+  counts.erase(std::unique(counts.begin(), counts.end()), counts.end());
+  return counts;
+}
+
 std::vector<StrategyResult> compare_strategies(const Workload& base, const sim::CostModel& cost) {
-  const std::vector<Workload> workloads = all_strategies(base);
+  std::vector<Workload> workloads;
+  for (const u32 ctas : candidate_cta_counts(base, cost))
+    for (Workload w : all_strategies(base)) {
+      w.num_ctas = w.resident_ctas = ctas;
+      workloads.push_back(w);
+    }
   std::vector<StrategyResult> results;
   {
     Progress progress("compare", workloads.size());
@@ -49,7 +66,7 @@ std::vector<StrategyResult> compare_strategies(const Workload& base, const sim::
       progress.step(strategy_name(w));
       Trace trace = sim::replay(w, cost);
       const sim::Metrics metrics = sim::compute_metrics(trace);
-      results.push_back(StrategyResult{strategy_name(w), std::move(trace), metrics});
+      results.push_back(StrategyResult{strategy_name(w), w.num_ctas, std::move(trace), metrics});
     }
   }
   std::stable_sort(results.begin(), results.end(),
@@ -57,6 +74,23 @@ std::vector<StrategyResult> compare_strategies(const Workload& base, const sim::
                      return a.metrics.makespan_us < b.metrics.makespan_us;
                    });
   return results;
+}
+
+std::size_t recommended_index(const std::vector<StrategyResult>& ranked) {
+  if (ranked.empty()) return 0;
+  const double limit = ranked.front().metrics.makespan_us * (1.0 + kRecommendTolerance);
+  for (std::size_t i = 0; i < ranked.size() && ranked[i].metrics.makespan_us <= limit; ++i)
+    if (takes_from_counter(ranked[i].trace.workload.scheduler)) return i;
+  return 0;
+}
+
+const StrategyResult* seed_default(const std::vector<StrategyResult>& ranked, u32 sms) {
+  for (const StrategyResult& r : ranked) {
+    const Workload& w = r.trace.workload;
+    if (w.scheduler == SchedulerKind::Tile && w.schedule == Schedule::Default && r.num_ctas == sms)
+      return &r;
+  }
+  return nullptr;
 }
 
 }  // namespace tilesched::cli

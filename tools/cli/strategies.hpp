@@ -1,5 +1,5 @@
-// Every scheduling strategy the project implements, and running them all on one workload
-// (`tilesched compare`).
+// Every scheduling strategy the project implements, run on one workload at the CTA counts worth
+// comparing (`tilesched compare`), and the one to recommend (`tilesched recommend`).
 #pragma once
 
 #include <string>
@@ -12,7 +12,8 @@
 namespace tilesched::cli {
 
 // `base` under each strategy, in the documented order: tile/default, tile/prompt_rotate,
-// queued/default, queued/prompt_rotate, transient, transient/flip. Other fields are kept.
+// queued/default, queued/prompt_rotate, transient, transient/flip, lpt, lpt_queued, planned,
+// ragged_queued/default. Other fields are kept.
 std::vector<Workload> all_strategies(const Workload& base);
 
 // Whether a strategy (strategy_name) is one of the seed's own, the six above: the baseline every
@@ -22,14 +23,32 @@ bool is_seed_strategy(const std::string& name);
 // The seed's default: the static stride in plain order (at C = SMs, its launch).
 inline constexpr const char* kSeedDefaultStrategy = "tile/default";
 
+// The CTA counts worth comparing, ascending and distinct: C = SMs (one CTA per SM), C = SMs x
+// CTAs per SM (every resident slot), both from the cost profile, and the workload's num_ctas.
+std::vector<u32> candidate_cta_counts(const Workload& base, const sim::CostModel& cost);
+
 struct StrategyResult {
   std::string name;  // strategy_name() of the workload
+  u32 num_ctas = 0;  // C (for transient: the resident slots)
   Trace trace;
   sim::Metrics metrics;
 };
 
-// Replays every strategy; best (smallest makespan) first, ties in the documented order.
-// Shows progress on stderr when it is a terminal.
+// Replays every strategy at every candidate CTA count (both num_ctas and resident_ctas set to
+// it); best (smallest makespan) first, ties in the documented order, smaller C first. Shows
+// progress on stderr when it is a terminal.
 std::vector<StrategyResult> compare_strategies(const Workload& base, const sim::CostModel& cost);
+
+// Predictions closer than this (relative makespan) are a tie to the recommendation: the cost
+// model's own error on a makespan is about this large (docs/sim-cost-model.md).
+inline constexpr double kRecommendTolerance = 0.01;
+
+// The index in `ranked` (compare_strategies' order) of the strategy to recommend: the fastest
+// predicted, except that a counter scheduler within kRecommendTolerance of it is preferred, as
+// it absorbs the error of the predicted tile times while it runs; a static plan cannot.
+std::size_t recommended_index(const std::vector<StrategyResult>& ranked);
+
+// The seed's DEFAULT (tile/default) at C = sms (one CTA per SM), or null when `ranked` lacks it.
+const StrategyResult* seed_default(const std::vector<StrategyResult>& ranked, u32 sms);
 
 }  // namespace tilesched::cli

@@ -139,11 +139,12 @@ std::string format_trace_diff(const TraceDiff& d, const Trace& a, const Trace& b
     out += fmt::format("schedule: differs; first at CTA {} step {}\n  A: {}\n  B: {}\n", f.cta,
                        f.step, side(f.a), side(f.b));
   }
-  // SPEC 4.2: only the tile set of a queued schedule is deterministic, so say so rather than
+  // SPEC 4.2: only the tile set of a counter schedule is deterministic, so say so rather than
   // let a fetch-order difference look like a bug.
-  if (d.first_difference && d.same_tile_set() && a.workload.scheduler == SchedulerKind::Queued &&
-      b.workload.scheduler == SchedulerKind::Queued)
-    out += "  (queued scheduler: the fetch order depends on timing; the tile sets match)\n";
+  if (d.first_difference && d.same_tile_set() && takes_from_counter(a.workload.scheduler) &&
+      a.workload.scheduler == b.workload.scheduler)
+    out += fmt::format("  ({} scheduler: the fetch order depends on timing; the tile sets match)\n",
+                       to_string(a.workload.scheduler));
   if (d.same_tile_set()) {
     out += fmt::format("tile set: same ({} tiles)\n", a.events.size());
   } else {

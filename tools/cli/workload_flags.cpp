@@ -45,6 +45,9 @@ void add_workload_flags(CLI::App& command, WorkloadFlags& f, WorkloadFlagSet set
   add_choice_flag(command, "--mask", f.mask, "Attention mask")->type_name("MASK");
   add_number_flag(command, "--bm", f.block_m, "BM: query rows per tile");
   add_number_flag(command, "--bn", f.block_n, "BN: keys per KV block");
+  command.add_flag("--decode", f.decode,
+                   "Decoding: one new token per sequence; the sequence lengths given become the "
+                   "KV lengths unless --kv-lens (or the file's kv_lens) gives them");
   if (set.strategy) add_strategy_flags(command, f);
   add_number_flag(command, "--ctas", f.ctas,
                   "C: persistent CTAs (tile, queued; default: SMs x CTAs per SM of the device), "
@@ -52,6 +55,9 @@ void add_workload_flags(CLI::App& command, WorkloadFlags& f, WorkloadFlagSet set
   add_choice_flag(command, "--ragged", f.ragged,
                   "Tiles past a sequence's end, skipped (safe) or run as upstream does (faithful)")
       ->type_name("MODE");
+  add_number_flag(command, "--l2-bytes", f.l2_bytes,
+                  "L2 size the planned schedulers (lpt, lpt_queued, planned) group heads by; 0: "
+                  "no grouping");
   CLI::Option* profile =
       command
           .add_option("--cost-profile", f.cost_profile, "Built-in cost coefficients: h200 | h100")
@@ -71,6 +77,14 @@ void override_with(const std::optional<T>& flag, T& field) {
   if (flag) field = *flag;
 }
 
+// SPEC §6: one new token per sequence against the cache. The lengths given so far are the cache
+// lengths, unless KV lengths were given.
+void make_decode(Workload& w) {
+  if (w.kv_lens.empty()) w.kv_lens = w.q_lens;
+  w.q_lens.assign(w.q_lens.size(), 1);
+  w.decoding = true;
+}
+
 void apply_sequence_flags(const WorkloadFlags& f, Workload& w) {
   if (!f.q_lens.empty()) {
     w.q_lens = f.q_lens;
@@ -87,6 +101,7 @@ void apply_sequence_flags(const WorkloadFlags& f, Workload& w) {
     // A padded batch has one KV length; let it be given once.
     if (w.padded && w.kv_lens.size() == 1) w.kv_lens.assign(w.q_lens.size(), w.kv_lens[0]);
   }
+  if (f.decode) make_decode(w);
 }
 
 }  // namespace
@@ -124,6 +139,7 @@ Workload resolve_workload(const WorkloadFlags& f, viz::CtaOrigin* origin) {
     if (w.scheduler == SchedulerKind::Transient) w.resident_ctas = *f.ctas;
   }
   override_with(f.ragged, w.ragged_mode);
+  override_with(f.l2_bytes, w.l2_bytes);
   if (!f.cost_profile.empty()) w.cost_profile = f.cost_profile;
 
   if (const std::string problem = w.validate(); !problem.empty()) {

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
@@ -23,8 +24,10 @@ struct WorkloadFlags {
   std::optional<SchedulerKind> scheduler;
   std::optional<Schedule> schedule;
   std::optional<RaggedMode> ragged;
+  std::optional<std::uint64_t> l2_bytes;
   std::string cost_profile, cost_model_file;
   bool flip = false;
+  bool decode = false;
 };
 
 struct WorkloadFlagSet {

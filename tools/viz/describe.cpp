@@ -12,6 +12,14 @@ std::string describe_workload(const Workload& w) {
   std::string lens;
   if (w.q_lens.empty()) {
     lens = "no sequences";
+  } else if (w.decoding) {
+    u32 lo = w.key_len(0), hi = lo;
+    for (u32 b = 1; b < w.batch_size(); ++b) {
+      lo = std::min(lo, w.key_len(b));
+      hi = std::max(hi, w.key_len(b));
+    }
+    lens = lo == hi ? fmt::format("decode, {} sequences of {} keys", w.q_lens.size(), hi)
+                    : fmt::format("decode, {} sequences of {}..{} keys", w.q_lens.size(), lo, hi);
   } else {
     const auto [lo, hi] = std::minmax_element(w.q_lens.begin(), w.q_lens.end());
     const char* layout = w.padded ? "padded" : "ragged";
