@@ -37,8 +37,9 @@ bool print_checks(const Trace& predicted, const sim::AttentionInputs& in,
                   const gpu::DeviceRun& run) {
   const std::vector<std::string> diffs = sim::schedule_differences(predicted, run.trace);
   const char* verdict = diffs.empty() ? "identical to the simulator's" : "DIFFERS";
-  if (run.trace.workload.scheduler == SchedulerKind::Queued)
-    fmt::print("schedule: queued, tile set {} ({} tiles)\n", verdict, run.trace.events.size());
+  if (takes_from_counter(run.trace.workload.scheduler))
+    fmt::print("schedule: {}, tile set {} ({} tiles)\n", to_string(run.trace.workload.scheduler),
+               verdict, run.trace.events.size());
   else
     fmt::print("schedule: every CTA's tile sequence {}\n", verdict);
   print_first(diffs, 10);
@@ -83,6 +84,8 @@ bool gpu_half_built() {
 
 int run_gpu_command(const RunCommandOptions& options) {
   Workload w = options.workload;
+  // Refused before the device is touched (decode workloads have no kernel path yet).
+  require(gpu::check_kernel_support(w));
   std::string device;
   int sms = 0;
   require(gpu::device_info(device, sms));
@@ -105,10 +108,12 @@ int run_gpu_command(const RunCommandOptions& options) {
   const gpu::DeviceInputs bits{sim::to_bf16_bits(in.q), sim::to_bf16_bits(in.k),
                                sim::to_bf16_bits(in.v)};
   gpu::DeviceRun run;
+  // The simulator's cost model plans the planned schedulers' lists, on the GPU as in the replay.
+  const sim::CostModel cost = sim::CostModel::builtin(w.cost_profile);
   // The warm-up launch keeps module load and first touches out of the measured trace.
-  require(gpu::run_recorded(w, bits, /*warm_up=*/true, run));
+  require(gpu::run_recorded(w, bits, /*warm_up=*/true, run, sim::plan_schedule(w, cost)));
 
-  const Trace predicted = sim::replay(w);
+  const Trace predicted = sim::replay(w, cost);
   const bool ok = !options.check || print_checks(predicted, in, run);
   const viz::ScheduleOutputs out = viz::write_schedule_outputs(run.trace, options.out_dir);
   sim::write_trace(options.out_dir + "/predicted_trace.json", predicted);

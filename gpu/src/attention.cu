@@ -41,7 +41,7 @@ bool aligned_16(const void* p) {
   return reinterpret_cast<std::uintptr_t>(p) % 16 == 0;
 }
 
-// Sets the queued scheduler's counter and the trace's event count before a launch (a kernel, not
+// Sets a counter scheduler's counter and the trace's event count before a launch (a kernel, not
 // a memset: counter_start() is not a byte pattern). Stream-ordered, so graph-capturable.
 __global__ void reset_counters(u32* counter, u32 counter_value, u32* trace_count) {
   if (counter != nullptr) *counter = counter_value;
@@ -51,16 +51,22 @@ __global__ void reset_counters(u32* counter, u32 counter_value, u32* trace_count
 }  // namespace
 
 u32 processed_tile_count(const Workload& w) {
-  std::uint64_t tiles = 0;
-  for (u32 len : w.q_lens) tiles += ceil_div(len, w.block_m);
-  return static_cast<u32>(std::min<std::uint64_t>(tiles * w.num_q_heads, kU32Limit));
+  return static_cast<u32>(std::min<std::uint64_t>(w.valid_tile_count(), kU32Limit));
 }
 
-GridDim launch_grid(const Workload& w) {
+GridDim launch_grid(const Workload& w, const PlanArrays& plan) {
   const std::vector<u32> offsets = w.q_row_offsets();
   const TileSummary summary = w.summary(offsets.data());
-  return with_scheduler(w, AtomicCounter{},
+  return with_scheduler(w, SchedulerInputs{AtomicCounter{}, plan},
                         [&](const auto& sched) { return sched.grid_dim(summary); });
+}
+
+Status check_kernel_support(const Workload& w) {
+  if (w.decoding)
+    return Status::error(
+        "decode workloads are not supported by the GPU kernel (it has no decode path); simulate "
+        "them with `tilesched sim --decode`");
+  return Status::success();
 }
 
 Status validate(const AttentionArgs& a) {
@@ -73,6 +79,15 @@ Status validate(const AttentionArgs& a) {
     return Status::error(fmt::format(
         "BM (block_m) {} is not supported by the GPU kernel: it processes tiles of {} query rows",
         w.block_m, kKernelBlockM));
+  if (Status s = check_kernel_support(w); !s) return s;
+  if (!a.plan.has_arrays_for(w.scheduler))
+    return Status::error(
+        fmt::format("the {} scheduler needs the device copies of its schedule plan (plan is empty)",
+                    to_string(w.scheduler)));
+  if (needs_schedule_plan(w.scheduler) && a.plan.tile_count != w.valid_tile_count())
+    return Status::error(
+        fmt::format("the {} scheduler's plan hands out {} tiles but the workload has {}",
+                    to_string(w.scheduler), a.plan.tile_count, w.valid_tile_count()));
   if (w.ragged_mode != RaggedMode::Safe)
     return Status::error(
         "faithful ragged mode is simulator-only: the GPU kernel never writes "
@@ -93,8 +108,9 @@ Status validate(const AttentionArgs& a) {
         "a ragged batch needs device row-offset arrays for Q and KV "
         "(B+1 prefix sums); one of them is null");
   if (!std::isfinite(a.softmax_scale)) return Status::error("softmax scale must be finite");
-  if (w.scheduler == SchedulerKind::Queued && a.queue_counter == nullptr)
-    return Status::error("the queued scheduler needs a device counter (queue_counter is null)");
+  if (takes_from_counter(w.scheduler) && a.queue_counter == nullptr)
+    return Status::error(fmt::format(
+        "the {} scheduler needs a device counter (queue_counter is null)", to_string(w.scheduler)));
   if (a.trace.events != nullptr) {
     if (a.trace.count == nullptr)
       return Status::error("trace recording needs a device event count (trace.count is null)");
@@ -121,9 +137,10 @@ Status attention_forward(const AttentionArgs& a) {
   // The summary the device sees points at the device copy of the query row offsets.
   const TileSummary summary = w.summary(a.q_row_offsets);
   // One kernel per head dim runs every scheduler: the kind is a runtime value (AnyScheduler).
-  const runtime::AnyScheduler sched = with_scheduler(
-      w, AtomicCounter{a.queue_counter}, [](const auto& s) { return runtime::AnyScheduler(s); });
-  u32* counter = sched.kind == SchedulerKind::Queued ? a.queue_counter : nullptr;
+  const runtime::AnyScheduler sched =
+      with_scheduler(w, SchedulerInputs{AtomicCounter{a.queue_counter}, a.plan},
+                     [](const auto& s) { return runtime::AnyScheduler(s); });
+  u32* counter = takes_from_counter(sched.kind) ? a.queue_counter : nullptr;
   if (counter != nullptr || a.trace.count != nullptr) {
     reset_counters<<<1, 1, 0, stream>>>(counter, sched.counter_start(), a.trace.count);
     if (Status s = cuda_status(cudaGetLastError(), "launching the counter reset"); !s) return s;

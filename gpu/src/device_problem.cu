@@ -55,32 +55,53 @@ struct DeviceProblem::Buffers {
   thrust::device_vector<std::uint16_t> q, k, v, o;
   thrust::device_vector<float> lse;
   thrust::device_vector<u32> q_offsets, kv_offsets, counter;
+  // The schedule plan's arrays (planned schedulers only; empty otherwise).
+  thrust::device_vector<u32> order, list_offsets, list_tiles, sequence_tiles;
 };
+
+namespace {
+
+const u32* device_data(const thrust::device_vector<u32>& v) {
+  return v.empty() ? nullptr : thrust::raw_pointer_cast(v.data());
+}
+
+}  // namespace
 
 DeviceProblem::DeviceProblem() = default;
 DeviceProblem::~DeviceProblem() = default;
 
-Status DeviceProblem::create(const Workload& w, bool record_trace) {
+Status DeviceProblem::create(const Workload& w, bool record_trace, const SchedulePlan& plan) {
   if (std::string m = w.validate(); !m.empty()) return Status::error("invalid workload: " + m);
+  if (!plan.arrays().has_arrays_for(w.scheduler))
+    return Status::error(fmt::format(
+        "the {} scheduler walks a schedule plan, and none was given (sim::plan_schedule)",
+        to_string(w.scheduler)));
+  if (std::string m = schedule_plan_mismatch(w, plan); !m.empty()) return Status::error(m);
   workload_ = w;
+  plan_tiles_ = plan.tile_count;
   record_trace_ = record_trace;
   // At least one element each: an empty batch still gets valid device pointers.
   const std::size_t q_elems = std::max<std::size_t>(w.q_elements(), 1);
   const std::size_t kv_elems = std::max<std::size_t>(w.kv_elements(), 1);
   const std::size_t lse_elems = std::max<std::size_t>(w.lse_elements(), 1);
-  if (Status s = guarded("allocating device buffers",
-                         [&] {
-                           buffers_ = std::make_unique<Buffers>();
-                           buffers_->q.resize(q_elems);
-                           buffers_->o.resize(q_elems);
-                           buffers_->k.resize(kv_elems);
-                           buffers_->v.resize(kv_elems);
-                           buffers_->lse.resize(lse_elems);
-                           const std::vector<u32> qo = w.q_row_offsets(), ko = w.kv_row_offsets();
-                           buffers_->q_offsets.assign(qo.begin(), qo.end());
-                           buffers_->kv_offsets.assign(ko.begin(), ko.end());
-                           buffers_->counter.resize(1);
-                         });
+  if (Status s = guarded(
+          "allocating device buffers",
+          [&] {
+            buffers_ = std::make_unique<Buffers>();
+            buffers_->q.resize(q_elems);
+            buffers_->o.resize(q_elems);
+            buffers_->k.resize(kv_elems);
+            buffers_->v.resize(kv_elems);
+            buffers_->lse.resize(lse_elems);
+            const std::vector<u32> qo = w.q_row_offsets(), ko = w.kv_row_offsets();
+            buffers_->q_offsets.assign(qo.begin(), qo.end());
+            buffers_->kv_offsets.assign(ko.begin(), ko.end());
+            buffers_->counter.resize(1);
+            buffers_->order.assign(plan.order.begin(), plan.order.end());
+            buffers_->list_offsets.assign(plan.list_offsets.begin(), plan.list_offsets.end());
+            buffers_->list_tiles.assign(plan.list_tiles.begin(), plan.list_tiles.end());
+            buffers_->sequence_tiles.assign(plan.sequence_tiles.begin(), plan.sequence_tiles.end());
+          });
       !s)
     return s;
   if (record_trace) return recorder_.allocate(processed_tile_count(w));
@@ -132,6 +153,9 @@ AttentionArgs DeviceProblem::args() const {
   a.q_row_offsets = thrust::raw_pointer_cast(buffers_->q_offsets.data());
   a.kv_row_offsets = thrust::raw_pointer_cast(buffers_->kv_offsets.data());
   a.queue_counter = thrust::raw_pointer_cast(buffers_->counter.data());
+  a.plan =
+      PlanArrays{plan_tiles_, device_data(buffers_->order), device_data(buffers_->list_offsets),
+                 device_data(buffers_->list_tiles), device_data(buffers_->sequence_tiles)};
   if (record_trace_ && tracing_) a.trace = recorder_.buffer();
   a.softmax_scale = scale_;
   a.stream = stream_;
@@ -170,7 +194,7 @@ Status DeviceProblem::download(std::vector<std::uint16_t>& o_bits, std::vector<f
 
 Status DeviceProblem::download_trace(Trace& out) const {
   if (!record_trace_) return Status::error("this problem was created without trace recording");
-  return recorder_.download(workload_, out);
+  return recorder_.download(workload_, out, args().plan);
 }
 
 Status DeviceProblem::download_raw_trace(std::vector<DeviceTraceEvent>& out) const {
@@ -204,9 +228,10 @@ Status DeviceProblem::time(int warmup, int iterations, std::vector<float>& ms) {
   return result;
 }
 
-Status run_recorded(const Workload& w, const DeviceInputs& inputs, bool warm_up, DeviceRun& out) {
+Status run_recorded(const Workload& w, const DeviceInputs& inputs, bool warm_up, DeviceRun& out,
+                    const SchedulePlan& plan) {
   DeviceProblem dev;
-  Status st = dev.create(w, /*record_trace=*/true);
+  Status st = dev.create(w, /*record_trace=*/true, plan);
   if (st) st = dev.upload(inputs.q, inputs.k, inputs.v);
   if (st && warm_up) st = dev.run();
   if (st) st = dev.poison_outputs();

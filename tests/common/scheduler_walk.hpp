@@ -1,7 +1,10 @@
 // Running a scheduler's processing loop on the host the way the kernel does, for every CTA: in
-// CTA order (schedulers that need no ordering between CTAs) or with the CTAs' advances
-// interleaved at random (counter schedulers, whose fetch order timing decides).
+// CTA order (schedulers that need no ordering between CTAs), with the CTAs' advances interleaved
+// at random (counter schedulers, whose fetch order timing decides), or as the warp-specialized
+// kernel's producer and consumer hand tiles over.
 #pragma once
+
+#include <doctest/doctest.h>
 
 #include <algorithm>
 #include <vector>
@@ -58,6 +61,33 @@ std::vector<std::vector<u32>> walk_interleaved(const Scheduler& sched, const Til
       running.erase(running.begin() + std::ptrdiff_t(k));
   }
   return per_cta;
+}
+
+// The kernel's protocol for one CTA: per tile the producer advances first (writing the slot), then
+// the consumer advances with producer = false and reads it. Returns the consumer's indices and
+// checks that the producer saw the same.
+template <class Scheduler>
+std::vector<u32> hand_off(const Scheduler& sched, const TileSummary& summary, BlockIndex block) {
+  u32 sidx[2] = {0, 0};
+  TileState producer = sched.initial_state(sidx, summary, block);
+  TileState consumer = sched.initial_state(sidx, summary, block);
+  std::vector<u32> seq;
+  for (u32 step = 0;; ++step) {
+    const u32 slot = step % 2;
+    const auto p =
+        step == 0
+            ? sched.template first_work<true, SchedulerSync::Producer>(summary, producer, slot)
+            : sched.template advance<true, SchedulerSync::Producer>(summary, producer, slot);
+    const auto c =
+        step == 0
+            ? sched.template first_work<false, SchedulerSync::Producer>(summary, consumer, slot)
+            : sched.template advance<false, SchedulerSync::Producer>(summary, consumer, slot);
+    REQUIRE(bool(p) == bool(c));
+    if (!c) break;
+    REQUIRE(producer.idx == consumer.idx);
+    seq.push_back(consumer.idx);
+  }
+  return seq;
 }
 
 inline std::vector<u32> flatten_sorted(const std::vector<std::vector<u32>>& per_cta) {

@@ -8,9 +8,11 @@
 #include <vector>
 
 #include "random_problem.hpp"
+#include "scheduler_walk.hpp"
 #include "tilesched/any_scheduler.hpp"
 
 using namespace tilesched;
+using tilesched::testing::hand_off;
 using tilesched::testing::random_problem;
 using tilesched::testing::RandomProblem;
 using tilesched::testing::SplitMix64;
@@ -40,31 +42,6 @@ std::vector<std::vector<u32>> walk(const Scheduler& sched, const TileSummary& su
         per_cta.push_back(seq);
       }
   return per_cta;
-}
-
-// The kernel's protocol for one CTA: per tile the producer advances first (writing the slot), then
-// the consumer advances with producer = false and reads it. Returns the consumer's indices and
-// checks that the producer saw the same.
-std::vector<u32> hand_off(const runtime::AnyScheduler& sched, const TileSummary& summary,
-                          BlockIndex block) {
-  u32 sidx[2] = {0, 0};
-  TileState producer = sched.initial_state(sidx, summary, block);
-  TileState consumer = sched.initial_state(sidx, summary, block);
-  std::vector<u32> seq;
-  for (u32 step = 0;; ++step) {
-    const u32 slot = step % 2;
-    const auto p = step == 0
-                       ? sched.first_work<true, SchedulerSync::Producer>(summary, producer, slot)
-                       : sched.advance<true, SchedulerSync::Producer>(summary, producer, slot);
-    const auto c = step == 0
-                       ? sched.first_work<false, SchedulerSync::Producer>(summary, consumer, slot)
-                       : sched.advance<false, SchedulerSync::Producer>(summary, consumer, slot);
-    REQUIRE(bool(p) == bool(c));
-    if (!c) break;
-    REQUIRE(producer.idx == consumer.idx);
-    seq.push_back(consumer.idx);
-  }
-  return seq;
 }
 
 }  // namespace

@@ -15,10 +15,12 @@
 
 #include "random_problem.hpp"
 #include "scheduler_walk.hpp"
+#include "tilesched/any_scheduler.hpp"
 #include "tilesched/schedule_plan.hpp"
 
 using namespace tilesched;
 using tilesched::testing::flatten_sorted;
+using tilesched::testing::hand_off;
 using tilesched::testing::random_problem;
 using tilesched::testing::RandomProblem;
 using tilesched::testing::SplitMix64;
@@ -414,6 +416,45 @@ TEST_CASE("with_scheduler refuses a planned scheduler without its plan") {
   }
 }
 
+TEST_CASE("a schedule plan built for another workload is named as not fitting") {
+  Workload w;
+  w.q_lens = {300, 40, 129};
+  w.num_q_heads = 4;
+  w.num_kv_heads = 2;
+  w.num_ctas = 5;
+  for (const SchedulerKind kind : {SchedulerKind::Lpt, SchedulerKind::LptQueued,
+                                   SchedulerKind::Planned, SchedulerKind::RaggedQueued}) {
+    CAPTURE(std::string(to_string(kind)));
+    w.scheduler = kind;
+    CHECK(schedule_plan_mismatch(w, build_schedule_plan(w, test_cost)).empty());
+    // One more sequence: more tiles (and B+1 prefix sums) than the plan has.
+    Workload longer = w;
+    longer.q_lens.push_back(200);
+    CHECK_MESSAGE(schedule_plan_mismatch(longer, build_schedule_plan(w, test_cost))
+                          .find("does not fit the workload") != std::string::npos,
+                  "a plan for fewer tiles must not fit");
+    // Same tiles, other sizes of the arrays the kind walks.
+    SchedulePlan plan = build_schedule_plan(w, test_cost);
+    if (kind == SchedulerKind::Planned) {
+      Workload fewer_ctas = w;
+      fewer_ctas.num_ctas = 3;  // its lists are 4 offsets, the plan has 6
+      CHECK(schedule_plan_mismatch(fewer_ctas, plan) ==
+            "the planned scheduler's plan does not fit the workload: list_offsets has 6 entries, "
+            "not 4");
+    } else if (kind == SchedulerKind::RaggedQueued) {
+      plan.sequence_tiles.pop_back();
+      CHECK(schedule_plan_mismatch(w, plan).find("sequence_tiles has 3 entries, not 4") !=
+            std::string::npos);
+    } else {
+      plan.order.pop_back();
+      CHECK(schedule_plan_mismatch(w, plan).find("the order has") != std::string::npos);
+    }
+  }
+  // The seed's schedulers walk no plan: any plan fits.
+  w.scheduler = SchedulerKind::Queued;
+  CHECK(schedule_plan_mismatch(w, SchedulePlan{}).empty());
+}
+
 TEST_CASE("planned schedulers are deterministic: the same plan and walk twice") {
   for_random_workloads(0x91a0007, SchedulerKind::Planned, [](const Workload& w, SplitMix64&) {
     for (const SchedulerKind kind : {SchedulerKind::Lpt, SchedulerKind::Planned}) {
@@ -426,4 +467,35 @@ TEST_CASE("planned schedulers are deterministic: the same plan and walk twice") 
       CHECK(a.list_tiles == b.list_tiles);
     }
   });
+}
+
+TEST_CASE("AnyScheduler holds each planned scheduler call for call, producer hand-off included") {
+  for (const SchedulerKind kind : {SchedulerKind::Lpt, SchedulerKind::LptQueued,
+                                   SchedulerKind::Planned, SchedulerKind::RaggedQueued}) {
+    CAPTURE(std::string(to_string(kind)));
+    for_random_workloads(0x91a0008, kind, [&](const Workload& w, SplitMix64&) {
+      const SchedulePlan plan = build_schedule_plan(w, test_cost);
+      const std::vector<u32> q_offsets = w.q_row_offsets();
+      const TileSummary summary = w.summary(q_offsets.data());
+      u32 counter_value = 0;
+      with_scheduler(w, SchedulerInputs{AtomicCounter{&counter_value}, plan.arrays()},
+                     [&](const auto& sched) {
+                       const runtime::AnyScheduler any(sched);
+                       REQUIRE(any.kind == kind);
+                       CHECK(any.may_advance());
+                       CHECK(any.grid_dim(summary).x == sched.grid_dim(summary).x);
+                       CHECK(any.counter_start() == (takes_from_counter(kind) ? w.num_ctas : 0u));
+                       counter_value = any.counter_start();
+                       const auto direct = walk_all(sched, summary);
+                       counter_value = any.counter_start();
+                       CHECK(walk_all(any, summary) == direct);
+                       // The kernel's hand-off, CTA after CTA: every tile once.
+                       counter_value = any.counter_start();
+                       std::vector<std::vector<u32>> handed;
+                       for (u32 c = 0; c < any.grid_dim(summary).x; ++c)
+                         handed.push_back(hand_off(any, summary, BlockIndex{c, 0, 0}));
+                       CHECK(flatten_sorted(handed) == iota_to(plan.tile_count));
+                     });
+    });
+  }
 }

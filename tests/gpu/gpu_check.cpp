@@ -39,7 +39,11 @@ CheckOutcome check_workload(const Workload& w, const sim::AttentionInputs& in) {
   CheckOutcome r;
   const gpu::DeviceInputs bits{sim::to_bf16_bits(in.q), sim::to_bf16_bits(in.k),
                                sim::to_bf16_bits(in.v)};
-  if (gpu::Status st = gpu::run_recorded(w, bits, /*warm_up=*/false, r.run); !st) {
+  // The planned schedulers follow the plan the simulator replays (its built-in cost model).
+  const sim::CostModel cost = sim::CostModel::builtin(w.cost_profile);
+  if (gpu::Status st =
+          gpu::run_recorded(w, bits, /*warm_up=*/false, r.run, sim::plan_schedule(w, cost));
+      !st) {
     add_failures(w, {st.message}, r.failures);
     return r;
   }
@@ -48,7 +52,7 @@ CheckOutcome check_workload(const Workload& w, const sim::AttentionInputs& in) {
                  {fmt::format("{} elements of O and {} of LSE were never written (poison left)",
                               r.run.o_unwritten, r.run.lse_unwritten)},
                  r.failures);
-  add_failures(w, sim::schedule_differences(sim::replay(w), r.run.trace), r.failures);
+  add_failures(w, sim::schedule_differences(sim::replay(w, cost), r.run.trace), r.failures);
   // Tile by tile against the simulator's blockwise softmax in the GPU's own tile order.
   const sim::OutputCheck out =
       sim::check_outputs(r.run.trace, in, sim::from_bf16_bits(r.run.o_bits), r.run.lse);

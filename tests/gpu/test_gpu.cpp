@@ -6,12 +6,14 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <iterator>
 #include <random>
 #include <string>
 #include <utility>
 
 #include "gpu_check.hpp"
 #include "tilesched/gpu/device_problem.hpp"
+#include "tilesched/sim/replay.hpp"
 
 using namespace tilesched;
 using gpu_test::check_workload;
@@ -19,7 +21,7 @@ using gpu_test::describe;
 
 namespace {
 
-// The five strategies the issue names.
+// Every scheduler kind, with the schedules and flips that change its walk.
 struct Strategy {
   SchedulerKind kind;
   Schedule schedule;
@@ -31,7 +33,13 @@ constexpr Strategy kStrategies[] = {
     {SchedulerKind::Queued, Schedule::Default, false},
     {SchedulerKind::Transient, Schedule::Default, false},
     {SchedulerKind::Transient, Schedule::Default, true},
+    {SchedulerKind::Lpt, Schedule::Default, false},
+    {SchedulerKind::LptQueued, Schedule::Default, false},
+    {SchedulerKind::Planned, Schedule::Default, false},
+    {SchedulerKind::RaggedQueued, Schedule::Default, false},
+    {SchedulerKind::RaggedQueued, Schedule::PromptRotate, false},
 };
+constexpr int kStrategyCount = static_cast<int>(std::size(kStrategies));
 
 Workload apply(Workload w, const Strategy& s, u32 ctas) {
   w.scheduler = s.kind;
@@ -64,6 +72,39 @@ Workload ragged_base() {
   w.block_m = 128;
   w.block_n = 128;
   return w;
+}
+
+// Captures one launch of `w` (with the simulator's schedule plan) in a CUDA graph and replays it
+// three times: each replay must reset the counter and write every output once.
+void replay_captured_launch(const Workload& w) {
+  gpu::DeviceProblem dev;
+  REQUIRE(dev.create(w, true, sim::plan_schedule(w, sim::CostModel::builtin(w.cost_profile))).ok);
+  REQUIRE(dev.fill_random(5).ok);
+  cudaStream_t stream{};
+  REQUIRE(cudaStreamCreate(&stream) == cudaSuccess);
+  dev.set_stream(stream);
+  cudaGraph_t graph{};
+  REQUIRE(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal) == cudaSuccess);
+  const gpu::Status s = dev.run();
+  REQUIRE(cudaStreamEndCapture(stream, &graph) == cudaSuccess);
+  REQUIRE(s.ok);
+  cudaGraphExec_t exec{};
+  REQUIRE(cudaGraphInstantiate(&exec, graph, 0) == cudaSuccess);
+  for (int replay = 0; replay < 3; ++replay) {
+    REQUIRE(dev.poison_outputs().ok);
+    REQUIRE(cudaGraphLaunch(exec, stream) == cudaSuccess);
+    REQUIRE(cudaStreamSynchronize(stream) == cudaSuccess);
+    std::uint64_t o_unwritten = 1, lse_unwritten = 1;
+    REQUIRE(dev.count_unwritten(o_unwritten, lse_unwritten).ok);
+    CHECK(o_unwritten == 0);
+    CHECK(lse_unwritten == 0);
+    std::vector<gpu::DeviceTraceEvent> raw;
+    REQUIRE(dev.download_raw_trace(raw).ok);
+    CHECK(raw.size() == gpu::processed_tile_count(w));  // every tile once, counter reset
+  }
+  cudaGraphExecDestroy(exec);
+  cudaGraphDestroy(graph);
+  cudaStreamDestroy(stream);
 }
 
 }  // namespace
@@ -102,11 +143,37 @@ TEST_CASE("padded and ragged, GQA 1/4/8, d 64/128/256, causal and not") {
           w.head_dim = d;
           w.mask = mask;
           w.block_n = (i % 2) ? 64 : 128;
-          const Strategy& s = kStrategies[i % 5];
+          const Strategy& s = kStrategies[i % kStrategyCount];
           w = apply(w, s, (i % 3 == 0) ? 132 : 7);
           ++i;
           expect_ok(w, 2000 + i);
         }
+}
+
+TEST_CASE("planned strategies on ragged and padded batches, causal and not") {
+  constexpr SchedulerKind kPlanned[] = {SchedulerKind::Lpt, SchedulerKind::LptQueued,
+                                        SchedulerKind::Planned, SchedulerKind::RaggedQueued};
+  int i = 0;
+  for (const SchedulerKind kind : kPlanned) {
+    for (bool padded : {false, true})
+      for (Mask mask : {Mask::Causal, Mask::None})
+        for (u32 ctas : {132u, 7u}) {
+          Workload w = ragged_base();
+          if (padded) {
+            w.padded = true;
+            w.q_lens = {300, 300, 300};
+          }
+          w.mask = mask;
+          w.num_kv_heads = 2;
+          w.num_q_heads = 8;
+          w.head_dim = (i % 3 == 0) ? 64 : (i % 3 == 1) ? 128 : 256;
+          w.l2_bytes = (i % 2) ? 0 : 64 * 1024;  // one section, or a few heads per section
+          w.scheduler = kind;
+          w.num_ctas = ctas;
+          ++i;
+          expect_ok(w, 3000 + i);
+        }
+  }
 }
 
 TEST_CASE("random problems") {
@@ -143,9 +210,12 @@ TEST_CASE("random problems") {
     const u32 dims[] = {64, 128, 256};
     w.head_dim = dims[pick(3)];
     w.block_n = pick(2) ? 64 : 128;
-    const Strategy& s = kStrategies[pick(5)];
+    const Strategy& s = kStrategies[pick(kStrategyCount)];
     const u32 ctas_choices[] = {132u, 1u, 7u, 1u + static_cast<u32>(pick(300))};
     w = apply(w, s, ctas_choices[pick(4)]);
+    // The planned orders group heads into L2 sections: none, a few heads, or the default L2.
+    const std::uint64_t l2_choices[] = {0, 64 * 1024, w.l2_bytes};
+    w.l2_bytes = l2_choices[pick(3)];
     if (!w.validate().empty()) {
       --i;  // e.g. every sequence empty: draw again
       continue;
@@ -191,6 +261,22 @@ TEST_CASE("bad arguments return a clear Status and do not launch") {
        },
        "no work"},
       {[](gpu::AttentionArgs& a) { a.softmax_scale = std::nanf(""); }, "scale"},
+      {[](gpu::AttentionArgs& a) {
+         a.workload.decoding = true;
+         a.workload.kv_lens = a.workload.q_lens;
+         for (u32& keys : a.workload.kv_lens) keys += 1;  // every sequence has its cache
+         a.workload.q_lens.assign(a.workload.kv_lens.size(), 1);
+       },
+       "decode workloads are not supported"},
+      {[](gpu::AttentionArgs& a) { a.workload.scheduler = SchedulerKind::Planned; },
+       "schedule plan"},
+      {[](gpu::AttentionArgs& a) {
+         static const u32 order[1] = {0};  // never read: the launch is refused
+         a.workload.scheduler = SchedulerKind::Lpt;
+         a.plan.order = order;
+         a.plan.tile_count = 1;
+       },
+       "plan hands out 1 tiles"},
   };
   for (const auto& [edit, needle] : cases) {
     gpu::AttentionArgs a = good;
@@ -211,38 +297,15 @@ TEST_CASE("bad arguments return a clear Status and do not launch") {
   CHECK(raw.empty());
 }
 
-TEST_CASE("a queued launch is graph-capturable and replays with a fresh counter") {
-  Workload w = ragged_base();
-  w.scheduler = SchedulerKind::Queued;
-  w.num_ctas = 7;
-  gpu::DeviceProblem dev;
-  REQUIRE(dev.create(w, true).ok);
-  REQUIRE(dev.fill_random(5).ok);
-  cudaStream_t stream{};
-  REQUIRE(cudaStreamCreate(&stream) == cudaSuccess);
-  dev.set_stream(stream);
-  cudaGraph_t graph{};
-  REQUIRE(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal) == cudaSuccess);
-  const gpu::Status s = dev.run();
-  REQUIRE(cudaStreamEndCapture(stream, &graph) == cudaSuccess);
-  REQUIRE(s.ok);
-  cudaGraphExec_t exec{};
-  REQUIRE(cudaGraphInstantiate(&exec, graph, 0) == cudaSuccess);
-  for (int replay = 0; replay < 3; ++replay) {
-    REQUIRE(dev.poison_outputs().ok);
-    REQUIRE(cudaGraphLaunch(exec, stream) == cudaSuccess);
-    REQUIRE(cudaStreamSynchronize(stream) == cudaSuccess);
-    std::uint64_t o_unwritten = 1, lse_unwritten = 1;
-    REQUIRE(dev.count_unwritten(o_unwritten, lse_unwritten).ok);
-    CHECK(o_unwritten == 0);
-    CHECK(lse_unwritten == 0);
-    std::vector<gpu::DeviceTraceEvent> raw;
-    REQUIRE(dev.download_raw_trace(raw).ok);
-    CHECK(raw.size() == gpu::processed_tile_count(w));  // every tile once, counter reset
+TEST_CASE("a counter scheduler's launch is graph-capturable and replays with a fresh counter") {
+  for (const SchedulerKind kind :
+       {SchedulerKind::Queued, SchedulerKind::LptQueued, SchedulerKind::RaggedQueued}) {
+    CAPTURE(std::string(to_string(kind)));
+    Workload w = ragged_base();
+    w.scheduler = kind;
+    w.num_ctas = 7;
+    replay_captured_launch(w);
   }
-  cudaGraphExecDestroy(exec);
-  cudaGraphDestroy(graph);
-  cudaStreamDestroy(stream);
 }
 
 int main(int argc, char** argv) {

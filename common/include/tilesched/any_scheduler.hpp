@@ -7,10 +7,13 @@
 // instead of one per head dim and scheduler. The kernel stays templated on the scheduler policy:
 // a concrete scheduler still plugs in where its static kind is worth a compile.
 //
-// Build one from any runtime scheduler, e.g. through with_scheduler (workload.hpp):
-//   with_scheduler(w, counter, [](const auto& s) { return runtime::AnyScheduler(s); })
+// Build one from any runtime scheduler, e.g. through with_scheduler (workload.hpp), with the
+// schedule plan's arrays for the planned schedulers:
+//   with_scheduler(w, SchedulerInputs{counter, plan}, [](const auto& s) { return AnyScheduler(s);
+//   })
 #pragma once
 
+#include "tilesched/planned_schedulers.hpp"
 #include "tilesched/scheduler.hpp"
 
 namespace tilesched::runtime {
@@ -23,6 +26,10 @@ class AnyScheduler {
     switch (kind) {
       case SchedulerKind::Queued: return f(queued);
       case SchedulerKind::Transient: return f(transient);
+      case SchedulerKind::Lpt: return f(lpt);
+      case SchedulerKind::LptQueued: return f(lpt_queued);
+      case SchedulerKind::Planned: return f(planned);
+      case SchedulerKind::RaggedQueued: return f(ragged_queued);
       case SchedulerKind::Tile: break;
     }
     return f(tile);
@@ -33,6 +40,10 @@ class AnyScheduler {
   TileScheduler tile{};
   QueuedTileScheduler queued{};
   TransientScheduler transient{};
+  LptScheduler lpt{};
+  LptQueuedScheduler lpt_queued{};
+  PlannedListScheduler planned{};
+  RaggedQueuedScheduler ragged_queued{};
 
   constexpr AnyScheduler() = default;
   TS_HOST_DEVICE constexpr AnyScheduler(const TileScheduler& s)  // NOLINT: implicit by design
@@ -41,13 +52,27 @@ class AnyScheduler {
       : kind(SchedulerKind::Queued), queued(s) {}
   TS_HOST_DEVICE constexpr AnyScheduler(const TransientScheduler& s)  // NOLINT
       : kind(SchedulerKind::Transient), transient(s) {}
+  TS_HOST_DEVICE constexpr AnyScheduler(const LptScheduler& s)  // NOLINT
+      : kind(SchedulerKind::Lpt), lpt(s) {}
+  TS_HOST_DEVICE constexpr AnyScheduler(const LptQueuedScheduler& s)  // NOLINT
+      : kind(SchedulerKind::LptQueued), lpt_queued(s) {}
+  TS_HOST_DEVICE constexpr AnyScheduler(const PlannedListScheduler& s)  // NOLINT
+      : kind(SchedulerKind::Planned), planned(s) {}
+  TS_HOST_DEVICE constexpr AnyScheduler(const RaggedQueuedScheduler& s)  // NOLINT
+      : kind(SchedulerKind::RaggedQueued), ragged_queued(s) {}
 
   // Whether a CTA can get more than one tile (the concrete schedulers' may_advance).
   TS_HOST_DEVICE constexpr bool may_advance() const { return kind != SchedulerKind::Transient; }
 
-  // The queued scheduler's counter start value (0 for the others, which have no counter).
+  // The counter's start value of a counter scheduler (queued, lpt_queued, ragged_queued); 0 for
+  // the others, which have no counter.
   TS_HOST_DEVICE constexpr u32 counter_start() const {
-    return kind == SchedulerKind::Queued ? queued.counter_start() : 0u;
+    switch (kind) {
+      case SchedulerKind::Queued: return queued.counter_start();
+      case SchedulerKind::LptQueued: return lpt_queued.counter_start();
+      case SchedulerKind::RaggedQueued: return ragged_queued.counter_start();
+      default: return 0u;
+    }
   }
 
   TS_HOST_DEVICE constexpr GridDim grid_dim(const TileSummary& s) const {

@@ -23,6 +23,7 @@
 #include <cstdint>
 #include <functional>
 #include <queue>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -192,6 +193,40 @@ struct SchedulePlan {
                       data(sequence_tiles)};
   }
 };
+
+// Why `plan` cannot drive w.scheduler (empty when it can): its arrays must have the sizes the
+// scheduler indexes, or a walk reads past their ends. Plans of build_schedule_plan for `w` fit;
+// this catches a plan built for another workload (other lengths, heads or CTA count).
+inline std::string schedule_plan_mismatch(const Workload& w, const SchedulePlan& plan) {
+  if (!needs_schedule_plan(w.scheduler)) return {};
+  const std::uint64_t tiles = w.valid_tile_count();
+  const auto wrong = [&](const char* what, std::size_t got, std::uint64_t want) {
+    return fmt::format(
+        "the {} scheduler's plan does not fit the workload: {} has {} entries, not {}",
+        to_string(w.scheduler), what, got, want);
+  };
+  if (plan.tile_count != tiles) return wrong("the tile count", plan.tile_count, tiles);
+  switch (w.scheduler) {
+    case SchedulerKind::Lpt:
+    case SchedulerKind::LptQueued:
+      if (plan.order.size() != tiles) return wrong("the order", plan.order.size(), tiles);
+      break;
+    case SchedulerKind::Planned: {
+      const std::uint64_t lists = std::min<std::uint64_t>(w.num_ctas, tiles) + 1;
+      if (plan.list_offsets.size() != lists)
+        return wrong("list_offsets", plan.list_offsets.size(), lists);
+      if (plan.list_tiles.size() != tiles)
+        return wrong("list_tiles", plan.list_tiles.size(), tiles);
+      break;
+    }
+    case SchedulerKind::RaggedQueued:
+      if (plan.sequence_tiles.size() != w.batch_size() + 1u)
+        return wrong("sequence_tiles", plan.sequence_tiles.size(), w.batch_size() + 1u);
+      break;
+    default: break;
+  }
+  return {};
+}
 
 // Builds what w.scheduler walks, with tile costs from `cost`. The workload must be valid.
 inline SchedulePlan build_schedule_plan(const Workload& w, const TileCostFn& cost) {

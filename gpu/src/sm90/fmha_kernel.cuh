@@ -2,9 +2,10 @@
 // common/. One CTA of three warpgroups per SM:
 //
 //   warpgroup 0, the producer (registers lowered): owns the scheduler. All 128 threads call
-//     first_work / advance<producer = true, SchedulerSync::Producer> (the queued scheduler's
+//     first_work / advance<producer = true, SchedulerSync::Producer> (a counter scheduler's
 //     thread 0 fetches and publishes the index in sidx[slot], then the 128-thread named barrier
-//     kSchedulerBarrierId), and thread 0 arrives on the tile hand-off mbarrier of that slot.
+//     kSchedulerBarrierId; the planned schedulers read their host-built arrays from global
+//     memory), and thread 0 arrives on the tile hand-off mbarrier of that slot.
 //     Thread 0 then issues the tile's TMA loads: Q into one of the Q buffers, K and V blocks into
 //     their stage rings, each stage guarded by a full/empty mbarrier pair (PipelineTmaAsync).
 //   warpgroups 1 and 2, the consumers (registers raised): each owns 64 of the tile's 128 query
@@ -129,8 +130,8 @@ __device__ void run_producer(const Params& p, Storage& smem, Pipelines& pipes) {
     const Optional<SeqInfo> work =
         first ? p.scheduler.template first_work<true, SchedulerSync::Producer>(p.summary, st, slot)
               : p.scheduler.template advance<true, SchedulerSync::Producer>(p.summary, st, slot);
-    // Thread 0 wrote the slot (queued) before the named barrier inside advance; its arrive
-    // releases that write to the consumers, who acquire it by waiting on the same mbarrier.
+    // Thread 0 wrote the slot (counter schedulers) before the named barrier inside advance; its
+    // arrive releases that write to the consumers, who acquire it by waiting on the same mbarrier.
     if (loader) pipes.tile.producer_commit(tile_w);
     ++tile_w;
     if (!work) break;

@@ -73,12 +73,22 @@ struct AttentionArgs {
   const u32* q_row_offsets = nullptr;   // device, B+1 entries; ragged batches only
   const u32* kv_row_offsets = nullptr;  // device, B+1 entries; ragged batches only
   float softmax_scale = 0.f;            // <= 0 means 1/sqrt(head_dim)
-  // Queued scheduler only: one u32 of device memory. attention_forward sets it to counter_start()
-  // on `stream` before every launch, so the call can be captured in a CUDA graph and replayed.
+  // Counter schedulers only (queued, lpt_queued, ragged_queued): one u32 of device memory.
+  // attention_forward sets it to counter_start() on `stream` before every launch, so the call can
+  // be captured in a CUDA graph and replayed.
   u32* queue_counter = nullptr;
+  // Planned schedulers only (lpt, lpt_queued, planned, ragged_queued): device copies of the
+  // workload's schedule plan (common/schedule_plan.hpp; sim::plan_schedule builds the one the
+  // simulator replays). DeviceProblem uploads them.
+  PlanArrays plan;
   TraceBuffer trace;       // optional
   void* stream = nullptr;  // cudaStream_t; null is the legacy default stream
 };
+
+// Whether the kernel runs this kind of workload at all: every scheduler, but no decode workload
+// (the kernel has no decode path; the simulator has). Needs no device, so a tool can refuse before
+// it touches one.
+Status check_kernel_support(const Workload& w);
 
 // Checks everything attention_forward checks, without touching the device.
 Status validate(const AttentionArgs& args);
@@ -109,8 +119,8 @@ class TraceRecorder {
   Status allocate(u32 capacity);
   TraceBuffer buffer() const { return buffer_; }
   // Synchronises the device, copies the events back and converts them; the trace's
-  // launched_ctas is the scheduler's grid size for `w`.
-  Status download(const Workload& w, Trace& out) const;
+  // launched_ctas is the scheduler's grid size for `w` (and its schedule plan, if it has one).
+  Status download(const Workload& w, Trace& out, const PlanArrays& plan = {}) const;
   // The raw events in slot order (for tests that look at duplicates).
   Status download_raw(std::vector<DeviceTraceEvent>& out) const;
 
@@ -118,7 +128,8 @@ class TraceRecorder {
   TraceBuffer buffer_{};
 };
 
-// The grid the kernel launches for a workload (the scheduler's grid_dim).
-GridDim launch_grid(const Workload& w);
+// The grid the kernel launches for a workload (the scheduler's grid_dim). A planned scheduler
+// needs its plan (only its tile count is read: device pointers are fine).
+GridDim launch_grid(const Workload& w, const PlanArrays& plan = {});
 
 }  // namespace tilesched::gpu

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "tilesched/gpu/attention.hpp"
+#include "tilesched/schedule_plan.hpp"
 
 namespace tilesched::gpu {
 
@@ -19,8 +20,9 @@ class DeviceProblem {
   DeviceProblem(const DeviceProblem&) = delete;
   DeviceProblem& operator=(const DeviceProblem&) = delete;
 
-  // Allocates every buffer for `w` (validated first); inputs are left unset.
-  Status create(const Workload& w, bool record_trace);
+  // Allocates every buffer for `w` (validated first) and uploads its schedule plan, which a
+  // planned scheduler needs (sim::plan_schedule builds the simulator's); inputs are left unset.
+  Status create(const Workload& w, bool record_trace, const SchedulePlan& plan = {});
   // The exact bf16 bits of Q, K, V in the layouts of attention.hpp.
   Status upload(const std::vector<std::uint16_t>& q, const std::vector<std::uint16_t>& k,
                 const std::vector<std::uint16_t>& v);
@@ -55,6 +57,7 @@ class DeviceProblem {
   struct Buffers;
   std::unique_ptr<Buffers> buffers_;
   Workload workload_;
+  u32 plan_tiles_ = 0;  // the plan's tile count (its arrays live in buffers_)
   TraceRecorder recorder_;
   bool record_trace_ = false;
   bool tracing_ = true;
@@ -75,10 +78,11 @@ struct DeviceRun {
   Trace trace;                                       // measured (TraceRecorder::download)
 };
 
-// One run of `w` on `inputs`, recorded and checked for coverage: creates the buffers, uploads the
-// inputs, launches once unrecorded first when `warm_up` (module load and first touches stay out of
-// the measured trace), poisons the outputs, launches with trace recording, counts the outputs
-// never written and downloads O, LSE and the trace.
-Status run_recorded(const Workload& w, const DeviceInputs& inputs, bool warm_up, DeviceRun& out);
+// One run of `w` on `inputs`, recorded and checked for coverage: creates the buffers (with `plan`
+// for a planned scheduler), uploads the inputs, launches once unrecorded first when `warm_up`
+// (module load and first touches stay out of the measured trace), poisons the outputs, launches
+// with trace recording, counts the outputs never written and downloads O, LSE and the trace.
+Status run_recorded(const Workload& w, const DeviceInputs& inputs, bool warm_up, DeviceRun& out,
+                    const SchedulePlan& plan = {});
 
 }  // namespace tilesched::gpu
