@@ -14,7 +14,10 @@
 
 namespace tilesched::testing {
 
-// Each CTA's processed indices (state.idx), in order, CTA by CTA of the grid.
+// Each CTA's processed indices (state.idx), in order, CTA by CTA of the grid, alternating the
+// pipeline slot as the kernel does and checking that get_current_work_info agrees with the tile
+// handed out. Counter CTAs walked one after another take from the same counter, so two
+// schedulers walked alike with counters started alike must agree.
 template <class Scheduler>
 std::vector<std::vector<u32>> walk_all(const Scheduler& sched, const TileSummary& summary) {
   const GridDim grid = sched.grid_dim(summary);
@@ -25,8 +28,13 @@ std::vector<std::vector<u32>> walk_all(const Scheduler& sched, const TileSummary
         u32 sidx[2] = {0, 0};
         TileState st = sched.initial_state(sidx, summary, BlockIndex{x, y, z});
         std::vector<u32> seq;
-        for (auto s = sched.first_work(summary, st); s; s = sched.advance(summary, st))
+        u32 slot = 0;
+        for (auto s = sched.first_work(summary, st, slot); s;
+             s = sched.advance(summary, st, slot)) {
+          CHECK(s->prompt_offset == sched.get_current_work_info(summary, st).prompt_offset);
           seq.push_back(st.idx);
+          slot ^= 1u;
+        }
         per_cta.push_back(seq);
       }
   return per_cta;

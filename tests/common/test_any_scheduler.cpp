@@ -16,33 +16,11 @@ using tilesched::testing::hand_off;
 using tilesched::testing::random_problem;
 using tilesched::testing::RandomProblem;
 using tilesched::testing::SplitMix64;
+using tilesched::testing::walk_all;
 
 namespace {
 
 constexpr int kProblems = 3000;
-
-// One CTA's processed indices. Queued CTAs walked one after another take from the same counter,
-// so two schedulers walked in the same order with counters started alike must agree.
-template <class Scheduler>
-std::vector<std::vector<u32>> walk(const Scheduler& sched, const TileSummary& summary) {
-  const GridDim grid = sched.grid_dim(summary);
-  std::vector<std::vector<u32>> per_cta;
-  for (u32 z = 0; z < grid.z; ++z)
-    for (u32 y = 0; y < grid.y; ++y)
-      for (u32 x = 0; x < grid.x; ++x) {
-        u32 sidx[2] = {0, 0};
-        TileState st = sched.initial_state(sidx, summary, BlockIndex{x, y, z});
-        std::vector<u32> seq;
-        u32 p = 0;
-        for (auto s = sched.first_work(summary, st, p); s; s = sched.advance(summary, st, p)) {
-          CHECK(s->prompt_offset == sched.get_current_work_info(summary, st).prompt_offset);
-          seq.push_back(st.idx);
-          p ^= 1u;
-        }
-        per_cta.push_back(seq);
-      }
-  return per_cta;
-}
 
 }  // namespace
 
@@ -59,7 +37,7 @@ TEST_CASE("AnyScheduler walks exactly like the scheduler it holds") {
     CHECK(any_tile.kind == SchedulerKind::Tile);
     CHECK(any_tile.may_advance());
     CHECK(any_tile.grid_dim(summary).count() == tile.grid_dim(summary).count());
-    CHECK(walk(any_tile, summary) == walk(tile, summary));
+    CHECK(walk_all(any_tile, summary) == walk_all(tile, summary));
 
     const bool flip = rng.chance(50);
     const runtime::TransientScheduler transient(p.mapping(), flip);
@@ -68,7 +46,7 @@ TEST_CASE("AnyScheduler walks exactly like the scheduler it holds") {
     const GridDim g = any_transient.grid_dim(summary);
     CHECK((g.x == transient.grid_dim(summary).x && g.y == transient.grid_dim(summary).y &&
            g.z == transient.grid_dim(summary).z));
-    CHECK(walk(any_transient, summary) == walk(transient, summary));
+    CHECK(walk_all(any_transient, summary) == walk_all(transient, summary));
 
     u32 counter_a = 0, counter_b = 0;
     const runtime::QueuedTileScheduler queued_a(p.mapping(), p.num_ctas, AtomicCounter{&counter_a});
@@ -78,7 +56,7 @@ TEST_CASE("AnyScheduler walks exactly like the scheduler it holds") {
     CHECK(any_tile.counter_start() == 0);
     counter_a = queued_a.counter_start();
     counter_b = any_queued.counter_start();
-    CHECK(walk(any_queued, summary) == walk(queued_a, summary));
+    CHECK(walk_all(any_queued, summary) == walk_all(queued_a, summary));
     CHECK(counter_a == counter_b);
   }
 }
@@ -95,7 +73,7 @@ TEST_CASE("producer hand-off: the consumer's advance<false> sees the producer's 
     std::vector<std::vector<u32>> per_cta;
     for (u32 c = 0; c < tile.grid_dim(summary).x; ++c)
       per_cta.push_back(hand_off(tile, summary, BlockIndex{c, 0, 0}));
-    CHECK(per_cta == walk(tile, summary));
+    CHECK(per_cta == walk_all(tile, summary));
 
     // Queued: only the producer fetches; the consumer reads the slot (a second fetch by the
     // consumer would skip tiles, which the counter would show).

@@ -93,26 +93,34 @@ std::vector<u32> iota_to(u32 n) {
   return v;
 }
 
-// The checks every planned scheduler must pass on one workload: grid, own indices 0..M-1 each
-// exactly once, and those indices naming exactly the valid tiles.
-template <class Walk>
-void check_covers_valid_tiles(const Workload& w, Walk&& walk) {
+// Calls f(scheduler, summary, plan, counter_value) with w's scheduler over its plan (built with
+// test_cost) and a host counter that starts at 0.
+template <class F>
+void with_planned_scheduler(const Workload& w, F&& f) {
   const SchedulePlan plan = build_schedule_plan(w, test_cost);
   const std::vector<u32> q_offsets = w.q_row_offsets();
   const TileSummary summary = w.summary(q_offsets.data());
   u32 counter_value = 0;
   with_scheduler(w, SchedulerInputs{AtomicCounter{&counter_value}, plan.arrays()},
-                 [&](const auto& sched) {
-                   const u32 M = static_cast<u32>(w.valid_tile_count());
-                   REQUIRE(plan.tile_count == M);
-                   REQUIRE(sched.grid_dim(summary).x == std::min(w.num_ctas, M));
-                   if constexpr (takes_from_counter(std::decay_t<decltype(sched)>::kind))
-                     counter_value = sched.counter_start();
-                   const auto per_cta = walk(sched, summary);
-                   const std::vector<u32> all = flatten_sorted(per_cta);
-                   REQUIRE(all == iota_to(M));
-                   REQUIRE(coords_of(sched, summary, all) == valid_coords(w));
-                 });
+                 [&](const auto& sched) { f(sched, summary, plan, counter_value); });
+}
+
+// The checks every planned scheduler must pass on one workload: grid, own indices 0..M-1 each
+// exactly once, and those indices naming exactly the valid tiles.
+template <class Walk>
+void check_covers_valid_tiles(const Workload& w, Walk&& walk) {
+  with_planned_scheduler(w, [&](const auto& sched, const TileSummary& summary,
+                                const SchedulePlan& plan, u32& counter_value) {
+    const u32 M = static_cast<u32>(w.valid_tile_count());
+    REQUIRE(plan.tile_count == M);
+    REQUIRE(sched.grid_dim(summary).x == std::min(w.num_ctas, M));
+    if constexpr (takes_from_counter(std::decay_t<decltype(sched)>::kind))
+      counter_value = sched.counter_start();
+    const auto per_cta = walk(sched, summary);
+    const std::vector<u32> all = flatten_sorted(per_cta);
+    REQUIRE(all == iota_to(M));
+    REQUIRE(coords_of(sched, summary, all) == valid_coords(w));
+  });
 }
 
 void for_random_workloads(std::uint64_t seed, SchedulerKind kind,
@@ -474,28 +482,24 @@ TEST_CASE("AnyScheduler holds each planned scheduler call for call, producer han
                                    SchedulerKind::Planned, SchedulerKind::RaggedQueued}) {
     CAPTURE(std::string(to_string(kind)));
     for_random_workloads(0x91a0008, kind, [&](const Workload& w, SplitMix64&) {
-      const SchedulePlan plan = build_schedule_plan(w, test_cost);
-      const std::vector<u32> q_offsets = w.q_row_offsets();
-      const TileSummary summary = w.summary(q_offsets.data());
-      u32 counter_value = 0;
-      with_scheduler(w, SchedulerInputs{AtomicCounter{&counter_value}, plan.arrays()},
-                     [&](const auto& sched) {
-                       const runtime::AnyScheduler any(sched);
-                       REQUIRE(any.kind == kind);
-                       CHECK(any.may_advance());
-                       CHECK(any.grid_dim(summary).x == sched.grid_dim(summary).x);
-                       CHECK(any.counter_start() == (takes_from_counter(kind) ? w.num_ctas : 0u));
-                       counter_value = any.counter_start();
-                       const auto direct = walk_all(sched, summary);
-                       counter_value = any.counter_start();
-                       CHECK(walk_all(any, summary) == direct);
-                       // The kernel's hand-off, CTA after CTA: every tile once.
-                       counter_value = any.counter_start();
-                       std::vector<std::vector<u32>> handed;
-                       for (u32 c = 0; c < any.grid_dim(summary).x; ++c)
-                         handed.push_back(hand_off(any, summary, BlockIndex{c, 0, 0}));
-                       CHECK(flatten_sorted(handed) == iota_to(plan.tile_count));
-                     });
+      with_planned_scheduler(w, [&](const auto& sched, const TileSummary& summary,
+                                    const SchedulePlan& plan, u32& counter_value) {
+        const runtime::AnyScheduler any(sched);
+        REQUIRE(any.kind == kind);
+        CHECK(any.may_advance());
+        CHECK(any.grid_dim(summary).x == sched.grid_dim(summary).x);
+        CHECK(any.counter_start() == (takes_from_counter(kind) ? w.num_ctas : 0u));
+        counter_value = any.counter_start();
+        const auto direct = walk_all(sched, summary);
+        counter_value = any.counter_start();
+        CHECK(walk_all(any, summary) == direct);
+        // The kernel's hand-off, CTA after CTA: every tile once.
+        counter_value = any.counter_start();
+        std::vector<std::vector<u32>> handed;
+        for (u32 c = 0; c < any.grid_dim(summary).x; ++c)
+          handed.push_back(hand_off(any, summary, BlockIndex{c, 0, 0}));
+        CHECK(flatten_sorted(handed) == iota_to(plan.tile_count));
+      });
     });
   }
 }
