@@ -84,7 +84,7 @@ bool gpu_half_built() {
 
 int run_gpu_command(const RunCommandOptions& options) {
   Workload w = options.workload;
-  // Refused before the device is touched (decode workloads have no kernel path yet).
+  // Refused before the device is touched: the kernel has no decode path.
   require(gpu::check_kernel_support(w));
   std::string device;
   int sms = 0;

@@ -71,6 +71,13 @@ class PlannedScheduler {
     return s.seq_info(self().tile_work(s, idx));
   }
 
+  // Every planned scheduler's first tile is the one initial_state placed it on.
+  template <bool producer = true, SchedulerSync sync = SchedulerSync::Default>
+  TS_HOST_DEVICE constexpr Optional<SeqInfo> first_work(const TileSummary& s, TileState& st,
+                                                        u32 = 0) const {
+    return current(s, st);
+  }
+
   // The tile at state.idx; invalid (and all zero) past the scheduler's last index, where there is
   // no array entry to read.
   TS_HOST_DEVICE constexpr WorkInfo get_current_work_info(const TileSummary& s,
@@ -90,6 +97,37 @@ class PlannedScheduler {
   TS_HOST_DEVICE constexpr Optional<SeqInfo> current(const TileSummary& s,
                                                      const TileState& st) const {
     return st.is_valid() ? some(unsafe_seq_info(s, st.idx)) : Optional<SeqInfo>{};
+  }
+};
+
+// The counter schedulers' half (lpt_queued, ragged_queued): the queued scheduler's counter
+// (SPEC §4.2) over the derived class's indices. The first C indices are taken statically
+// (blockIdx.x); the host sets the counter to C before every launch. Every index below M is a
+// tile, so the fetch loop takes the first index it gets.
+template <class Derived>
+class CountedPlannedScheduler : public PlannedScheduler<Derived> {
+  using Base = PlannedScheduler<Derived>;
+
+ public:
+  AtomicCounter counter{};
+
+  constexpr CountedPlannedScheduler() = default;
+  TS_HOST_DEVICE constexpr CountedPlannedScheduler(TileMapping m, u32 ctas, u32 tiles,
+                                                   AtomicCounter c)
+      : Base(m, ctas, tiles), counter(c) {}
+
+  TS_HOST_DEVICE constexpr u32 counter_start() const { return this->num_ctas; }
+
+  TS_HOST_DEVICE TileState initial_state(u32* sidx, const TileSummary&, BlockIndex block) const {
+    if (thread_rank() == 0) sidx[0] = block.x;
+    return TileState{block.x, sidx, this->tile_count};
+  }
+
+  template <bool producer = true, SchedulerSync sync = SchedulerSync::Default>
+  TS_HOST_DEVICE Optional<SeqInfo> advance(const TileSummary& s, TileState& st,
+                                           u32 pipeline_idx = 0) const {
+    fetch_and_share<producer, sync>(counter, st, pipeline_idx, [](u32) { return true; });
+    return this->current(s, st);
   }
 };
 
@@ -122,12 +160,6 @@ class LptScheduler : public detail::PlannedScheduler<LptScheduler> {
     return TileState{block.x, sidx, tile_count};
   }
 
-  template <bool producer = true, SchedulerSync sync = SchedulerSync::Default>
-  TS_HOST_DEVICE constexpr Optional<SeqInfo> first_work(const TileSummary& s, TileState& st,
-                                                        u32 = 0) const {
-    return current(s, st);
-  }
-
   // From place x of round r to place C-1-x of round r+1: position + 2(C - x) - 1. Counted in 64
   // bits (the last step may pass 2^32 - 1), and parked at M once past the end.
   template <bool producer = true, SchedulerSync sync = SchedulerSync::Default>
@@ -141,42 +173,21 @@ class LptScheduler : public detail::PlannedScheduler<LptScheduler> {
   }
 };
 
-// Dynamic longest-first: the queued scheduler's counter (SPEC §4.2) over positions of the order.
-// The first C positions are taken statically (blockIdx.x); the host sets the counter to C before
-// every launch. Every position is a tile, so the fetch loop takes the first index it gets.
-class LptQueuedScheduler : public detail::PlannedScheduler<LptQueuedScheduler> {
+// Dynamic longest-first: the counter (detail::CountedPlannedScheduler) over positions of the
+// order.
+class LptQueuedScheduler : public detail::CountedPlannedScheduler<LptQueuedScheduler> {
  public:
   static constexpr SchedulerKind kind = SchedulerKind::LptQueued;
 
   const u32* order = nullptr;
-  AtomicCounter counter{};
 
   constexpr LptQueuedScheduler() = default;
   TS_HOST_DEVICE constexpr LptQueuedScheduler(TileMapping m, u32 num_ctas, const u32* tile_order,
                                               u32 tiles, AtomicCounter c)
-      : PlannedScheduler(m, num_ctas, tiles), order(tile_order), counter(c) {}
-
-  TS_HOST_DEVICE constexpr u32 counter_start() const { return num_ctas; }
+      : CountedPlannedScheduler(m, num_ctas, tiles, c), order(tile_order) {}
 
   TS_HOST_DEVICE constexpr WorkInfo tile_work(const TileSummary& s, u32 idx) const {
     return tile_of_id(s, order[idx]);
-  }
-
-  TS_HOST_DEVICE TileState initial_state(u32* sidx, const TileSummary&, BlockIndex block) const {
-    if (detail::thread_rank() == 0) sidx[0] = block.x;
-    return TileState{block.x, sidx, tile_count};
-  }
-
-  template <bool producer = true, SchedulerSync sync = SchedulerSync::Default>
-  TS_HOST_DEVICE Optional<SeqInfo> first_work(const TileSummary& s, TileState& st, u32 = 0) const {
-    return current(s, st);
-  }
-
-  template <bool producer = true, SchedulerSync sync = SchedulerSync::Default>
-  TS_HOST_DEVICE Optional<SeqInfo> advance(const TileSummary& s, TileState& st,
-                                           u32 pipeline_idx = 0) const {
-    detail::fetch_and_share<producer, sync>(counter, st, pipeline_idx, [](u32) { return true; });
-    return current(s, st);
   }
 };
 
@@ -205,12 +216,6 @@ class PlannedListScheduler : public detail::PlannedScheduler<PlannedListSchedule
   }
 
   template <bool producer = true, SchedulerSync sync = SchedulerSync::Default>
-  TS_HOST_DEVICE constexpr Optional<SeqInfo> first_work(const TileSummary& s, TileState& st,
-                                                        u32 = 0) const {
-    return current(s, st);
-  }
-
-  template <bool producer = true, SchedulerSync sync = SchedulerSync::Default>
   TS_HOST_DEVICE constexpr Optional<SeqInfo> advance(const TileSummary& s, TileState& st,
                                                      u32 = 0) const {
     ++st.idx;
@@ -224,24 +229,20 @@ class PlannedListScheduler : public detail::PlannedScheduler<PlannedListSchedule
 // [H * sequence_tiles[b], H * sequence_tiles[b + 1]), head-major inside, as in SPEC §3, and a claim
 // finds its sequence by binary search. PROMPT_ROTATE reverses odd heads' tiles within their
 // sequence.
-class RaggedQueuedScheduler : public detail::PlannedScheduler<RaggedQueuedScheduler> {
+class RaggedQueuedScheduler : public detail::CountedPlannedScheduler<RaggedQueuedScheduler> {
  public:
   static constexpr SchedulerKind kind = SchedulerKind::RaggedQueued;
 
   const u32* sequence_tiles = nullptr;
   Schedule schedule = Schedule::Default;
-  AtomicCounter counter{};
 
   constexpr RaggedQueuedScheduler() = default;
   TS_HOST_DEVICE constexpr RaggedQueuedScheduler(TileMapping m, u32 num_ctas,
                                                  const u32* tiles_before, u32 tiles,
                                                  AtomicCounter c)
-      : PlannedScheduler(m, num_ctas, tiles),
+      : CountedPlannedScheduler(m, num_ctas, tiles, c),
         sequence_tiles(tiles_before),
-        schedule(m.schedule),
-        counter(c) {}
-
-  TS_HOST_DEVICE constexpr u32 counter_start() const { return num_ctas; }
+        schedule(m.schedule) {}
 
   // The sequence is the last b with H * sequence_tiles[b] <= j (an empty sequence starts where
   // the next one does, so the search passes over it); then head and tile within it.
@@ -261,23 +262,6 @@ class RaggedQueuedScheduler : public detail::PlannedScheduler<RaggedQueuedSchedu
     u32 t = rank - head * tiles;
     if (schedule == Schedule::PromptRotate && (head & 1u)) t = tiles - 1 - t;
     return WorkInfo{t * mapping.tile_shape, head, lo, true};
-  }
-
-  TS_HOST_DEVICE TileState initial_state(u32* sidx, const TileSummary&, BlockIndex block) const {
-    if (detail::thread_rank() == 0) sidx[0] = block.x;
-    return TileState{block.x, sidx, tile_count};
-  }
-
-  template <bool producer = true, SchedulerSync sync = SchedulerSync::Default>
-  TS_HOST_DEVICE Optional<SeqInfo> first_work(const TileSummary& s, TileState& st, u32 = 0) const {
-    return current(s, st);
-  }
-
-  template <bool producer = true, SchedulerSync sync = SchedulerSync::Default>
-  TS_HOST_DEVICE Optional<SeqInfo> advance(const TileSummary& s, TileState& st,
-                                           u32 pipeline_idx = 0) const {
-    detail::fetch_and_share<producer, sync>(counter, st, pipeline_idx, [](u32) { return true; });
-    return current(s, st);
   }
 };
 
