@@ -3,7 +3,7 @@
 # The CUDA toolkit is not installed here: the GPU half builds only where nvcc already is. The
 # CuTe/CUTLASS headers it uses are fetched (pinned) into third_party/.
 set -euo pipefail
-packages=(cmake ninja-build g++ pkg-config libeigen3-dev doctest-dev libcli11-dev
+packages=(cmake ninja-build g++ pkg-config libeigen3-dev doctest-dev libcli11-dev zlib1g-dev
           nlohmann-json3-dev libfmt-dev libbenchmark-dev libtinyxml2-dev python3 python3-pip
           clang-14 libclang-rt-14-dev)  # the last two: the fuzz preset (libFuzzer, sanitizers)
 missing=()

@@ -5,12 +5,15 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <atomic>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <new>
 #include <stdexcept>
+#include <utility>
+
+#include "compressed_input.hpp"
+#include "tilesched/sim/output_file.hpp"
 
 namespace tilesched::sim {
 
@@ -20,53 +23,12 @@ std::string errno_text() {
   return std::strerror(errno);
 }
 
-std::string directory_of(const std::string& path) {
-  const auto slash = path.find_last_of('/');
-  if (slash == std::string::npos) return ".";
-  if (slash == 0) return "/";
-  return path.substr(0, slash);
-}
-
 }  // namespace
 
 void write_file_atomically(const std::string& path, const std::string& content) {
-  if (path.empty()) throw std::runtime_error("cannot write a file with an empty path");
-  // Unique per process and call, so two writers of the same path never share a temporary.
-  static std::atomic<unsigned> serial{0};
-  const std::string tmp = fmt::format("{}.tmp.{}.{}", path, ::getpid(), serial.fetch_add(1));
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0)
-    throw std::runtime_error("cannot write '" + path + "': cannot create a temporary file in '" +
-                             directory_of(path) + "': " + errno_text());
-  auto fail = [&](const std::string& what) {
-    const std::string reason = errno_text();
-    ::close(fd);
-    ::unlink(tmp.c_str());
-    throw std::runtime_error("cannot write '" + path + "': " + what + ": " + reason);
-  };
-  const char* p = content.data();
-  std::size_t left = content.size();
-  while (left > 0) {
-    const ssize_t n = ::write(fd, p, left);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      fail("write failed");
-    }
-    p += n;
-    left -= static_cast<std::size_t>(n);
-  }
-  // Flush before the rename: otherwise a crash can leave the new name pointing at empty data.
-  if (::fsync(fd) != 0) fail("fsync failed");
-  if (::close(fd) != 0) {
-    const std::string reason = errno_text();
-    ::unlink(tmp.c_str());
-    throw std::runtime_error("cannot write '" + path + "': close failed: " + reason);
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    const std::string reason = errno_text();
-    ::unlink(tmp.c_str());
-    throw std::runtime_error("cannot write '" + path + "': rename failed: " + reason);
-  }
+  OutputFile file(path);
+  file.append(content);
+  file.commit();
 }
 
 std::string not_enough_memory_to_read(const std::string& path, std::uint64_t bytes) {
@@ -113,6 +75,8 @@ std::string read_file(const std::string& path) {
       }
       content.append(buffer, static_cast<std::size_t>(n));
     }
+    // A gzip file (trace.json.gz) is read whole, then inflated in memory.
+    content = detail::decompress_if_gzip(std::move(content), path);
   } catch (const std::bad_alloc&) {
     const std::uint64_t size =
         S_ISREG(st.st_mode) ? static_cast<std::uint64_t>(st.st_size) : content.size();

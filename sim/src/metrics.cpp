@@ -104,13 +104,17 @@ void summarize_units(const std::vector<double>& busy, const std::vector<std::siz
 
 }  // namespace
 
+ExecutionUnit execution_unit(const Trace& t) {
+  return counts_per_slot(t) ? ExecutionUnit::Slot : ExecutionUnit::Cta;
+}
+
 Metrics compute_metrics(const Trace& t) {
   Metrics m;
   m.tile_count = t.events.size();
   m.launched_ctas = t.launched_ctas;
   if (t.launched_ctas == 0) return m;
 
-  m.unit = counts_per_slot(t) ? ExecutionUnit::Slot : ExecutionUnit::Cta;
+  m.unit = execution_unit(t);
   m.unit_count = t.launched_ctas;
   std::vector<std::size_t> slot_of;
   const std::size_t slots_seen = m.unit == ExecutionUnit::Slot ? assign_slots(t, slot_of) : 0;

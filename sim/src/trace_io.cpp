@@ -1,13 +1,16 @@
 #include "tilesched/sim/trace_io.hpp"
 
+#include <fmt/compile.h>
 #include <fmt/format.h>
 
+#include <cmath>
 #include <cstdint>
 #include <stdexcept>
 #include <utility>
 
 #include "json_read.hpp"
 #include "tilesched/sim/io.hpp"
+#include "tilesched/sim/output_file.hpp"
 #include "tilesched/sim/value_limits.hpp"
 #include "tilesched/sim/workload_io.hpp"
 
@@ -168,19 +171,66 @@ Trace trace_from_json(const json& j) {
   return t;
 }
 
-void write_trace(const std::string& path, const Trace& t) {
-  // One event per line: large traces stay readable and diffable without a JSON pretty-printer.
+namespace {
+
+// A time as JSON: the shortest text that reads back to the same double. JSON has no infinity or
+// NaN; like nlohmann's dump they become null, which the reader then rejects, naming the field.
+struct JsonTime {
+  double us;
+};
+
+}  // namespace
+
+}  // namespace tilesched::sim
+
+template <>
+struct fmt::formatter<tilesched::sim::JsonTime> : fmt::formatter<double> {
+  template <class Context>
+  auto format(tilesched::sim::JsonTime t, Context& ctx) const {
+    if (!std::isfinite(t.us)) return fmt::format_to(ctx.out(), "null");
+    return fmt::formatter<double>::format(t.us, ctx);
+  }
+};
+
+namespace tilesched::sim {
+
+void write_trace_json(TextSink& out, const Trace& t, const ProgressCallback& progress) {
+  // The header through nlohmann (it is small, and its strings need JSON escaping), the events
+  // with fmt, one per line: large traces stay readable and diffable without a JSON
+  // pretty-printer, and no document of a million events is ever built. Keys in the order
+  // nlohmann's own dump gives them, so files look the same as before.
   // The header holds the workload, which may list millions of sequence lengths: freed by
   // JsonDocument, which needs no memory to do so (see release_json).
-  std::string out = detail::JsonDocument(header_to_json(t)).root().dump();
-  out.pop_back();  // the closing brace; events follow
-  out += ",\"events\":[";
-  for (std::size_t i = 0; i < t.events.size(); ++i) {
-    out += i == 0 ? "\n" : ",\n";
-    out += event_to_json(t.events[i]).dump();
+  std::string header = detail::JsonDocument(header_to_json(t))
+                           .root()
+                           .dump(-1, ' ', false, json::error_handler_t::replace);
+  header.pop_back();  // the closing brace; events follow
+  out.append(header);
+  out.append(",\"events\":[");
+  constexpr std::size_t kProgressEvery = std::size_t(1) << 16;
+  const std::size_t n = t.events.size();
+  fmt::memory_buffer line;
+  for (std::size_t i = 0; i < n; ++i) {
+    const TraceEvent& e = t.events[i];
+    line.clear();
+    fmt::format_to(fmt::appender(line),
+                   FMT_COMPILE("{}{{\"cta\":{},\"end_us\":{},\"head_idx\":{},\"kv_blocks\":{},"
+                               "\"linear_idx\":{},\"prompt_idx\":{},\"prompt_offset\":{},"
+                               "\"query_rows\":{},\"sm_id\":{},\"start_us\":{},\"step\":{}}}"),
+                   i == 0 ? "\n" : ",\n", e.cta, JsonTime{e.end_us}, e.head_idx, e.kv_blocks,
+                   e.linear_idx, e.prompt_idx, e.prompt_offset, e.query_rows, e.sm_id,
+                   JsonTime{e.start_us}, e.step);
+    out.append(std::string_view(line.data(), line.size()));
+    if (progress && (i + 1) % kProgressEvery == 0) progress(i + 1, n);
   }
-  out += "\n]}\n";
-  write_file_atomically(path, out);
+  out.append("\n]}\n");
+  if (progress) progress(n, n);
+}
+
+void write_trace(const std::string& path, const Trace& t, const TraceWriteOptions& options) {
+  OutputFile file(path, options.compression);
+  write_trace_json(file, t, options.progress);
+  file.commit();
 }
 
 Trace read_trace(const std::string& path) {

@@ -10,12 +10,13 @@ namespace tilesched::sim {
 
 // Writes `content` to a temporary file in the same directory as `path`, then renames it over
 // `path` (rename is atomic within one file system). Throws std::runtime_error naming the path and
-// the reason on failure; the temporary file is removed.
+// the reason on failure; the temporary file is removed. An OutputFile (output_file.hpp) streams.
 void write_file_atomically(const std::string& path, const std::string& content);
 
-// The whole file as bytes. Throws std::runtime_error naming the path when it is missing,
-// unreadable, a directory or a device, or too large for the memory (not_enough_memory_to_read).
-// A pipe (e.g. `<(command)`) is read to its end.
+// The whole file as bytes, decompressed when it is gzip data (trace.json.gz). Throws
+// std::runtime_error naming the path when it is missing, unreadable, a directory or a device, not
+// valid gzip data, or too large for the memory (not_enough_memory_to_read). A pipe (e.g.
+// `<(command)`) is read to its end.
 std::string read_file(const std::string& path);
 
 // "not enough memory to read '<path>' (<size>)": what every reader says when an allocation fails

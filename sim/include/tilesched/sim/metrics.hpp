@@ -42,6 +42,9 @@ struct Metrics {
 // trace without SM ids (written before they were recorded) falls back to per-CTA figures.
 Metrics compute_metrics(const Trace& t);
 
+// The unit compute_metrics counts per (and pictures draw a row per), without its per-unit sums.
+ExecutionUnit execution_unit(const Trace& t);
+
 // How long a tile kept its CTA busy.
 inline double busy_us(const TraceEvent& e) {
   return e.end_us - e.start_us;

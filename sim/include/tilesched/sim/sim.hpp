@@ -6,6 +6,7 @@
 #include "tilesched/sim/describe.hpp"
 #include "tilesched/sim/io.hpp"
 #include "tilesched/sim/metrics.hpp"
+#include "tilesched/sim/output_file.hpp"
 #include "tilesched/sim/replay.hpp"
 #include "tilesched/sim/schedule_check.hpp"
 #include "tilesched/sim/trace_io.hpp"

@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "tilesched/sim/output_file.hpp"
 #include "tilesched/trace.hpp"
 
 namespace tilesched::sim {
@@ -20,11 +21,21 @@ nlohmann::json trace_to_json(const Trace& t);
 // (cta, step). Throws std::invalid_argument naming the field (and event index) at fault.
 Trace trace_from_json(const nlohmann::json& j);
 
-// trace_to_json written atomically (compact JSON, one event per line for diff-friendliness).
-void write_trace(const std::string& path, const Trace& t);
+// trace_to_json's content streamed into `out`: compact JSON with one event per line (large traces
+// stay readable and diffable), times with the shortest digits that read back exactly. `progress`,
+// when given, hears every 65536 events and at the end.
+void write_trace_json(TextSink& out, const Trace& t, const ProgressCallback& progress = {});
 
-// read_file + parse + trace_from_json. std::invalid_argument for bad content (message names the
-// path), std::runtime_error when the file cannot be read.
+struct TraceWriteOptions {
+  Compression compression = Compression::None;  // Gzip: the file is gzip data (name it .json.gz)
+  ProgressCallback progress;
+};
+
+// write_trace_json into `path`, atomically (OutputFile).
+void write_trace(const std::string& path, const Trace& t, const TraceWriteOptions& options = {});
+
+// read_file (plain or gzip-compressed) + parse + trace_from_json. std::invalid_argument for bad
+// content (message names the path), std::runtime_error when the file cannot be read.
 Trace read_trace(const std::string& path);
 
 }  // namespace tilesched::sim
