@@ -1,7 +1,7 @@
 """Runs `tilesched sim`, `viz` and `compare --html` on a small workload and checks the files with
 independent parsers: the HTML pages parse as XML (xml.etree), each chart has exactly one
-<rect class="tile"> per trace event, perfetto.json has one "X" event per tile, and `viz` of the
-written trace reproduces the same chart.
+<rect class="tile"> per trace event, the comparison page has the ranking table, perfetto.json has
+one "X" event per tile, and `viz` of the written trace reproduces the same chart.
 
 usage: check_outputs.py TILESCHED WORKLOAD.json SCRATCH_DIR
 """
@@ -68,10 +68,14 @@ def main():
     if check_dir(viz_dir) != tiles:
         sys.exit("viz of the written trace drew a different number of tiles")
 
-    page = os.path.join(scratch, "compare.html")
+    page = os.path.join(scratch, "compare", "deeper", "compare.html")  # folders created
     run(tool, "compare", workload, "--html", page)
-    svgs = list(ET.parse(page).getroot().iter(SVG + "svg"))
-    # 10 strategies, each at C = 132 and at the workload's own C (5).
+    root = ET.parse(page).getroot()
+    rankings = [t for t in root.iter("table") if t.get("class") == "ranking"]
+    # 10 strategies, each at C = 132 and at the workload's own C (5): a header and 20 rows.
+    if len(rankings) != 1 or len(list(rankings[0].iter("tr"))) != 1 + 20:
+        sys.exit("the comparison page lacks the ranking table (a header and 20 strategies)")
+    svgs = list(root.iter(SVG + "svg"))
     if len(svgs) != 20:
         sys.exit(f"expected 20 charts on the comparison page, found {len(svgs)}")
     for svg in svgs:

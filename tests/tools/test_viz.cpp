@@ -10,9 +10,12 @@
 #include <sstream>
 
 #include "test_support.hpp"
+#include "tilesched/sim/io.hpp"
 #include "tilesched/sim/metrics.hpp"
+#include "tilesched/sim/replay.hpp"
 #include "tilesched/sim/trace_io.hpp"
 #include "viz/perfetto.hpp"
+#include "viz/ranking.hpp"
 #include "viz/schedule_outputs.hpp"
 #include "viz/svg_html.hpp"
 #include "viz/terminal.hpp"
@@ -136,7 +139,7 @@ TEST_CASE("the comparison page has one well-formed chart per strategy") {
   const Trace b = test::small_trace(SchedulerKind::Queued);
   const std::vector<viz::ChartSection> sections = {{"tile/default", &a, sim::compute_metrics(a)},
                                                    {"queued/default", &b, sim::compute_metrics(b)}};
-  const std::string html = viz::render_comparison_html(sections, viz::ColorBy::Head);
+  const std::string html = viz::render_comparison_html(sections, {}, viz::ColorBy::Head);
   CHECK(xml_problem(html) == "");
   CHECK(xml_problem(svg_part(html, 0)) == "");
   CHECK(count_elements(svg_part(html, 0), "rect", "tile") == a.events.size());
@@ -239,7 +242,12 @@ TEST_CASE("pictures survive odd traces: huge CTA counts, negative times, no even
   trace.events[0].start_us = -5;
   const std::string svg = viz::render_gantt_svg(trace, {});
   CHECK(xml_problem(svg) == "");
-  CHECK(count_elements(svg, "rect", "tile") == trace.events.size());
+  // Four billion rows are drawn as 1200 bands of CTAs; the tiles of the first band are shaded,
+  // in a page of bounded size.
+  CHECK(count_elements(svg, "g", "shade") == 1);
+  CHECK(svg.find(fmt::format("CTAs 0-3333333: {} tiles shaded", trace.events.size())) !=
+        std::string::npos);
+  CHECK(svg.size() < 200000);
   viz::TerminalOptions options;
   options.max_rows = 3;
   const std::string view = viz::render_terminal(trace, options);
@@ -252,4 +260,188 @@ TEST_CASE("pictures survive odd traces: huge CTA counts, negative times, no even
   CHECK(count_lines_starting(viz::render_terminal(empty, options), "CTA ") == 3);
   const nlohmann::json j = nlohmann::json::parse(viz::render_perfetto(empty));
   for (const auto& ev : j["traceEvents"]) CHECK(ev["ph"] != "X");
+}
+
+namespace {
+
+// A padded causal batch of `tiles` work tiles (128 heads, sequences of 64 tiles) on 132 CTAs.
+Trace many_tiles_trace(std::uint32_t tiles, SchedulerKind scheduler = SchedulerKind::Tile) {
+  Workload w;
+  w.q_lens.assign(tiles / (128 * 64), 64 * 128);
+  w.padded = true;
+  w.num_q_heads = 128;
+  w.num_kv_heads = 8;
+  w.scheduler = scheduler;
+  return sim::replay(w);
+}
+
+std::size_t count_text(const std::string& text, const std::string& part) {
+  std::size_t n = 0;
+  for (std::size_t at = text.find(part); at != std::string::npos; at = text.find(part, at + 1)) ++n;
+  return n;
+}
+
+}  // namespace
+
+TEST_CASE("a chart of 262144 tiles stays small: narrow tiles are shaded per row, boxes are few") {
+  const Trace trace = many_tiles_trace(262144);
+  REQUIRE(trace.events.size() == 262144);
+  const sim::Metrics m = sim::compute_metrics(trace);
+  const std::string html = viz::render_schedule_html(trace, m, {});
+  CHECK(xml_problem(html) == "");
+  CHECK(html.size() < 1000000);  // 256 bytes a box would be 67 MB
+  CHECK(count_elements(html, "rect", "tile") <= viz::kMaxBoxes);
+  // One shaded group per CTA row, each saying how many tiles it holds; together all of them.
+  CHECK(count_elements(html, "g", "shade", "title") == 132);
+  std::size_t shaded = 0;
+  for (std::size_t at = html.find("tiles shaded"); at != std::string::npos;
+       at = html.find("tiles shaded", at + 1)) {
+    const std::size_t colon = html.rfind(": ", at);
+    shaded += std::stoull(html.substr(colon + 2, at - colon - 3));
+  }
+  CHECK(shaded + count_elements(html, "rect", "tile") == trace.events.size());
+  CHECK(html.find("narrow tiles") != std::string::npos);  // the legend says what shading means
+
+  // Full detail draws every tile as a box, however thin.
+  viz::ChartOptions full;
+  full.detail = viz::ChartDetail::Full;
+  const Trace part = many_tiles_trace(32768);
+  CHECK(count_elements(viz::render_gantt_svg(part, full), "rect", "tile") == part.events.size());
+  CHECK(count_elements(viz::render_gantt_svg(part, {}), "rect", "tile") < part.events.size());
+}
+
+TEST_CASE("a transient chart has one row per resident slot, as the metrics count") {
+  const Trace trace = test::small_trace(SchedulerKind::Transient);
+  REQUIRE(trace.launched_ctas > 20);  // one CTA per tile
+  const sim::Metrics m = sim::compute_metrics(trace);
+  REQUIRE(m.unit == sim::ExecutionUnit::Slot);
+  const std::string svg = viz::render_gantt_svg(trace, {});
+  const std::string label = "dominant-baseline=\"middle\">";
+  CHECK(count_text(svg, label + "slot ") == m.unit_count);
+  CHECK(count_text(svg, label + "CTA ") == 0);
+  CHECK(count_elements(svg, "rect", "tile") == trace.events.size());
+  // A measured trace names SMs; asking for CTA rows gives one per launched CTA.
+  Trace measured = trace;
+  measured.source = "gpu";
+  CHECK(count_text(viz::render_gantt_svg(measured, {}), label + "SM ") == m.unit_count);
+  viz::ChartOptions per_cta;
+  per_cta.unit = sim::ExecutionUnit::Cta;
+  CHECK(count_text(viz::render_gantt_svg(trace, per_cta), label + "CTA ") > m.unit_count);
+}
+
+TEST_CASE("the time axis counts in us, ms or s by the chart's length") {
+  Trace trace = test::small_trace();
+  trace.events.resize(1);
+  const auto axis_caption = [&](double end_us) {
+    trace.events[0].end_us = end_us;
+    const std::string svg = viz::render_gantt_svg(trace, {});
+    const std::size_t at = svg.find(">time (");
+    REQUIRE(at != std::string::npos);
+    return svg.substr(at + 1, svg.find('<', at) - at - 1);
+  };
+  CHECK(axis_caption(500) == "time (µs)");
+  CHECK(axis_caption(5000) == "time (ms)");
+  CHECK(axis_caption(2.5e6) == "time (s)");
+  const std::string svg = viz::render_gantt_svg(trace, {});  // 2.5 s: ticks 0, 0.2, ... 2.4
+  CHECK(svg.find(">0.2</text>") != std::string::npos);
+  CHECK(svg.find(">2.4</text>") != std::string::npos);
+}
+
+TEST_CASE("the comparison page carries the ranking table the terminal prints") {
+  const Trace a = test::small_trace(SchedulerKind::Tile);
+  const Trace b = test::small_trace(SchedulerKind::Queued);
+  const std::vector<viz::ChartSection> sections = {
+      {"queued/default", &b, sim::compute_metrics(b), 4},
+      {"tile/default", &a, sim::compute_metrics(a), 4}};
+  viz::RankingMarks marks;
+  marks.recommended = 0;
+  marks.seed = 1;
+  const viz::RankingTable table = viz::ranking_table(sections, marks);
+  const std::string text = viz::format_ranking_table(table);
+  const std::string html = viz::render_comparison_html(sections, marks, viz::ColorBy::Head);
+  CHECK(count_elements(html, "table", "ranking") == 1);
+  REQUIRE(table.rows.size() == 2);
+  CHECK(table.rows[0][0] == "*");  // the recommended one, and only it
+  CHECK(table.rows[1][0] == "");
+  CHECK(table.rows[0][2] == "4");
+  CHECK(table.rows[1][4] == "1.00x");  // the seed against itself
+  CHECK(text.find("  * queued/default") != std::string::npos);
+  CHECK(text.find("tile/default, C = 4") != std::string::npos);  // the note names the seed
+  for (const auto& row : table.rows) {
+    std::string cells;
+    for (const std::string& cell : row) cells += fmt::format("<td>{}</td>", cell);
+    CHECK(html.find(cells) != std::string::npos);  // the same figures, in the same order
+    CHECK(text.find(row[1]) != std::string::npos);
+    CHECK(text.find(row[3]) != std::string::npos);
+    CHECK(text.find(row[4]) != std::string::npos);
+  }
+  CHECK(html.find("queued/default</td>") < html.find("tile/default</td>"));
+  CHECK(html.find("<h2>queued/default, C = 4</h2>") != std::string::npos);
+}
+
+TEST_CASE("perfetto times are numbers whatever the trace holds") {
+  Trace trace = test::small_trace();
+  trace.events[0].start_us = -5;
+  trace.events[1].start_us = -1e308;
+  trace.events[1].end_us = 1e308;
+  trace.events[2].end_us = std::numeric_limits<double>::infinity();
+  trace.events[3].start_us = std::numeric_limits<double>::quiet_NaN();
+  const nlohmann::json j = nlohmann::json::parse(viz::render_perfetto(trace));
+  std::size_t complete = 0;
+  for (const auto& ev : j["traceEvents"]) {
+    if (ev["ph"] != "X") continue;
+    ++complete;
+    REQUIRE(ev["ts"].is_number());
+    REQUIRE(ev["dur"].is_number());
+    CHECK(ev["dur"].get<double>() >= 0);
+    // Perfetto multiplies by 1000 into int64 nanoseconds.
+    CHECK(std::fabs(ev["ts"].get<double>()) * 1000 < 9.3e18);
+    CHECK(ev["dur"].get<double>() * 1000 < 9.3e18);
+  }
+  CHECK(complete == trace.events.size());
+}
+
+TEST_CASE("perfetto draws a transient trace per slot, the CTA among the args") {
+  const Trace trace = test::small_trace(SchedulerKind::Transient);
+  const nlohmann::json j = nlohmann::json::parse(viz::render_perfetto(trace));
+  std::set<std::int64_t> tracks;
+  for (const auto& ev : j["traceEvents"]) {
+    if (ev["name"] == "thread_name")
+      CHECK(ev["args"]["name"].get<std::string>().rfind("slot ", 0) == 0);
+    if (ev["ph"] != "X") continue;
+    tracks.insert(ev["tid"].get<std::int64_t>());
+    CHECK(ev["tid"] == ev["args"]["sm_id"]);
+    CHECK(ev["args"].contains("cta"));
+  }
+  CHECK(tracks.size() == sim::compute_metrics(trace).unit_count);
+}
+
+TEST_CASE("write_schedule_outputs: --pictures none writes the trace only; gzip files read back") {
+  test::ScratchDir dir("pictures");
+  const Trace trace = test::small_trace();
+  const sim::Metrics m = sim::compute_metrics(trace);
+  viz::OutputOptions none;
+  none.pictures = viz::Pictures::None;
+  const viz::ScheduleOutputs only =
+      viz::write_schedule_outputs(trace, m, dir.str() + "/none", none);
+  CHECK(only.html_path.empty());
+  CHECK(only.perfetto_path.empty());
+  CHECK(std::distance(std::filesystem::directory_iterator(dir.path() / "none"), {}) == 1);
+
+  viz::OutputOptions gzip;
+  gzip.compression = sim::Compression::Gzip;
+  std::set<std::string> reported;
+  gzip.progress = [&](const std::string& path, std::uint64_t, std::uint64_t) {
+    reported.insert(path);
+  };
+  const viz::ScheduleOutputs packed =
+      viz::write_schedule_outputs(trace, m, dir.str() + "/gz", gzip);
+  CHECK(packed.trace_path == dir.str() + "/gz/trace.json.gz");
+  CHECK(packed.perfetto_path == dir.str() + "/gz/perfetto.json.gz");
+  CHECK(packed.html_path == dir.str() + "/gz/schedule.html");
+  CHECK(reported ==
+        std::set<std::string>{packed.trace_path, packed.perfetto_path, packed.html_path});
+  CHECK(sim::read_trace(packed.trace_path).events.size() == trace.events.size());
+  const nlohmann::json perfetto = nlohmann::json::parse(sim::read_file(packed.perfetto_path));
+  CHECK(perfetto.contains("traceEvents"));
 }

@@ -10,9 +10,10 @@
 #include "cli/strategies.hpp"
 #include "cli/view_flags.hpp"
 #include "cli/workload_flags.hpp"
-#include "tilesched/sim/io.hpp"
 #include "tilesched/sim/metrics.hpp"
+#include "tilesched/sim/output_file.hpp"
 #include "viz/describe.hpp"
+#include "viz/ranking.hpp"
 #include "viz/schedule_outputs.hpp"
 #include "viz/svg_html.hpp"
 
@@ -40,28 +41,20 @@ int run_compare(const CompareOptions& o) {
 
   fmt::print("{}\ncost model: {}, C = {}\n{}\n\n", viz::describe_workload(base), cost.device,
              join_counts(candidate_cta_counts(base, cost)), s.ctas_note);
-  fmt::print("     {:<24} {:>5} {:>12} {:>10} {:>12} {:>10} {:>10}\n", "strategy", "C",
-             "makespan us", "vs seed", "efficiency %", "imbalance", "max tiles");
-  for (std::size_t i = 0; i < results.size(); ++i) {
-    const StrategyResult& r = results[i];
-    const std::string speedup =
-        seed ? fmt::format("{:.2f}x", seed->metrics.makespan_us / r.metrics.makespan_us) : "-";
-    fmt::print("  {} {:<24} {:>5} {:>12.1f} {:>10} {:>12.1f} {:>10.3f} {:>10g}\n",
-               i == chosen ? '*' : ' ', r.name, r.num_ctas, r.metrics.makespan_us, speedup,
-               100.0 * r.metrics.efficiency, r.metrics.imbalance, r.metrics.tiles_max);
-  }
-  fmt::print(
-      "\n* recommended (`tilesched recommend` says why). vs seed = makespan of the seed's DEFAULT "
-      "(tile/default, C = {}) / makespan; efficiency = lower bound / makespan; imbalance = max "
-      "busy / mean busy and max tiles are per CTA, per resident slot for transient (its CTAs run "
-      "one tile each).\n",
-      cost.multiprocessors);
+  std::vector<viz::ChartSection> sections;
+  for (const StrategyResult& r : results)
+    sections.push_back({r.name, &r.trace, r.metrics, r.num_ctas});
+  viz::RankingMarks marks;
+  marks.recommended = chosen;
+  if (seed) marks.seed = static_cast<std::size_t>(seed - results.data());
+  fmt::print("{}", viz::format_ranking_table(viz::ranking_table(sections, marks)));
 
   if (!o.html_file.empty()) {
-    std::vector<viz::ChartSection> sections;
-    for (const StrategyResult& r : results)
-      sections.push_back({fmt::format("{}, C = {}", r.name, r.num_ctas), &r.trace, r.metrics});
-    sim::write_file_atomically(o.html_file, viz::render_comparison_html(sections, o.color_by));
+    // Like `sim --out DIR`, the place to write is created if missing.
+    viz::ensure_parent_directory(o.html_file);
+    sim::OutputFile page(o.html_file);
+    viz::write_comparison_html(page, sections, marks, o.color_by);
+    page.commit();
     fmt::print("wrote {}\n", o.html_file);
   }
   return kExitOk;
@@ -77,7 +70,9 @@ void add_compare_command(CLI::App& app, Action& action) {
       "lpt_queued, planned, ragged_queued) at C = SMs and C = the workload's CTAs, rank them and "
       "mark the recommended one");
   add_workload_flags(*cmd, options->workload, WorkloadFlagSet{/*strategy=*/false, true});
-  cmd->add_option("--html", options->html_file, "Write one page with a Gantt chart per strategy")
+  cmd->add_option("--html", options->html_file,
+                  "Write one page with the ranking and a Gantt chart per strategy (folders created "
+                  "if missing)")
       ->type_name("FILE");
   add_color_by_flag(*cmd, options->color_by);
   cmd->footer(

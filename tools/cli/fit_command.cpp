@@ -2,7 +2,6 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include <filesystem>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -15,6 +14,7 @@
 #include "cli/typed_flags.hpp"
 #include "tilesched/sim/io.hpp"
 #include "tilesched/sim/trace_io.hpp"
+#include "viz/schedule_outputs.hpp"
 
 namespace tilesched::cli {
 namespace {
@@ -115,8 +115,7 @@ int run_fit(const FitOptions& o) {
                     o.out_file, e.what()));
   }
   // Like `sim --out DIR`, the place to write is created if missing.
-  const std::filesystem::path parent = std::filesystem::path(o.out_file).parent_path();
-  if (!parent.empty()) std::filesystem::create_directories(parent);
+  viz::ensure_parent_directory(o.out_file);
   sim::write_file_atomically(o.out_file, j.dump(2) + "\n");
   fmt::print("\nwrote {} (use it with `tilesched sim --cost-model {}`)\n", o.out_file, o.out_file);
   return kExitOk;

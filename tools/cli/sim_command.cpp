@@ -6,6 +6,7 @@
 
 #include "cli/attention_check.hpp"
 #include "cli/commands.hpp"
+#include "cli/console.hpp"
 #include "cli/errors.hpp"
 #include "cli/typed_flags.hpp"
 #include "cli/view_flags.hpp"
@@ -26,8 +27,14 @@ struct SimOptions {
 int run_sim(const SimOptions& o) {
   const Simulation s = resolve_simulation(o.workload);
   const Workload& w = s.workload;
-  const Trace trace = sim::replay(w, s.cost);
-  show_and_write_trace(trace, sim::compute_metrics(trace), o.view, s.ctas_note);
+  Trace trace;
+  {
+    Progress progress("sim", 2);
+    progress.step("replaying the schedule");
+    trace = sim::replay(w, s.cost);
+    progress.step("writing the outputs");
+    show_and_write_trace(trace, sim::compute_metrics(trace), o.view, progress, s.ctas_note);
+  }
   if (!o.attention) return kExitOk;
 
   const AttentionReport report = check_attention(trace, o.seed);

@@ -28,30 +28,48 @@ void add_view_flags(CLI::App& command, ViewFlags& f) {
       ->type_name("WHEN");
   add_number_flag(command, "--max-rows", f.max_rows, "CTAs shown in the terminal view")
       ->capture_default_str();
+  add_choice_flag(command, "--pictures", f.pictures,
+                  "Pictures besides trace.json (none: no schedule.html, perfetto.json or terminal "
+                  "view; summary: narrow tiles shaded in schedule.html; full: every tile a box)")
+      ->type_name("WHICH");
+  command.add_flag("--gzip", f.gzip,
+                   "Write trace.json.gz and perfetto.json.gz (gzip; viz, diff, fit and "
+                   "ui.perfetto.dev read them)");
 }
 
 void show_and_write_trace(const Trace& trace, const sim::Metrics& metrics, const ViewFlags& f,
-                          const std::string& note) {
-  viz::TerminalOptions terminal;
-  terminal.color_by = f.color_by;
-  terminal.color =
-      f.color == ColorWhen::Always || (f.color == ColorWhen::Auto && stdout_is_terminal());
-  terminal.max_rows = f.max_rows;
-  // Leave room for "CTA 1234 |" on the left and the tile count and busy time on the right.
-  const std::size_t columns = terminal_columns();
-  terminal.width = columns > 40 ? columns - 36 : 10;
-
+                          Progress& progress, const std::string& note) {
+  progress.clear();
   fmt::print("{}\n{}\n", viz::describe_trace(trace), viz::describe_workload(trace.workload));
   fmt::print("{}\n", note.empty() ? "" : note + "\n");
   fmt::print("{}\n", viz::format_metrics_table(metrics));
-  fmt::print("{}\n", viz::render_terminal(trace, terminal));
+  if (f.pictures != viz::Pictures::None) {
+    viz::TerminalOptions terminal;
+    terminal.color_by = f.color_by;
+    terminal.color =
+        f.color == ColorWhen::Always || (f.color == ColorWhen::Auto && stdout_is_terminal());
+    terminal.max_rows = f.max_rows;
+    // Leave room for "CTA 1234 |" on the left and the tile count and busy time on the right.
+    const std::size_t columns = terminal_columns();
+    terminal.width = columns > 40 ? columns - 36 : 10;
+    fmt::print("{}\n", viz::render_terminal(trace, terminal));
+  }
   std::fflush(stdout);
 
-  viz::ChartOptions chart;
-  chart.color_by = f.color_by;
-  const viz::ScheduleOutputs paths = viz::write_schedule_outputs(trace, metrics, f.out_dir, chart);
-  fmt::print("wrote {}\n      {}\n      {} (open in ui.perfetto.dev)\n", paths.html_path,
-             paths.trace_path, paths.perfetto_path);
+  viz::OutputOptions options;
+  options.chart.color_by = f.color_by;
+  options.pictures = f.pictures;
+  options.compression = f.gzip ? sim::Compression::Gzip : sim::Compression::None;
+  options.progress = [&progress](const std::string& path, std::uint64_t done, std::uint64_t total) {
+    progress.update(fmt::format("writing {}", path), done, total);
+  };
+  const viz::ScheduleOutputs paths =
+      viz::write_schedule_outputs(trace, metrics, f.out_dir, options);
+  progress.clear();
+  fmt::print("wrote {}\n", paths.trace_path);
+  if (!paths.perfetto_path.empty())
+    fmt::print("      {} (open in ui.perfetto.dev)\n", paths.perfetto_path);
+  if (!paths.html_path.empty()) fmt::print("      {}\n", paths.html_path);
 }
 
 }  // namespace tilesched::cli

@@ -6,10 +6,12 @@
 #include <cstddef>
 #include <string>
 
+#include "cli/console.hpp"
 #include "tilesched/names.hpp"
 #include "tilesched/sim/metrics.hpp"
 #include "tilesched/trace.hpp"
 #include "viz/colors.hpp"
+#include "viz/schedule_outputs.hpp"
 
 namespace tilesched::cli {
 
@@ -30,6 +32,8 @@ struct ViewFlags {
   viz::ColorBy color_by = viz::ColorBy::Head;
   ColorWhen color = ColorWhen::Auto;
   std::size_t max_rows = 40;
+  viz::Pictures pictures = viz::Pictures::Summary;
+  bool gzip = false;
 };
 
 void add_view_flags(CLI::App& command, ViewFlags& flags);
@@ -38,9 +42,10 @@ void add_view_flags(CLI::App& command, ViewFlags& flags);
 CLI::Option* add_color_by_flag(CLI::App& command, viz::ColorBy& color_by);
 
 // Prints the metrics table and the terminal view to stdout, writes schedule.html, trace.json and
-// perfetto.json into flags.out_dir, and says where they are. `note` (e.g. where C came from) is
-// printed under the workload's description when not empty.
+// perfetto.json into flags.out_dir (as --pictures and --gzip say), and says where they are.
+// Progress goes to `progress` (one step per file). `note` (e.g. where C came from) is printed under
+// the workload's description when not empty.
 void show_and_write_trace(const Trace& trace, const sim::Metrics& metrics, const ViewFlags& flags,
-                          const std::string& note = "");
+                          Progress& progress, const std::string& note = "");
 
 }  // namespace tilesched::cli

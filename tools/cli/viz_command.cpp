@@ -1,7 +1,10 @@
 // `tilesched viz`: draw any trace file (from the simulator or the GPU).
+#include <fmt/format.h>
+
 #include <memory>
 
 #include "cli/commands.hpp"
+#include "cli/console.hpp"
 #include "cli/errors.hpp"
 #include "cli/view_flags.hpp"
 #include "tilesched/sim/metrics.hpp"
@@ -16,8 +19,11 @@ struct VizOptions {
 };
 
 int run_viz(const VizOptions& o) {
+  Progress progress("viz", 2);
+  progress.step(fmt::format("reading {}", o.trace_file));
   const Trace trace = sim::read_trace(o.trace_file);
-  show_and_write_trace(trace, sim::compute_metrics(trace), o.view);
+  progress.step("writing the outputs");
+  show_and_write_trace(trace, sim::compute_metrics(trace), o.view, progress);
   return kExitOk;
 }
 
@@ -27,7 +33,8 @@ void add_viz_command(CLI::App& app, Action& action) {
   auto options = std::make_shared<VizOptions>();
   CLI::App* cmd = app.add_subcommand(
       "viz", "Draw a trace file: metrics, terminal view, schedule.html, trace.json, perfetto.json");
-  cmd->add_option("trace", options->trace_file, "Trace JSON file (from `sim`, `run` or a test)")
+  cmd->add_option("trace", options->trace_file,
+                  "Trace JSON file, plain or gzip-compressed (from `sim`, `run` or a test)")
       ->type_name("TRACE.json")
       ->required();
   add_view_flags(*cmd, options->view);

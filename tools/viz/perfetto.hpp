@@ -1,20 +1,25 @@
 // The trace in Chrome's trace-event JSON format, which ui.perfetto.dev and chrome://tracing open:
-// one track per CTA, one complete ("X") event per tile. Useful for traces too large to read in an
-// SVG, since Perfetto zooms and searches.
+// one track per execution unit, one complete ("X") event per tile. Useful for traces too large to
+// read in an SVG, since Perfetto zooms and searches.
 #pragma once
 
-#include <nlohmann/json.hpp>
 #include <string>
 
+#include "tilesched/sim/metrics.hpp"
+#include "tilesched/sim/output_file.hpp"
 #include "tilesched/trace.hpp"
 
 namespace tilesched::viz {
 
-// {"traceEvents": [...], "displayTimeUnit": "ns", "otherData": {...}}. All CTAs are threads
-// (tid = CTA) of one process, so Perfetto shows them as one expandable group in CTA order.
-nlohmann::json perfetto_json(const Trace& trace);
+// Streams {"traceEvents": [...], "displayTimeUnit": "ns", "otherData": {...}} into `out`. All
+// tracks are threads of one process, so Perfetto shows them as one expandable group in order:
+// one per CTA (tid = CTA), or for a transient trace counted per slot/SM (`unit`), one per slot or
+// SM (tid = sm_id, the CTA among the args) instead of one per one-tile CTA. Times are clamped to
+// what Perfetto's nanosecond integers hold, so every ts and dur is a number.
+void write_perfetto_json(sim::TextSink& out, const Trace& trace, sim::ExecutionUnit unit,
+                         const sim::ProgressCallback& progress = {});
 
-// perfetto_json, serialised compactly (one event per line is not needed: nothing diffs it).
+// write_perfetto_json into a string, with the unit the metrics count per.
 std::string render_perfetto(const Trace& trace);
 
 }  // namespace tilesched::viz

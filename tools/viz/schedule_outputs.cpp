@@ -6,7 +6,6 @@
 #include <stdexcept>
 #include <system_error>
 
-#include "tilesched/sim/io.hpp"
 #include "tilesched/sim/trace_io.hpp"
 #include "viz/perfetto.hpp"
 
@@ -25,20 +24,52 @@ void ensure_directory(const std::string& dir) {
         fmt::format("cannot create output directory '{}': {}", dir, ec.message()));
 }
 
+void ensure_parent_directory(const std::string& file) {
+  const std::filesystem::path parent = std::filesystem::path(file).parent_path();
+  if (!parent.empty()) ensure_directory(parent.string());
+}
+
 ScheduleOutputs write_schedule_outputs(const Trace& trace, const sim::Metrics& metrics,
-                                       const std::string& out_dir, const ChartOptions& options) {
+                                       const std::string& out_dir, const OutputOptions& options) {
   ensure_directory(out_dir);
   const std::filesystem::path dir(out_dir);
-  ScheduleOutputs paths{(dir / "schedule.html").string(), (dir / "trace.json").string(),
-                        (dir / "perfetto.json").string()};
-  sim::write_trace(paths.trace_path, trace);
-  sim::write_file_atomically(paths.perfetto_path, render_perfetto(trace));
-  sim::write_file_atomically(paths.html_path, render_schedule_html(trace, metrics, options));
+  const auto path_of = [&](const char* name, sim::Compression compression) {
+    return sim::compressed_path((dir / name).string(), compression);
+  };
+  const auto progress_of = [&](const std::string& path) -> sim::ProgressCallback {
+    if (!options.progress) return {};
+    return [&options, path](std::uint64_t done, std::uint64_t total) {
+      options.progress(path, done, total);
+    };
+  };
+
+  ScheduleOutputs paths;
+  paths.trace_path = path_of("trace.json", options.compression);
+  sim::write_trace(paths.trace_path, trace,
+                   sim::TraceWriteOptions{options.compression, progress_of(paths.trace_path)});
+  if (options.pictures == Pictures::None) return paths;
+
+  paths.perfetto_path = path_of("perfetto.json", options.compression);
+  {
+    sim::OutputFile file(paths.perfetto_path, options.compression);
+    write_perfetto_json(file, trace, metrics.unit, progress_of(paths.perfetto_path));
+    file.commit();
+  }
+  paths.html_path = path_of("schedule.html", sim::Compression::None);
+  {
+    if (options.progress) options.progress(paths.html_path, 0, 1);
+    ChartOptions chart = options.chart;
+    chart.detail = options.pictures == Pictures::Full ? ChartDetail::Full : ChartDetail::Summary;
+    sim::OutputFile file(paths.html_path);
+    write_schedule_html(file, trace, metrics, chart);
+    file.commit();
+    if (options.progress) options.progress(paths.html_path, 1, 1);
+  }
   return paths;
 }
 
 ScheduleOutputs write_schedule_outputs(const Trace& trace, const std::string& out_dir) {
-  return write_schedule_outputs(trace, sim::compute_metrics(trace), out_dir);
+  return write_schedule_outputs(trace, sim::compute_metrics(trace), out_dir, OutputOptions{});
 }
 
 }  // namespace tilesched::viz

@@ -4,14 +4,19 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <map>
 
 #include "viz/describe.hpp"
 #include "viz/metrics_table.hpp"
+#include "viz/ranking.hpp"
 #include "viz/xml_escape.hpp"
 
 namespace tilesched::viz {
 namespace {
+
+using sim::print_to;
+using sim::TextSink;
 
 // Geometry of one chart, in SVG pixels.
 constexpr double kLeft = 76;  // room for "CTA 131" labels
@@ -20,26 +25,22 @@ constexpr double kPlotWidth = 1120;  // wide enough that a 1% difference is a vi
 constexpr double kLegendItemWidth = 84;
 constexpr double kLegendRowHeight = 16;
 constexpr std::size_t kMaxLegendItems = 48;  // more categories than this are not told apart anyway
-constexpr double kMinLabelSpacing = 11;      // px between CTA labels so text never overlaps
+constexpr double kMinLabelSpacing = 11;      // px between row labels so text never overlaps
+constexpr double kTitleY = 18;
+constexpr double kLegendTop = 30;
+// Rows beyond this are grouped into bands of several units each: a 16384-CTA transient trace
+// without SM ids still fits in about 2400 px, and the shading grid stays bounded.
+constexpr std::uint64_t kMaxDrawnRows = 1200;
+// Shading cells (rows x columns) at most: above it the columns widen from one pixel to 2, 4, ...
+// With kMaxBoxes this keeps a page under about 20 MB whatever the trace.
+constexpr std::uint64_t kMaxShadeCells = 300000;
+constexpr int kShadeLevels = 8;  // busy fraction in eighths
+const char* const kShadeColor = "#2f4b7c";
 
 double makespan_of(const Trace& t) {
   double m = 0;
   for (const TraceEvent& e : t.events) m = std::max(m, e.end_us);
   return m;
-}
-
-u32 row_count(const Trace& t) {
-  u32 rows = t.launched_ctas;
-  for (const TraceEvent& e : t.events) rows = std::max(rows, e.cta + 1);
-  return std::max(rows, 1u);
-}
-
-// Row height: comfortable for a few CTAs, 132 CTAs in about 900 px, and very large transient
-// grids capped at about 2400 px (rows then get thinner than a pixel but stay visible as a band).
-double row_height(u32 rows) {
-  const double fit = 900.0 / rows;
-  const double floor = std::min(6.0, 2400.0 / rows);
-  return std::clamp(fit, floor, 18.0);
 }
 
 // A tick step of 1, 2 or 5 times a power of ten giving about `target` ticks.
@@ -51,7 +52,7 @@ double tick_step(double extent, int target) {
   return (m < 1.5 ? 1 : m < 3.5 ? 2 : m < 7.5 ? 5 : 10) * power;
 }
 
-// Label every k-th CTA row, k in 1, 2, 5, 10, 20, 50, ... so labels never overlap.
+// Label every k-th row, k in 1, 2, 5, 10, 20, 50, ... so labels never overlap.
 std::uint64_t label_every(double row_h) {
   for (std::uint64_t base = 1; base < (1ull << 40); base *= 10)
     for (const std::uint64_t m : {1u, 2u, 5u})
@@ -59,26 +60,23 @@ std::uint64_t label_every(double row_h) {
   return 1ull << 40;
 }
 
-std::string tick_label(double us, double step) {
-  if (step >= 1) return fmt::format("{:.0f}", us);
-  if (step >= 0.1) return fmt::format("{:.1f}", us);
-  return fmt::format("{:.2f}", us);
+// The axis counts in µs, ms or s, whichever keeps its numbers short.
+struct TimeUnit {
+  const char* name;
+  double us;  // microseconds per unit
+};
+
+TimeUnit time_unit_for(double extent_us) {
+  if (extent_us >= 1e6) return {"s", 1e6};
+  if (extent_us >= 1e3) return {"ms", 1e3};
+  return {"µs", 1};
 }
 
-void draw_axis(std::string& svg, double y, double extent, double scale, bool labels_above) {
-  const double step = tick_step(extent, 10);
-  svg += fmt::format(R"(<line class="axis" x1="{:.1f}" y1="{:.1f}" x2="{:.1f}" y2="{:.1f}"/>)",
-                     kLeft, y, kLeft + extent * scale, y);
-  svg += '\n';
-  for (double t = 0; t <= extent * (1 + 1e-9); t += step) {
-    const double x = kLeft + t * scale;
-    const double tick_end = labels_above ? y - 4 : y + 4;
-    const double text_y = labels_above ? y - 7 : y + 15;
-    svg += fmt::format(R"(<line class="axis" x1="{:.1f}" y1="{:.1f}" x2="{:.1f}" y2="{:.1f}"/>)"
-                       R"(<text class="tick" x="{:.1f}" y="{:.1f}" text-anchor="middle">{}</text>)",
-                       x, y, x, tick_end, x, text_y, tick_label(t, step));
-    svg += '\n';
-  }
+std::string tick_label(double value, double step) {
+  if (step >= 1) return fmt::format("{:.0f}", value);
+  if (step >= 0.1) return fmt::format("{:.1f}", value);
+  if (step >= 0.01) return fmt::format("{:.2f}", value);
+  return fmt::format("{:.3g}", value);
 }
 
 const char* kPageStyle = R"(
@@ -86,9 +84,12 @@ body { font-family: system-ui, -apple-system, "Segoe UI", sans-serif; margin: 24
 h1 { font-size: 20px; margin: 0 0 4px 0; }
 h2 { font-size: 16px; margin: 28px 0 4px 0; }
 p.workload { margin: 0 0 12px 0; color: #555; }
-table.metrics { border-collapse: collapse; margin: 0 0 16px 0; font-size: 13px; }
+table.metrics, table.ranking { border-collapse: collapse; margin: 0 0 16px 0; font-size: 13px; }
 table.metrics td, table.metrics th { padding: 2px 12px 2px 0; text-align: left; }
 table.metrics th { color: #555; font-weight: normal; }
+table.ranking td, table.ranking th { padding: 2px 10px; text-align: right; border-bottom: 1px solid #eee; }
+table.ranking td:nth-child(-n+2), table.ranking th:nth-child(-n+2) { text-align: left; padding-left: 0; }
+table.ranking th { color: #555; font-weight: normal; }
 p.note { color: #777; font-size: 12px; }
 table { border-collapse: collapse; font-size: 13px; margin: 0 0 12px 0; }
 td, th { padding: 2px 10px 2px 0; text-align: left; }
@@ -99,18 +100,70 @@ td.num { text-align: right; }
 struct ChartLayout {
   double extent = 1;  // µs at the right end of the time axis
   double scale = 1;   // px per µs
-  u32 rows = 1;       // CTA rows
+  TimeUnit time{"µs", 1};
+  bool per_slot = false;         // rows are slots/SMs (sm_id), not CTAs
+  const char* row_name = "CTA";  // "CTA", "slot" or "SM"
+  std::uint64_t units = 1;       // CTAs or slots/SMs
+  std::uint64_t units_per_row = 1;
+  std::uint64_t rows = 1;  // drawn rows
   double row_h = 1;
   std::map<u32, std::size_t> categories;  // colour category -> tiles, for the legend
   std::size_t per_legend_row = 1;
+  std::size_t legend_entries = 0;
   double plot_top = 0, plot_height = 0;
   double width = 0, height = 0;
+  // Tiles at least this many px wide are boxes, the others shaded (0: every tile is a box;
+  // infinity: none is).
+  double min_box_px = 0;
+  bool shading = false;  // some tile is shaded
+  double cell_px = 1;    // width of a shading column
+  bool outlines = false;
 
   double x_of(double us) const { return kLeft + us * scale; }
+  std::uint64_t unit_of(const TraceEvent& e) const {
+    return per_slot ? std::uint64_t(std::max(e.sm_id, 0)) : std::uint64_t(e.cta);
+  }
+  std::uint64_t row_of(const TraceEvent& e) const {
+    return std::min(unit_of(e) / units_per_row, rows - 1);
+  }
+  double width_px(const TraceEvent& e) const {
+    const double w = (e.end_us - e.start_us) * scale;
+    return std::isfinite(w) ? w : kPlotWidth;
+  }
 };
 
-constexpr double kTitleY = 18;
-constexpr double kLegendTop = 30;
+// Row height: comfortable for a few rows, 132 rows in about 900 px, and many rows capped at
+// about 2400 px.
+double row_height(std::uint64_t rows) {
+  const double fit = 900.0 / double(rows);
+  const double floor = std::min(6.0, 2400.0 / double(rows));
+  return std::clamp(fit, floor, 18.0);
+}
+
+// Every execution unit gets a row, idle ones too (their emptiness is the point); an event past
+// the count a file claims still gets one.
+std::uint64_t unit_count(const Trace& t, const ChartLayout& l) {
+  std::uint64_t n = l.per_slot ? std::min<std::uint64_t>(t.launched_ctas, t.workload.num_ctas)
+                               : std::uint64_t(t.launched_ctas);
+  for (const TraceEvent& e : t.events) n = std::max(n, l.unit_of(e) + 1);
+  return std::max<std::uint64_t>(n, 1);
+}
+
+// The summary-mode box threshold: every tile when they are few, else the widest tiles of at least
+// kMinBoxPixels, at most kMaxBoxes of them.
+double box_threshold(const Trace& trace, const ChartLayout& l, ChartDetail detail) {
+  if (detail == ChartDetail::Full) return 0;
+  // A band holds several units whose boxes would overlap.
+  if (l.units_per_row > 1) return std::numeric_limits<double>::infinity();
+  if (trace.events.size() <= kMaxBoxes) return 0;
+  std::vector<double> wide;
+  for (const TraceEvent& e : trace.events)
+    if (l.width_px(e) >= kMinBoxPixels) wide.push_back(l.width_px(e));
+  if (wide.size() <= kMaxBoxes) return kMinBoxPixels;
+  std::nth_element(wide.begin(), wide.begin() + kMaxBoxes, wide.end(), std::greater<double>());
+  // Strictly wider than the first tile left out: at most kMaxBoxes boxes, even with ties.
+  return std::nextafter(wide[kMaxBoxes], std::numeric_limits<double>::infinity());
+}
 
 ChartLayout chart_layout(const Trace& trace, const ChartOptions& options) {
   ChartLayout l;
@@ -119,13 +172,37 @@ ChartLayout chart_layout(const Trace& trace, const ChartOptions& options) {
   // tick loop.
   if (!(l.extent > 0) || !std::isfinite(l.extent)) l.extent = 1;
   l.scale = kPlotWidth / l.extent;
-  l.rows = row_count(trace);
+  l.time = time_unit_for(l.extent);
+  const sim::ExecutionUnit unit = options.unit ? *options.unit : sim::execution_unit(trace);
+  l.per_slot = unit == sim::ExecutionUnit::Slot;
+  // A simulated transient trace numbers the replay's resident slots; a measured one, real SMs.
+  l.row_name = !l.per_slot ? "CTA" : trace.source == "gpu" ? "SM" : "slot";
+  l.units = unit_count(trace, l);
+  l.units_per_row = (l.units + kMaxDrawnRows - 1) / kMaxDrawnRows;
+  l.rows = (l.units + l.units_per_row - 1) / l.units_per_row;
   l.row_h = row_height(l.rows);
-  for (const TraceEvent& e : trace.events) ++l.categories[color_key(e, options.color_by)];
+
+  l.min_box_px = box_threshold(trace, l, options.detail);
+  double box_px = 0;
+  std::size_t boxes = 0;
+  for (const TraceEvent& e : trace.events) {
+    ++l.categories[color_key(e, options.color_by)];
+    if (l.width_px(e) >= l.min_box_px) {
+      box_px += l.width_px(e);
+      ++boxes;
+    } else {
+      l.shading = true;
+    }
+  }
+  // Thin white outlines separate back-to-back boxes; on thin rows or boxes they would hide the
+  // fill.
+  l.outlines = l.row_h >= 4 && (boxes == 0 || box_px / double(boxes) >= 4);
+  while (l.rows * std::uint64_t(kPlotWidth / l.cell_px) > kMaxShadeCells) l.cell_px *= 2;
+
   l.per_legend_row = static_cast<std::size_t>((kLeft + kPlotWidth) / kLegendItemWidth);
-  // The legend's entries: a swatch per category up to kMaxLegendItems, then "+N more".
-  const std::size_t legend_entries = std::min(l.categories.size(), kMaxLegendItems + 1);
-  const std::size_t legend_rows = (legend_entries + l.per_legend_row - 1) / l.per_legend_row;
+  // A swatch per category up to kMaxLegendItems, "+N more", and the shading when there is some.
+  l.legend_entries = std::min(l.categories.size(), kMaxLegendItems + 1) + (l.shading ? 1 : 0);
+  const std::size_t legend_rows = (l.legend_entries + l.per_legend_row - 1) / l.per_legend_row;
   l.plot_top = kLegendTop + legend_rows * kLegendRowHeight + 28;
   l.plot_height = l.rows * l.row_h;
   l.width = kLeft + kPlotWidth + kRight;
@@ -133,26 +210,51 @@ ChartLayout chart_layout(const Trace& trace, const ChartOptions& options) {
   return l;
 }
 
-void draw_header(std::string& svg, const ChartLayout& l, const std::string& title) {
-  svg += fmt::format(R"(<svg xmlns="http://www.w3.org/2000/svg" width="{:.0f}" height="{:.0f}" )"
-                     R"(viewBox="0 0 {:.0f} {:.0f}" font-family="sans-serif" font-size="11">)",
-                     l.width, l.height, l.width, l.height);
-  svg += '\n';
-  // Thin white outlines separate back-to-back tiles; on hair-thin rows they would hide the fill.
-  svg += fmt::format(
-      "<style>.tile{{stroke:#ffffff;stroke-width:{}}} .tile:hover{{stroke:#000000;"
-      "stroke-width:1}} .axis{{stroke:#555555;stroke-width:1}} .grid{{stroke:#dddddd;"
-      "stroke-width:1}} .row{{fill:#f4f4f4}} .tick{{fill:#444444}} "
-      ".label{{fill:#333333}}</style>\n",
-      l.row_h >= 4 ? "0.5" : "0");
-  svg += fmt::format(R"(<text class="label" x="{:.0f}" y="{:.0f}" font-size="14" )"
-                     R"(font-weight="bold">{}</text>)",
-                     kLeft, kTitleY, xml_escape(title));
-  svg += '\n';
+void draw_axis(TextSink& out, const ChartLayout& l, double y, bool labels_above) {
+  const double extent = l.extent / l.time.us;
+  const double step = tick_step(extent, 10);
+  print_to(out,
+           R"(<line class="axis" x1="{:.1f}" y1="{:.1f}" x2="{:.1f}" y2="{:.1f}"/>)"
+           "\n",
+           kLeft, y, l.x_of(l.extent), y);
+  for (double t = 0; t <= extent * (1 + 1e-9); t += step) {
+    const double x = l.x_of(t * l.time.us);
+    const double tick_end = labels_above ? y - 4 : y + 4;
+    const double text_y = labels_above ? y - 7 : y + 15;
+    print_to(out,
+             R"(<line class="axis" x1="{:.1f}" y1="{:.1f}" x2="{:.1f}" y2="{:.1f}"/>)"
+             R"(<text class="tick" x="{:.1f}" y="{:.1f}" text-anchor="middle">{}</text>)"
+             "\n",
+             x, y, x, tick_end, x, text_y, tick_label(t, step));
+  }
 }
 
-// One swatch per category, then "+N more" when there are too many to tell apart.
-void draw_legend(std::string& svg, const ChartLayout& l, ColorBy color_by) {
+void draw_header(TextSink& out, const ChartLayout& l, const std::string& title) {
+  print_to(out,
+           R"(<svg xmlns="http://www.w3.org/2000/svg" width="{:.0f}" height="{:.0f}" )"
+           R"(viewBox="0 0 {:.0f} {:.0f}" font-family="sans-serif" font-size="11">)"
+           "\n",
+           l.width, l.height, l.width, l.height);
+  std::string shade_levels;
+  for (int level = 1; level <= kShadeLevels; ++level)
+    shade_levels +=
+        fmt::format(" .b{}{{fill-opacity:{:.3f}}}", level, double(level) / kShadeLevels);
+  print_to(out,
+           "<style>.tile{{stroke:#ffffff;stroke-width:{}}} .tile:hover{{stroke:#000000;"
+           "stroke-width:1}} .shade{{fill:{}}}{} .axis{{stroke:#555555;stroke-width:1}} "
+           ".grid{{stroke:#dddddd;stroke-width:1}} .row{{fill:#f4f4f4}} .tick{{fill:#444444}} "
+           ".label{{fill:#333333}}</style>\n",
+           l.outlines ? "0.5" : "0", kShadeColor, shade_levels);
+  print_to(out,
+           R"(<text class="label" x="{:.0f}" y="{:.0f}" font-size="14" )"
+           R"(font-weight="bold">{}</text>)"
+           "\n",
+           kLeft, kTitleY, xml_escape(title));
+}
+
+// One swatch per category, then "+N more" when there are too many to tell apart, then what the
+// shading means.
+void draw_legend(TextSink& out, const ChartLayout& l, ColorBy color_by) {
   const auto at = [&](std::size_t item) {
     return std::make_pair(8 + (item % l.per_legend_row) * kLegendItemWidth,
                           kLegendTop + (item / l.per_legend_row) * kLegendRowHeight);
@@ -161,97 +263,219 @@ void draw_legend(std::string& svg, const ChartLayout& l, ColorBy color_by) {
   for (const auto& [key, count] : l.categories) {
     if (item == kMaxLegendItems) break;
     const auto [x, y] = at(item++);
-    svg += fmt::format(
-        R"(<rect class="legend" x="{:.0f}" y="{:.0f}" width="10" height="10" fill="{}">)"
-        R"(<title>{} {}: {} tiles</title></rect>)"
-        R"(<text class="label" x="{:.0f}" y="{:.0f}">{} {}</text>)"
-        "\n",
-        x, y, to_hex(category_color(key)), category_name(color_by), key, count, x + 14, y + 9,
-        category_name(color_by), key);
+    print_to(out,
+             R"(<rect class="legend" x="{:.0f}" y="{:.0f}" width="10" height="10" fill="{}">)"
+             R"(<title>{} {}: {} tiles</title></rect>)"
+             R"(<text class="label" x="{:.0f}" y="{:.0f}">{} {}</text>)"
+             "\n",
+             x, y, to_hex(category_color(key)), category_name(color_by), key, count, x + 14, y + 9,
+             category_name(color_by), key);
   }
   if (l.categories.size() > kMaxLegendItems) {
+    const auto [x, y] = at(item++);
+    print_to(out,
+             R"(<text class="label" x="{:.0f}" y="{:.0f}">+{} more</text>)"
+             "\n",
+             x, y + 9, l.categories.size() - kMaxLegendItems);
+  }
+  if (l.shading) {
     const auto [x, y] = at(item);
-    svg += fmt::format(R"(<text class="label" x="{:.0f}" y="{:.0f}">+{} more</text>)"
-                       "\n",
-                       x, y + 9, l.categories.size() - kMaxLegendItems);
+    const std::string why =
+        std::isfinite(l.min_box_px)
+            ? fmt::format("tiles narrower than {:.1f} px", std::max(l.min_box_px, kMinBoxPixels))
+            : fmt::format("every tile (a row holds {} {}s)", l.units_per_row, l.row_name);
+    print_to(out,
+             R"(<rect class="shade b6" x="{:.0f}" y="{:.0f}" width="10" height="10">)"
+             R"(<title>{}: summed per pixel column, darker where the row was busier</title>)"
+             R"(</rect><text class="label" x="{:.0f}" y="{:.0f}">narrow tiles</text>)"
+             "\n",
+             x, y, why, x + 14, y + 9);
   }
 }
 
-// Alternate row shading, vertical grid lines and CTA labels.
-void draw_background(std::string& svg, const ChartLayout& l) {
+// "CTA 12", or "CTA 1200-1209" for a band of several.
+std::string row_label(const ChartLayout& l, std::uint64_t row) {
+  const std::uint64_t first = row * l.units_per_row;
+  if (l.units_per_row == 1) return fmt::format("{} {}", l.row_name, first);
+  return fmt::format("{}s {}-{}", l.row_name, first,
+                     std::min(first + l.units_per_row, l.units) - 1);
+}
+
+// Alternate row shading, vertical grid lines and row labels.
+void draw_background(TextSink& out, const ChartLayout& l) {
   if (l.row_h >= 3) {
     for (std::uint64_t r = 1; r < l.rows; r += 2)
-      svg +=
-          fmt::format(R"(<rect class="row" x="{:.0f}" y="{:.2f}" width="{:.0f}" height="{:.2f}"/>)"
-                      "\n",
-                      kLeft, l.plot_top + r * l.row_h, l.extent * l.scale, l.row_h);
+      print_to(out,
+               R"(<rect class="row" x="{:.0f}" y="{:.2f}" width="{:.0f}" height="{:.2f}"/>)"
+               "\n",
+               kLeft, l.plot_top + r * l.row_h, kPlotWidth, l.row_h);
   }
-  const double step = tick_step(l.extent, 10);
+  const double step = tick_step(l.extent / l.time.us, 10) * l.time.us;
   for (double t = step; t <= l.extent * (1 + 1e-9); t += step)
-    svg += fmt::format(R"(<line class="grid" x1="{:.1f}" y1="{:.1f}" x2="{:.1f}" y2="{:.1f}"/>)"
-                       "\n",
-                       l.x_of(t), l.plot_top, l.x_of(t), l.plot_top + l.plot_height);
+    print_to(out,
+             R"(<line class="grid" x1="{:.1f}" y1="{:.1f}" x2="{:.1f}" y2="{:.1f}"/>)"
+             "\n",
+             l.x_of(t), l.plot_top, l.x_of(t), l.plot_top + l.plot_height);
   const std::uint64_t every = label_every(l.row_h);
   for (std::uint64_t r = 0; r < l.rows; r += every)
-    svg += fmt::format(R"(<text class="label" x="{:.0f}" y="{:.2f}" text-anchor="end" )"
-                       R"(dominant-baseline="middle">CTA {}</text>)"
-                       "\n",
-                       kLeft - 6, l.plot_top + (r + 0.5) * l.row_h, r);
+    print_to(out,
+             R"(<text class="label" x="{:.0f}" y="{:.2f}" text-anchor="end" )"
+             R"(dominant-baseline="middle">{} {}</text>)"
+             "\n",
+             kLeft - 6, l.plot_top + (r + 0.5) * l.row_h, l.row_name, r * l.units_per_row);
 }
 
-// One <rect class="tile"> per event, its tooltip describing the tile. A zero-length tile (no
-// rows to write) still gets a sliver so it can be found.
-void draw_tiles(std::string& svg, const Trace& trace, const ChartLayout& l, ColorBy color_by) {
-  const double pad = l.row_h >= 6 ? 1.0 : 0.0;
-  svg += "<g>\n";
+// The tiles too narrow for a box, summed per row and pixel column: how many px of each cell
+// some tile covered (units of one band add up).
+struct Shading {
+  std::size_t columns = 0;
+  std::vector<float> covered;        // rows x columns
+  std::vector<std::uint64_t> tiles;  // per row
+  std::vector<double> busy_us;       // per row
+};
+
+Shading shade_narrow_tiles(const Trace& trace, const ChartLayout& l) {
+  Shading s;
+  s.columns = static_cast<std::size_t>(std::ceil(kPlotWidth / l.cell_px));
+  s.covered.assign(l.rows * s.columns, 0.0f);
+  s.tiles.assign(l.rows, 0);
+  s.busy_us.assign(l.rows, 0.0);
   for (const TraceEvent& e : trace.events) {
-    svg += fmt::format(
-        R"(<rect class="tile" x="{:.2f}" y="{:.2f}" width="{:.2f}" height="{:.2f}" fill="{}">)"
-        "<title>{}</title></rect>\n",
-        l.x_of(e.start_us), l.plot_top + e.cta * l.row_h + pad,
-        std::max((e.end_us - e.start_us) * l.scale, 0.6), std::max(l.row_h - 2 * pad, 0.2),
-        to_hex(category_color(color_key(e, color_by))), xml_escape(describe_event(e)));
+    if (l.width_px(e) >= l.min_box_px) continue;
+    const std::uint64_t row = l.row_of(e);
+    ++s.tiles[row];
+    s.busy_us[row] += e.end_us - e.start_us;
+    // Clamped in double before converting: a hand-edited trace may hold negative times.
+    const double x0 = std::clamp((e.start_us * l.scale) / l.cell_px, 0.0, double(s.columns));
+    double x1 = std::clamp((e.end_us * l.scale) / l.cell_px, x0, double(s.columns));
+    if (!std::isfinite(x0) || !std::isfinite(x1)) continue;
+    // A tile of no duration still marks its cell, so that no tile disappears.
+    if (x1 - x0 < 0.01) x1 = std::min(x0 + 0.01, double(s.columns));
+    float* cells = &s.covered[row * s.columns];
+    for (auto c = static_cast<std::size_t>(x0); c < s.columns && double(c) < x1; ++c)
+      cells[c] += float(std::min(x1, double(c + 1)) - std::max(x0, double(c)));
   }
-  svg += "</g>\n";
+  return s;
+}
+
+// Each row with shaded tiles: a group whose tooltip gives the row's totals, holding one path per
+// busy level, each a run of cells of that level.
+void draw_shading(TextSink& out, const Trace& trace, const ChartLayout& l) {
+  const Shading s = shade_narrow_tiles(trace, l);
+  const double cell_w = l.cell_px;
+  for (std::uint64_t row = 0; row < l.rows; ++row) {
+    if (s.tiles[row] == 0) continue;
+    const float* cells = &s.covered[row * s.columns];
+    std::vector<int> level(s.columns, 0);
+    for (std::size_t c = 0; c < s.columns; ++c) {
+      const double fraction = double(cells[c]) / double(l.units_per_row);
+      if (fraction > 0)
+        level[c] = std::clamp(int(std::lround(fraction * kShadeLevels)), 1, kShadeLevels);
+    }
+    const double busy_fraction = s.busy_us[row] / (l.extent * double(l.units_per_row));
+    print_to(out,
+             "<g class=\"shade\"><title>{}: {} tiles shaded, busy {} us ({:.1f} % of {})</title>",
+             row_label(l, row), s.tiles[row], format_us(s.busy_us[row]), 100.0 * busy_fraction,
+             l.units_per_row == 1 ? "the chart's time" : "the band's time");
+    const double y = l.plot_top + double(row) * l.row_h;
+    const double h = std::max(l.row_h, 0.2);
+    for (int shade = 1; shade <= kShadeLevels; ++shade) {
+      std::string path;
+      for (std::size_t c = 0; c < s.columns;) {
+        if (level[c] != shade) {
+          ++c;
+          continue;
+        }
+        std::size_t end = c;
+        while (end < s.columns && level[end] == shade) ++end;
+        fmt::format_to(std::back_inserter(path), "M{:.1f} {:.2f}h{:.1f}v{:.2f}h-{:.1f}z",
+                       kLeft + double(c) * cell_w, y, double(end - c) * cell_w, h,
+                       double(end - c) * cell_w);
+        c = end;
+      }
+      if (!path.empty()) print_to(out, "<path class=\"b{}\" d=\"{}\"/>", shade, path);
+    }
+    out.append("</g>\n");
+  }
+}
+
+// One <rect class="tile"> per tile wide enough, its tooltip describing the tile. In summary mode
+// with few tiles, and in full mode, that is every tile: a zero-length tile still gets a sliver so
+// it can be found.
+void draw_boxes(TextSink& out, const Trace& trace, const ChartLayout& l, ColorBy color_by) {
+  const double pad = l.row_h >= 6 ? 1.0 : 0.0;
+  out.append("<g>\n");
+  for (const TraceEvent& e : trace.events) {
+    if (!(l.width_px(e) >= l.min_box_px)) continue;
+    print_to(out,
+             R"(<rect class="tile" x="{:.2f}" y="{:.2f}" width="{:.2f}" height="{:.2f}" )"
+             R"(fill="{}"><title>{}</title></rect>)"
+             "\n",
+             l.x_of(e.start_us), l.plot_top + double(l.row_of(e)) * l.row_h + pad,
+             std::max(l.width_px(e), 0.6), std::max(l.row_h - 2 * pad, 0.2),
+             to_hex(category_color(color_key(e, color_by))), xml_escape(describe_event(e)));
+  }
+  out.append("</g>\n");
 }
 
 // At the bottom, and repeated on top when the chart is too tall to see both ends at once.
-void draw_time_axes(std::string& svg, const ChartLayout& l) {
-  if (l.rows > 40) draw_axis(svg, l.plot_top - 2, l.extent, l.scale, true);
-  draw_axis(svg, l.plot_top + l.plot_height + 2, l.extent, l.scale, false);
-  svg += fmt::format(R"(<text class="label" x="{:.0f}" y="{:.0f}" text-anchor="middle">)"
-                     "time (µs)</text>\n",
-                     kLeft + kPlotWidth / 2, l.plot_top + l.plot_height + 36);
+void draw_time_axes(TextSink& out, const ChartLayout& l) {
+  if (l.rows > 40) draw_axis(out, l, l.plot_top - 2, true);
+  draw_axis(out, l, l.plot_top + l.plot_height + 2, false);
+  print_to(out,
+           R"(<text class="label" x="{:.0f}" y="{:.0f}" text-anchor="middle">)"
+           "time ({})</text>\n",
+           kLeft + kPlotWidth / 2, l.plot_top + l.plot_height + 36, l.time.name);
 }
 
 }  // namespace
 
-std::string render_gantt_svg(const Trace& trace, const ChartOptions& options) {
+void write_gantt_svg(TextSink& out, const Trace& trace, const ChartOptions& options) {
   const ChartLayout layout = chart_layout(trace, options);
+  draw_header(out, layout, options.title.empty() ? describe_trace(trace) : options.title);
+  draw_legend(out, layout, options.color_by);
+  draw_background(out, layout);
+  if (layout.shading) draw_shading(out, trace, layout);
+  draw_boxes(out, trace, layout, options.color_by);
+  draw_time_axes(out, layout);
+  out.append("</svg>\n");
+}
+
+std::string render_gantt_svg(const Trace& trace, const ChartOptions& options) {
   std::string svg;
-  svg.reserve(256 * trace.events.size() + 4096);
-  draw_header(svg, layout, options.title.empty() ? describe_trace(trace) : options.title);
-  draw_legend(svg, layout, options.color_by);
-  draw_background(svg, layout);
-  draw_tiles(svg, trace, layout, options.color_by);
-  draw_time_axes(svg, layout);
-  svg += "</svg>\n";
+  sim::StringSink sink(svg);
+  write_gantt_svg(sink, trace, options);
   return svg;
 }
 
 namespace {
 
-std::string metrics_html(const sim::Metrics& metrics) {
-  std::string html = "<table class=\"metrics\">\n";
+void write_metrics_html(TextSink& out, const sim::Metrics& metrics) {
+  out.append("<table class=\"metrics\">\n");
   for (const auto& [name, value] : metric_rows(metrics))
-    html += fmt::format("<tr><th>{}</th><td>{}</td></tr>\n", xml_escape(name), xml_escape(value));
-  html += "</table>\n";
-  return html;
+    print_to(out, "<tr><th>{}</th><td>{}</td></tr>\n", xml_escape(name), xml_escape(value));
+  out.append("</table>\n");
+}
+
+void write_ranking_html(TextSink& out, const std::vector<ChartSection>& sections,
+                        const RankingMarks& marks) {
+  const RankingTable table = ranking_table(sections, marks);
+  out.append("<table class=\"ranking\">\n<tr>");
+  for (const std::string& h : table.header) print_to(out, "<th>{}</th>", xml_escape(h));
+  out.append("</tr>\n");
+  for (const auto& row : table.rows) {
+    out.append("<tr>");
+    for (const std::string& cell : row) print_to(out, "<td>{}</td>", xml_escape(cell));
+    out.append("</tr>\n");
+  }
+  print_to(out, "</table>\n<p class=\"note\">{}</p>\n", xml_escape(table.note));
 }
 
 const char* kHoverNote =
-    "<p class=\"note\">One row per CTA, one box per tile, time left to right. Hover a box for the "
-    "tile's index, prompt, head, offset, KV blocks and times.</p>\n";
+    "<p class=\"note\">One row per CTA (per resident slot or SM for a transient trace), time left "
+    "to right. Hover a box for the tile's index, prompt, head, offset, KV blocks and times. Tiles "
+    "too narrow for a box are shaded, darker where their row was busier; perfetto.json has every "
+    "tile.</p>\n";
 
 }  // namespace
 
@@ -262,43 +486,62 @@ std::string html_page_start(const std::string& title) {
       xml_escape(title), kPageStyle);
 }
 
+void write_schedule_html(TextSink& out, const Trace& trace, const sim::Metrics& metrics,
+                         ChartOptions options) {
+  const std::string strategy = strategy_name(trace.workload);
+  if (!options.unit) options.unit = metrics.unit;
+  out.append(html_page_start(fmt::format("tilesched: {}", strategy)));
+  print_to(out, "<h1>tilesched schedule: {}</h1>\n", xml_escape(strategy));
+  print_to(out, "<p class=\"workload\">{}<br/>{}</p>\n",
+           xml_escape(describe_workload(trace.workload)), xml_escape(describe_trace(trace)));
+  write_metrics_html(out, metrics);
+  out.append(kHoverNote);
+  write_gantt_svg(out, trace, options);
+  out.append("</body>\n</html>\n");
+}
+
 std::string render_schedule_html(const Trace& trace, const sim::Metrics& metrics,
                                  const ChartOptions& options) {
-  const std::string strategy = strategy_name(trace.workload);
-  std::string html = html_page_start(fmt::format("tilesched: {}", strategy));
-  html += fmt::format("<h1>tilesched schedule: {}</h1>\n", xml_escape(strategy));
-  html +=
-      fmt::format("<p class=\"workload\">{}<br/>{}</p>\n",
-                  xml_escape(describe_workload(trace.workload)), xml_escape(describe_trace(trace)));
-  html += metrics_html(metrics);
-  html += kHoverNote;
-  html += render_gantt_svg(trace, options);
-  html += "</body>\n</html>\n";
+  std::string html;
+  sim::StringSink sink(html);
+  write_schedule_html(sink, trace, metrics, options);
   return html;
 }
 
-std::string render_comparison_html(const std::vector<ChartSection>& sections, ColorBy color_by) {
+void write_comparison_html(TextSink& out, const std::vector<ChartSection>& sections,
+                           const RankingMarks& marks, ColorBy color_by, ChartDetail detail) {
   double extent = 0;
   for (const ChartSection& s : sections)
     if (s.trace) extent = std::max(extent, makespan_of(*s.trace));
-  std::string html = html_page_start("tilesched: strategy comparison");
-  html += "<h1>tilesched: every strategy on one workload</h1>\n";
+  out.append(html_page_start("tilesched: strategy comparison"));
+  out.append("<h1>tilesched: every strategy on one workload</h1>\n");
   if (!sections.empty() && sections.front().trace)
-    html += fmt::format("<p class=\"workload\">{}</p>\n",
-                        xml_escape(describe_workload(sections.front().trace->workload)));
-  html += "<p class=\"note\">All charts share one time axis.</p>\n";
-  html += kHoverNote;
+    print_to(out, "<p class=\"workload\">{}</p>\n",
+             xml_escape(describe_workload(sections.front().trace->workload)));
+  write_ranking_html(out, sections, marks);
+  out.append("<p class=\"note\">All charts share one time axis.</p>\n");
+  out.append(kHoverNote);
   for (const ChartSection& s : sections) {
     if (!s.trace) continue;
-    html += fmt::format("<h2>{}</h2>\n", xml_escape(s.name));
-    html += metrics_html(s.metrics);
+    print_to(out, "<h2>{}</h2>\n",
+             xml_escape(s.num_ctas ? fmt::format("{}, C = {}", s.name, s.num_ctas) : s.name));
+    write_metrics_html(out, s.metrics);
     ChartOptions options;
     options.color_by = color_by;
     options.time_extent_us = extent;
     options.title = describe_trace(*s.trace);
-    html += render_gantt_svg(*s.trace, options);
+    options.detail = detail;
+    options.unit = s.metrics.unit;
+    write_gantt_svg(out, *s.trace, options);
   }
-  html += "</body>\n</html>\n";
+  out.append("</body>\n</html>\n");
+}
+
+std::string render_comparison_html(const std::vector<ChartSection>& sections,
+                                   const RankingMarks& marks, ColorBy color_by) {
+  std::string html;
+  sim::StringSink sink(html);
+  write_comparison_html(sink, sections, marks, color_by);
   return html;
 }
 
