@@ -217,19 +217,34 @@ TileCost event_tile_cost(const Workload& w, const TraceEvent& e) {
 
 namespace {
 
+// Which masks the traces of one head_dim were measured with: what to add depends on it.
+struct MasksPresent {
+  bool causal = false, none = false;
+};
+
 // Why the design matrix [1, unmasked, masked] has rank < 3, naming the coefficient the tiles
-// leave open, so that the user knows which kind of tile the traces lack.
-std::string undetermined_coefficient(const Eigen::MatrixXd& A) {
+// leave open and the kind of tile the traces lack.
+std::string undetermined_coefficient(const Eigen::MatrixXd& A, MasksPresent masks) {
   const auto constant = [&](Eigen::Index col) { return (A.col(col).array() == A(0, col)).all(); };
   if (constant(1))
     return fmt_count("us_per_block cannot be determined: every tile has", A(0, 1),
                      "unmasked KV block",
                      ", so their time cannot be told apart from fixed_us (add tiles with other "
                      "KV lengths)");
-  if (constant(2))
+  if (constant(2)) {
+    // Causal tiles whose diagonal always spans the same number of blocks (BM = BN, keys as long
+    // as the queries) vary no more than non-causal ones: say which tiles would.
+    const char* missing =
+        masks.causal && !masks.none
+            ? " (the traces are all causal, every diagonal spanning the same number of KV blocks: "
+              "add a trace without a mask, or causal tiles whose diagonal spans another number, "
+              "e.g. with BM different from BN)"
+        : !masks.causal
+            ? " (add a causal trace, or sequences whose key length is not a multiple of BN)"
+            : " (add sequences whose key length is not a multiple of BN)";
     return fmt_count("us_per_masked_block cannot be determined: every tile has", A(0, 2),
-                     "masked KV block",
-                     " (add causal tiles, and tiles whose keys end inside a KV block)");
+                     "masked KV block", missing);
+  }
   return "us_per_block and us_per_masked_block cannot be told apart: the unmasked and masked "
          "block counts of the tiles move together (add tiles with other KV lengths or masks)";
 }
@@ -345,8 +360,10 @@ CostFit fit_cost(const std::vector<Trace>& traces, u32 head_dim) {
   Eigen::MatrixXd A(n, 3);
   Eigen::VectorXd y(n);
   std::size_t r = 0;
+  MasksPresent masks;
   for (const Trace* tp : solo) {
     const Trace& t = *tp;
+    (t.workload.mask == Mask::Causal ? masks.causal : masks.none) = true;
     for (const TraceEvent& e : t.events) {
       const TileCost c = event_tile_cost(t.workload, e);
       A(r, 0) = 1.0;
@@ -360,7 +377,7 @@ CostFit fit_cost(const std::vector<Trace>& traces, u32 head_dim) {
   if (qr.rank() < 3)
     throw std::invalid_argument(fmt::format(
         "cannot fit head_dim {}: the measured tiles do not determine all three coefficients: {}",
-        head_dim, undetermined_coefficient(A)));
+        head_dim, undetermined_coefficient(A, masks)));
   const Eigen::Vector3d x = qr.solve(y);
   CostFit fit;
   fit.coefficients = CostCoefficients{x(0), x(1), x(2)};

@@ -154,6 +154,24 @@ TEST_CASE("fit refuses data that cannot determine the coefficients") {
   CHECK(contains(invalid_argument_text([&] { sim::fit_cost(unmasked, 128); }),
                  "us_per_masked_block cannot be determined: every tile has 0 masked KV blocks"));
 
+  // No masked block anywhere: the message asks for causal tiles or partial key blocks.
+  CHECK(contains(invalid_argument_text([&] { sim::fit_cost(unmasked, 128); }),
+                 "(add a causal trace, or sequences whose key length is not a multiple of BN)"));
+
+  // Causal with BM = BN: every tile's diagonal is one masked block, whatever the lengths. Asking
+  // for causal tiles here would be wrong; a trace without a mask is what is missing.
+  Workload causal;
+  causal.q_lens = {1024, 700, 300};
+  const std::vector<Trace> diagonal = {sim::replay(causal)};
+  const std::string causal_message = invalid_argument_text([&] { sim::fit_cost(diagonal, 128); });
+  CHECK(contains(causal_message,
+                 "us_per_masked_block cannot be determined: every tile has 1 masked KV block"));
+  CHECK(contains(causal_message, "the traces are all causal"));
+  CHECK(contains(causal_message, "add a trace without a mask"));
+  CHECK_FALSE(contains(causal_message, "add a causal"));
+  // ... and adding one determines all three.
+  CHECK_NOTHROW(sim::fit_cost({diagonal[0], unmasked[0]}, 128));
+
   // Keys of 1000 (7 whole blocks + a tail) and 1024 (8 whole blocks): every tile has 8 blocks, so
   // each masked block replaces an unmasked one and the two per-block costs cannot be separated.
   w.q_lens = {128, 128};

@@ -14,6 +14,7 @@
 #include "cli/typed_flags.hpp"
 #include "cli/view_flags.hpp"
 #include "cli/workload_flags.hpp"
+#include "cuda_driver.hpp"
 #include "gpu_commands.hpp"
 #include "test_support.hpp"
 #include "tilesched/sim/workload_io.hpp"
@@ -238,4 +239,14 @@ TEST_CASE("exit codes: 0 help, 2 usage, 1 runtime failure") {
   CHECK(exit_code_of({"run", "--ctas", "0"}) == kExitUsage);  // flags are checked first
   // With the GPU half, `run` would run the kernel: that belongs to the GPU tests.
   if (!tools::gpu_half_built()) CHECK(exit_code_of({"run"}) == kExitFailure);
+}
+
+TEST_CASE("a machine without a CUDA driver is told so, not that its driver is too old") {
+  const std::string missing = tools::cuda_driver_problem(0, "libtilesched-no-such-driver.so.1");
+  CHECK(missing ==
+        "no CUDA driver is installed (libtilesched-no-such-driver.so.1 cannot be loaded); install "
+        "the NVIDIA driver to run on a GPU");
+  // A library that loads but is something else.
+  const std::string other = tools::cuda_driver_problem(0, "libz.so.1");
+  CHECK(other.find("libz.so.1 is not a CUDA driver") == 0);
 }

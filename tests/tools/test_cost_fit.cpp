@@ -91,3 +91,27 @@ TEST_CASE("fit without traces, or with traces that leave a coefficient open, say
   CHECK(message.find("us_per_block cannot be determined: every tile has 4 unmasked KV blocks") !=
         std::string::npos);
 }
+
+TEST_CASE("fit skips a head_dim its traces cannot determine and fits the others") {
+  const sim::CostModel truth = model_64({1.25, 0.75, 1.5});
+  std::vector<cli::LabelledTrace> traces = measured(truth);
+  Workload flat = test::small_workload();
+  flat.head_dim = 128;
+  flat.mask = Mask::None;
+  flat.q_lens = {256, 256};  // every tile: 4 unmasked blocks, none masked
+  Trace t = sim::replay(flat);
+  t.source = "gpu";
+  traces.push_back({"flat_128", t});
+  const sim::CostModel base = sim::CostModel::builtin("h200");
+  const cli::CostFitReport report = cli::fit_cost_model(traces, base, "lab");
+  REQUIRE(report.fits.size() == 1);
+  CHECK(report.fits[0].head_dim == 64);
+  REQUIRE(report.skipped.size() == 1);
+  CHECK(report.skipped[0].find("cannot fit head_dim 128: ") == 0);
+  // The skipped head_dim keeps the base's coefficients, and the report says so.
+  CHECK(report.model.coefficients(128).us_per_block == base.coefficients(128).us_per_block);
+  CHECK(cli::format_cost_fit_report(report).find("flat_128  (tile/default)\n      measured") !=
+        std::string::npos);
+  CHECK(cli::format_cost_fit_report(report).find("(head_dim not fitted: base coefficients)") !=
+        std::string::npos);
+}

@@ -1,5 +1,8 @@
 #include <fmt/format.h>
 
+#include <cctype>
+#include <string>
+
 #include "cli/commands.hpp"
 #include "cli/errors.hpp"
 
@@ -12,6 +15,51 @@ std::string command_name(const CLI::App& app) {
   for (const CLI::App* sub : app.get_subcommands())
     return fmt::format("tilesched {}", sub->get_name());
   return "tilesched";
+}
+
+// Whether a command-line argument is a flag rather than a value: "--ctas", "-h", but not "-5".
+bool looks_like_flag(const std::string& arg) {
+  return arg.size() >= 2 && arg[0] == '-' &&
+         !(std::isdigit(static_cast<unsigned char>(arg[1])) || arg[1] == '.');
+}
+
+// CLI11 gives an option the argument after it even when that argument is another flag, so a
+// forgotten value ("--heads --ctas 8") would make "--ctas" the value of --heads and 8 a file to
+// read. Caught before parsing: "tilesched sim: --heads needs a value, ...". Empty when no value is
+// forgotten.
+std::string forgotten_value(const CLI::App& app, int argc, const char* const* argv) {
+  const CLI::App* command = &app;
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg == "--") break;  // everything after it is positional
+    if (command == &app) {
+      const auto named =
+          app.get_subcommands([&](const CLI::App* sub) { return sub->check_name(arg); });
+      if (!named.empty()) command = named.front();
+      continue;
+    }
+    if (!looks_like_flag(arg) || arg.find('=') != std::string::npos) continue;
+    const CLI::Option* option = command->get_option_no_throw(arg);
+    // Flags take no value; a value missing at the very end CLI11 reports itself (see below).
+    if (option == nullptr || option->get_items_expected_min() == 0 || i + 1 >= argc) continue;
+    if (looks_like_flag(argv[i + 1]))
+      return fmt::format(
+          "tilesched {0}: {1} needs a value, but the next argument is the flag {2} "
+          "(see tilesched {0} --help)",
+          command->get_name(), arg, argv[i + 1]);
+    ++i;  // its value, whatever it looks like
+  }
+  return {};
+}
+
+// CLI11's "--heads: 1 required N missing" for an option given last without its value.
+std::string usage_message(const CLI::ParseError& e) {
+  const std::string what = e.what();
+  const std::size_t colon = what.find(": 1 required ");
+  if (dynamic_cast<const CLI::ArgumentMismatch*>(&e) != nullptr && colon != std::string::npos &&
+      what.size() > 8 && what.compare(what.size() - 8, 8, " missing") == 0)
+    return fmt::format("{} needs a value", what.substr(0, colon));
+  return what;
 }
 
 }  // namespace
@@ -31,6 +79,10 @@ int run_tool(int argc, const char* const* argv) {
   add_gpu_commands(app, action);
   add_suite_commands(app, action);
 
+  if (const std::string problem = forgotten_value(app, argc, argv); !problem.empty()) {
+    fmt::print(stderr, "{}\n", problem);
+    return kExitUsage;
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -41,7 +93,8 @@ int run_tool(int argc, const char* const* argv) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
     // CLI11 prints two lines and uses its own exit codes; this tool promises one line and 2.
-    fmt::print(stderr, "{}: {} (see {} --help)\n", command_name(app), e.what(), command_name(app));
+    fmt::print(stderr, "{}: {} (see {} --help)\n", command_name(app), usage_message(e),
+               command_name(app));
     return kExitUsage;
   }
   try {

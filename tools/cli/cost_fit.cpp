@@ -1,6 +1,7 @@
 #include "cli/cost_fit.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cmath>
@@ -51,7 +52,13 @@ CostFitReport fit_cost_model(const std::vector<LabelledTrace>& traces, const sim
   report.model = base;
   report.model.device = device;
   for (const u32 d : head_dims) {
-    const sim::CostFit fit = sim::fit_cost(plain, d);
+    sim::CostFit fit;
+    try {
+      fit = sim::fit_cost(plain, d);
+    } catch (const std::invalid_argument& e) {
+      report.skipped.push_back(e.what());
+      continue;
+    }
     report.fits.push_back(HeadDimFit{d, fit});
     report.model.by_head_dim[d] = fit.coefficients;
     const auto negative = [&](const char* name, double value) {
@@ -72,12 +79,19 @@ CostFitReport fit_cost_model(const std::vector<LabelledTrace>& traces, const sim
     }
   }
 
+  if (report.fits.empty())
+    throw std::invalid_argument(
+        fmt::format("no head_dim could be fitted: {}", fmt::join(report.skipped, "; ")));
+
   // The per-tile fit can be good while the schedule's makespan is not (idle gaps, contention the
   // model does not know): replaying each workload shows how far the model carries.
   for (const LabelledTrace& t : traces) {
     MakespanComparison c;
     c.label = t.label;
     c.strategy = strategy_name(t.trace.workload);
+    c.fitted = std::any_of(report.fits.begin(), report.fits.end(), [&](const HeadDimFit& f) {
+      return f.head_dim == t.trace.workload.head_dim;
+    });
     c.measured_us = sim::compute_metrics(t.trace).makespan_us;
     c.predicted_us = sim::compute_metrics(sim::replay(t.trace.workload, report.model)).makespan_us;
     report.makespans.push_back(c);
@@ -121,8 +135,9 @@ std::string format_cost_fit_report(const CostFitReport& r) {
         c.measured_us > 0 ? 100.0 * (c.predicted_us - c.measured_us) / c.measured_us : 0.0;
     if (std::abs(error) < 0.05) error = 0;  // no "-0.0 %" for an exact replay
 
-    out += fmt::format("  {}  ({})\n      measured {:.1f} us  predicted {:.1f} us  ({:+.1f} %)\n",
-                       c.label, c.strategy, c.measured_us, c.predicted_us, error);
+    out += fmt::format("  {}  ({})\n      measured {:.1f} us  predicted {:.1f} us  ({:+.1f} %){}\n",
+                       c.label, c.strategy, c.measured_us, c.predicted_us, error,
+                       c.fitted ? "" : "  (head_dim not fitted: base coefficients)");
   }
   return out;
 }

@@ -34,6 +34,7 @@ struct HeadDimSharing {
 struct MakespanComparison {
   std::string label;
   std::string strategy;
+  bool fitted = true;  // false: its head_dim kept the base model's coefficients
   double measured_us = 0;
   double predicted_us = 0;
 };
@@ -50,14 +51,18 @@ struct CostFitReport {
   // "head_dim 128: rate(2) = 1.07", one per fitted sharing rate outside (0, 1]: a CTA cannot run
   // faster beside another than alone, nor stop, so the traces do not fit the model.
   std::vector<std::string> invalid_rates;
+  // "cannot fit head_dim 64: ...", one per head_dim the traces do not determine. Those keep the
+  // base model's coefficients; the others are still fitted.
+  std::vector<std::string> skipped;
 };
 
 // Fits every head_dim present in `traces`: tile costs from the traces that ran one CTA per SM
-// (sim::fit_cost; its std::invalid_argument names the head_dim and the coefficient the tiles leave
-// undetermined), and how CTAs share an SM from those where they did not (sim::fit_sharing; when
+// (sim::fit_cost), and how CTAs share an SM from those where they did not (sim::fit_sharing; when
 // the traces cannot tell, the base's occupancy and rates are kept and the reason reported). Then
-// replays each trace's workload with the result. Throws std::invalid_argument when `traces` is
-// empty.
+// replays each trace's workload with the result. A head_dim whose tiles do not determine the
+// coefficients (sim::fit_cost's std::invalid_argument names the head_dim and what its tiles lack)
+// is listed in `skipped`; when no head_dim can be fitted, that is a std::invalid_argument listing
+// every reason. Also thrown when `traces` is empty.
 CostFitReport fit_cost_model(const std::vector<LabelledTrace>& traces, const sim::CostModel& base,
                              const std::string& device);
 

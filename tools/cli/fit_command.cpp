@@ -98,6 +98,9 @@ int run_fit(const FitOptions& o) {
   const std::vector<LabelledTrace> traces = read_fit_traces(o);
   const std::string device = o.device.empty() ? common_device(traces) : o.device;
   const CostFitReport report = fit_cost_model(traces, base, device);
+  for (const std::string& reason : report.skipped)
+    fmt::print(stderr, "tilesched fit: warning: skipped: {}; its coefficients come from '{}'\n",
+               reason, o.base);
   fmt::print("{}", format_cost_fit_report(report));
   check_fit_report(report, o.out_file);
 
@@ -145,9 +148,11 @@ void add_fit_command(CLI::App& app, Action& action) {
   cmd->add_flag("--allow-sim", options->allow_sim,
                 "Accept traces that were not measured on a GPU (with a warning)");
   cmd->footer(
-      "Exit status: 0 success, 1 a trace could not be read, is not from a GPU, does not determine "
-      "the coefficients, or gives ones a cost file cannot hold (negative, or above one second; "
-      "nothing is written then), 2 bad flags.");
+      "A head_dim whose traces do not determine the coefficients is skipped with a warning (it "
+      "keeps --base's coefficients). Exit status: 0 success, 1 a trace could not be read or is "
+      "not from a GPU, no head_dim could be fitted, or a fit gave coefficients a cost file cannot "
+      "hold (negative, or above one second) or sharing rates outside (0, 1] (nothing is written "
+      "then), 2 bad flags.");
   cmd->callback([options, &action] { action = [options] { return run_fit(*options); }; });
 }
 

@@ -107,7 +107,7 @@ struct ChartLayout {
   std::uint64_t units_per_row = 1;
   std::uint64_t rows = 1;  // drawn rows
   double row_h = 1;
-  std::map<u32, std::size_t> categories;  // colour category -> tiles, for the legend
+  std::map<u32, std::size_t> categories;  // colour category -> boxed tiles, for the legend
   std::size_t per_legend_row = 1;
   std::size_t legend_entries = 0;
   double plot_top = 0, plot_height = 0;
@@ -186,8 +186,9 @@ ChartLayout chart_layout(const Trace& trace, const ChartOptions& options) {
   double box_px = 0;
   std::size_t boxes = 0;
   for (const TraceEvent& e : trace.events) {
-    ++l.categories[color_key(e, options.color_by)];
     if (l.width_px(e) >= l.min_box_px) {
+      // The legend names the colours that boxes show; shaded tiles have none.
+      ++l.categories[color_key(e, options.color_by)];
       box_px += l.width_px(e);
       ++boxes;
     } else {
