@@ -275,6 +275,13 @@ Trace many_tiles_trace(std::uint32_t tiles, SchedulerKind scheduler = SchedulerK
   return sim::replay(w);
 }
 
+// The small workload's transient grid run 5 CTAs at a time: every slot busy, rows far apart.
+Trace transient_on_5_slots() {
+  Workload w = test::small_workload(SchedulerKind::Transient);
+  w.resident_ctas = 5;
+  return sim::replay(w);
+}
+
 std::size_t count_text(const std::string& text, const std::string& part) {
   std::size_t n = 0;
   for (std::size_t at = text.find(part); at != std::string::npos; at = text.find(part, at + 1)) ++n;
@@ -311,7 +318,7 @@ TEST_CASE("a chart of 262144 tiles stays small: narrow tiles are shaded per row,
 }
 
 TEST_CASE("a transient chart has one row per resident slot, as the metrics count") {
-  const Trace trace = test::small_trace(SchedulerKind::Transient);
+  const Trace trace = transient_on_5_slots();
   REQUIRE(trace.launched_ctas > 20);  // one CTA per tile
   const sim::Metrics m = sim::compute_metrics(trace);
   REQUIRE(m.unit == sim::ExecutionUnit::Slot);
@@ -402,7 +409,7 @@ TEST_CASE("perfetto times are numbers whatever the trace holds") {
 }
 
 TEST_CASE("perfetto draws a transient trace per slot, the CTA among the args") {
-  const Trace trace = test::small_trace(SchedulerKind::Transient);
+  const Trace trace = transient_on_5_slots();
   const nlohmann::json j = nlohmann::json::parse(viz::render_perfetto(trace));
   std::set<std::int64_t> tracks;
   for (const auto& ev : j["traceEvents"]) {

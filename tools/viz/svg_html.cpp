@@ -127,7 +127,7 @@ struct ChartLayout {
     return std::min(unit_of(e) / units_per_row, rows - 1);
   }
   double width_px(const TraceEvent& e) const {
-    const double w = (e.end_us - e.start_us) * scale;
+    const double w = sim::busy_us(e) * scale;
     return std::isfinite(w) ? w : kPlotWidth;
   }
 };
@@ -143,7 +143,7 @@ double row_height(std::uint64_t rows) {
 // Every execution unit gets a row, idle ones too (their emptiness is the point); an event past
 // the count a file claims still gets one.
 std::uint64_t unit_count(const Trace& t, const ChartLayout& l) {
-  std::uint64_t n = l.per_slot ? std::min<std::uint64_t>(t.launched_ctas, t.workload.num_ctas)
+  std::uint64_t n = l.per_slot ? std::min<std::uint64_t>(t.launched_ctas, t.workload.resident_ctas)
                                : std::uint64_t(t.launched_ctas);
   for (const TraceEvent& e : t.events) n = std::max(n, l.unit_of(e) + 1);
   return std::max<std::uint64_t>(n, 1);
@@ -345,7 +345,7 @@ Shading shade_narrow_tiles(const Trace& trace, const ChartLayout& l) {
     if (l.width_px(e) >= l.min_box_px) continue;
     const std::uint64_t row = l.row_of(e);
     ++s.tiles[row];
-    s.busy_us[row] += e.end_us - e.start_us;
+    s.busy_us[row] += sim::busy_us(e);
     // Clamped in double before converting: a hand-edited trace may hold negative times.
     const double x0 = std::clamp((e.start_us * l.scale) / l.cell_px, 0.0, double(s.columns));
     double x1 = std::clamp((e.end_us * l.scale) / l.cell_px, x0, double(s.columns));
