@@ -6,6 +6,7 @@
 
 #include "cli/trace_diff.hpp"
 #include "test_support.hpp"
+#include "tilesched/sim/replay.hpp"
 
 using namespace tilesched;
 using namespace tilesched::cli;
@@ -81,4 +82,22 @@ TEST_CASE("per-CTA timing ratios; timing alone does not make schedules differ") 
   CHECK(d.ratio_max == doctest::Approx(3.0));
   REQUIRE_FALSE(d.worst_ratios.empty());
   CHECK(d.worst_ratios[0].cta == 2);
+}
+
+TEST_CASE("traces of different problems are told apart from different schedules of one") {
+  const Trace causal = test::small_trace();
+  Workload none_w = test::small_workload();
+  none_w.mask = Mask::None;
+  const Trace none = sim::replay(none_w);
+  const TraceDiff d = diff_traces(causal, none);
+  // The mask does not move a tile, so the schedules alone would look identical.
+  CHECK(d.schedules_identical());
+  CHECK_FALSE(d.same_problem());
+  CHECK(d.problem_differences == std::vector<std::string>{"mask"});
+  CHECK(format_trace_diff(d, causal, none).find("a different attention problem") !=
+        std::string::npos);
+  // Strategies are what diff compares: not a different problem.
+  const TraceDiff strategies = diff_traces(causal, test::small_trace(SchedulerKind::Queued));
+  CHECK_FALSE(strategies.same_workload());
+  CHECK(strategies.same_problem());
 }

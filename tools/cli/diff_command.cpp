@@ -20,6 +20,7 @@ int run_diff(const DiffOptions& o) {
   const Trace b = sim::read_trace(o.b_file);
   const TraceDiff d = diff_traces(a, b);
   fmt::print("{}", format_trace_diff(d, a, b));
+  if (!d.same_problem()) return kExitDifferentProblems;
   return d.schedules_identical() ? kExitOk : kExitDiffers;
 }
 
@@ -37,7 +38,9 @@ void add_diff_command(CLI::App& app, Action& action) {
       ->required();
   cmd->footer(
       "Exit status: 0 the schedules are identical (every CTA processes the same tiles in the same "
-      "order; times may differ), 3 they differ, 1 a trace could not be read, 2 bad flags.");
+      "order; times may differ), 3 they differ, 4 the traces are of different attention problems "
+      "(sequence lengths, heads, head_dim, mask or tile sizes differ; strategies may differ "
+      "under 0 and 3), 1 a trace could not be read, 2 bad flags.");
   cmd->callback([options, &action] { action = [options] { return run_diff(*options); }; });
 }
 

@@ -35,6 +35,17 @@ std::vector<std::string> workload_differences(const Workload& a, const Workload&
   return names;
 }
 
+// Workload fields (as workload_to_json names them) that define the problem; the others (scheduler,
+// schedule, flip, CTA counts, ragged mode, cost profile) are strategies of solving it, which is
+// what diff compares.
+bool defines_the_problem(const std::string& field) {
+  static const char* const kProblemFields[] = {"q_lens",      "kv_lens",      "padded",
+                                               "num_q_heads", "num_kv_heads", "head_dim",
+                                               "mask",        "block_m",      "block_n"};
+  return std::any_of(std::begin(kProblemFields), std::end(kProblemFields),
+                     [&](const char* name) { return field == name; });
+}
+
 std::vector<const TraceEvent*> in_schedule_order(const Trace& t) {
   std::vector<const TraceEvent*> events;
   for (const TraceEvent& e : t.events) events.push_back(&e);
@@ -68,6 +79,8 @@ std::optional<FirstScheduleDifference> first_difference(const Trace& a, const Tr
 TraceDiff diff_traces(const Trace& a, const Trace& b, std::size_t max_listed) {
   TraceDiff d;
   d.workload_differences = workload_differences(a.workload, b.workload);
+  for (const std::string& field : d.workload_differences)
+    if (defines_the_problem(field)) d.problem_differences.push_back(field);
   d.launched_ctas_differ = a.launched_ctas != b.launched_ctas;
   d.first_difference = first_difference(a, b);
 
@@ -125,6 +138,11 @@ std::string format_trace_diff(const TraceDiff& d, const Trace& a, const Trace& b
   out += d.same_workload()
              ? std::string("workload: same\n")
              : fmt::format("workload: differs in {}\n", fmt::join(d.workload_differences, ", "));
+  if (!d.same_problem())
+    out += fmt::format(
+        "  ({}: a different attention problem, not another schedule of the same one, so tiles and "
+        "times do not compare)\n",
+        fmt::join(d.problem_differences, ", "));
   if (d.launched_ctas_differ)
     out += fmt::format("launched CTAs: A {} vs B {}\n", a.launched_ctas, b.launched_ctas);
   if (!d.first_difference) {

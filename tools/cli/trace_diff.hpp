@@ -26,6 +26,9 @@ struct CtaRatio {
 
 struct TraceDiff {
   std::vector<std::string> workload_differences;  // names of workload fields that differ
+  // Those of them that change the attention problem itself (lengths, heads, head_dim, mask, tile
+  // sizes), not only how it is scheduled: then tiles and times do not compare at all.
+  std::vector<std::string> problem_differences;
   bool launched_ctas_differ = false;
   std::optional<FirstScheduleDifference> first_difference;
   std::size_t only_in_a_count = 0, only_in_b_count = 0;  // tiles (prompt, head, offset)
@@ -36,6 +39,7 @@ struct TraceDiff {
   std::vector<CtaRatio> worst_ratios;  // furthest from 1 first
 
   bool same_workload() const { return workload_differences.empty(); }
+  bool same_problem() const { return problem_differences.empty(); }
   bool same_tile_set() const { return only_in_a_count == 0 && only_in_b_count == 0; }
   // Every CTA processes the same tiles in the same order (times may differ).
   bool schedules_identical() const { return !first_difference && !launched_ctas_differ; }
