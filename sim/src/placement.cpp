@@ -53,15 +53,17 @@ constexpr u32 kStart = ~0u;
 
 class Placement {
  public:
-  Placement(const SlotLayout& layout, u32 launched, const NextTile& next)
+  Placement(const SlotLayout& layout, u32 launched, const NextTile& next,
+            std::vector<TraceEvent>& events)
       : layout_(layout),
         next_(next),
         sms_(std::min(layout.multiprocessors, std::max<u32>(layout.slots, 1))),
         slot_of_(launched, 0),
         steps_(launched, 0),
-        launched_(launched) {}
+        launched_(launched),
+        events_(events) {}
 
-  std::vector<TraceEvent> run() {
+  void run() {
     const u32 first_wave = std::min(layout_.slots, launched_);
     for (u32 c = 0; c < first_wave; ++c) start(c, c, 0.0);
     next_waiting_ = first_wave;
@@ -75,7 +77,7 @@ class Placement {
         turn(d.cta, d.time_us);
       }
     }
-    return by_cta();
+    sort_by_cta();
   }
 
  private:
@@ -147,15 +149,27 @@ class Placement {
     schedule(index);
   }
 
-  // Counting sort by CTA: stable, so each CTA's events stay in step order. Sizes and indices in
-  // size_t: `launched + 1` in u32 would wrap to 0 for a grid of 2^32-1 CTAs.
-  std::vector<TraceEvent> by_cta() const {
+  // Into (cta, step) order in place, so the events are held once (a sorted copy would double
+  // the peak memory): each event's destination by a counting sort over CTAs (stable, so each
+  // CTA's events stay in step order), then the permutation applied cycle by cycle. A grid whose
+  // CTAs start one after another (transient) is in order already. Sizes in size_t: `launched + 1`
+  // in u32 would wrap to 0 for a grid of 2^32-1 CTAs.
+  void sort_by_cta() {
+    const auto by_cta = [](const TraceEvent& a, const TraceEvent& b) { return a.cta < b.cta; };
+    if (std::is_sorted(events_.begin(), events_.end(), by_cta)) return;
     std::vector<std::size_t> first(std::size_t(launched_) + 1, 0);
     for (const TraceEvent& e : events_) ++first[std::size_t(e.cta) + 1];
     for (std::size_t c = 1; c < first.size(); ++c) first[c] += first[c - 1];
-    std::vector<TraceEvent> out(events_.size());
-    for (const TraceEvent& e : events_) out[first[e.cta]++] = e;
-    return out;
+    std::vector<u32> destination(events_.size());  // N < 2^32 (Workload::validate)
+    for (std::size_t i = 0; i < events_.size(); ++i)
+      destination[i] = static_cast<u32>(first[events_[i].cta]++);
+    for (std::size_t i = 0; i < events_.size(); ++i) {
+      while (destination[i] != i) {
+        const u32 j = destination[i];
+        std::swap(events_[i], events_[j]);
+        std::swap(destination[i], destination[j]);
+      }
+    }
   }
 
   const SlotLayout& layout_;
@@ -165,15 +179,15 @@ class Placement {
   std::vector<u32> steps_;    // by CTA: tiles processed so far
   u32 launched_;
   u32 next_waiting_ = 0;            // lowest CTA id not started yet
-  std::vector<TraceEvent> events_;  // in start order
+  std::vector<TraceEvent>& events_;  // in start order until sorted
   std::priority_queue<Due, std::vector<Due>, std::greater<Due>> due_;
 };
 
 }  // namespace
 
-std::vector<TraceEvent> place_ctas(const SlotLayout& layout, u32 launched_ctas,
-                                   const NextTile& next) {
-  return Placement(layout, launched_ctas, next).run();
+void place_ctas(const SlotLayout& layout, u32 launched_ctas, const NextTile& next,
+                std::vector<TraceEvent>& events) {
+  Placement(layout, launched_ctas, next, events).run();
 }
 
 }  // namespace tilesched::sim::detail

@@ -73,7 +73,7 @@ void replay_grid(const ReplayContext& ctx, const Sched& sched, const detail::Slo
     tile = ctx.tile(st.idx, *s);
     return true;
   };
-  t.events = detail::place_ctas(layout, t.launched_ctas, next);
+  detail::place_ctas(layout, t.launched_ctas, next, t.events);
 }
 
 }  // namespace
@@ -93,6 +93,7 @@ Trace replay(const Workload& w, const CostModel& cost) {
   t.device = cost.device;
   t.workload = w;
   t.workload.resident_ctas = layout.slots;  // the trace says what ran, whoever chose it
+  t.events.reserve(replayed_tile_count(w));  // exactly: no growth, no slack
   u32 counter_value = 0;
   const SchedulerInputs inputs{AtomicCounter{&counter_value}, plan.arrays()};
   with_scheduler(w, inputs, [&](const auto& sched) {
@@ -109,6 +110,39 @@ SchedulePlan plan_schedule(const Workload& w, const CostModel& cost) {
 
 Trace replay(const Workload& w) {
   return replay(w, CostModel::builtin(w.cost_profile));
+}
+
+std::uint64_t replayed_tile_count(const Workload& w) {
+  if (w.scheduler == SchedulerKind::Tile && w.ragged_mode == RaggedMode::Faithful) {
+    // Upstream's tile scheduler runs every index, past a sequence's end included (SPEC §5),
+    // except a CTA's first when that one starts past its sequence: it steps over that one.
+    const std::vector<u32> q_offsets = w.q_row_offsets();
+    const TileSummary summary = w.summary(q_offsets.data());
+    std::uint64_t tiles = summary.max_idx(w.scheduled_heads());
+    u32 counter_value = 0;
+    with_scheduler(w, AtomicCounter{&counter_value}, [&](const auto& sched) {
+      using S = std::decay_t<decltype(sched)>;
+      if constexpr (std::is_same_v<S, runtime::TileScheduler>) {
+        u32 sidx[1] = {0};
+        const GridDim grid = sched.grid_dim(summary);
+        for (u32 cta = 0; cta < grid.x; ++cta) {
+          TileState st = sched.initial_state(sidx, summary, BlockIndex{cta, 0, 0});
+          sched.first_work(summary, st);
+          if (st.idx != cta) --tiles;
+        }
+      }
+    });
+    return tiles;
+  }
+  // Every other scheduler, and safe mode, skip the tiles past a sequence's end.
+  return w.valid_tile_count();
+}
+
+std::uint64_t replay_bytes_per_tile(const Workload& w) {
+  // The event, and while the placement sorts it into (cta, step) order its destination; a
+  // transient grid, already in order, has instead its CTA's slot and step (one CTA per tile).
+  return sizeof(TraceEvent) +
+         (w.scheduler == SchedulerKind::Transient ? 2 * sizeof(u32) : sizeof(u32));
 }
 
 }  // namespace tilesched::sim

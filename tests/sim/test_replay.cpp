@@ -430,3 +430,45 @@ TEST_CASE("the built-in H200 profile runs two CTAs per SM at d = 128 and one at 
   CHECK(started_late.size() == 132);
   CHECK(*started_late.begin() == 132);
 }
+
+TEST_CASE("replayed_tile_count predicts every replay's event count exactly, without replaying") {
+  for (const auto& row : kSchedulerKindNames) {
+    const SchedulerKind kind = row.value;
+    for (const RaggedMode mode : {RaggedMode::Safe, RaggedMode::Faithful}) {
+      const std::string kind_name = to_string(kind), mode_name = to_string(mode);
+      CAPTURE(kind_name);
+      CAPTURE(mode_name);
+      for_random_workloads(77, 150, kind, [&](Workload& w, int) {
+        w.ragged_mode = mode;
+        const Trace t = sim::replay(w);
+        CAPTURE(sim::workload_to_json(w).dump());
+        CHECK(t.events.size() == sim::replayed_tile_count(w));
+        // Reserved exactly: the events take their own size and no more.
+        CHECK(t.events.capacity() == t.events.size());
+        // Sorted in place into (cta, step) order.
+        for (std::size_t i = 1; i < t.events.size(); ++i) {
+          const TraceEvent &p = t.events[i - 1], &e = t.events[i];
+          REQUIRE_MESSAGE((p.cta < e.cta || (p.cta == e.cta && p.step + 1 == e.step)), show(p),
+                          show(e));
+        }
+        // The same batch decoding: one new token per sequence against its keys, tiles per KV head.
+        Workload decode = w;
+        decode.decoding = true;
+        decode.ragged_mode = RaggedMode::Safe;
+        decode.kv_lens.clear();
+        for (u32 b = 0; b < w.batch_size(); ++b)
+          decode.kv_lens.push_back(std::max<u32>(w.key_len(b), 1));
+        decode.q_lens.assign(w.q_lens.size(), 1);
+        if (!decode.validate().empty()) return;
+        const Trace decoded = sim::replay(decode);
+        CHECK(decoded.events.size() == sim::replayed_tile_count(decode));
+        CHECK(decoded.events.capacity() == decoded.events.size());
+      });
+    }
+  }
+  for (const auto& row : kSchedulerKindNames) {
+    Workload w;
+    w.scheduler = row.value;
+    CHECK(sim::replay_bytes_per_tile(w) <= 64);
+  }
+}

@@ -5,6 +5,7 @@
 
 #include <fstream>
 #include <map>
+#include <mutex>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
@@ -438,7 +439,9 @@ TEST_CASE("write_schedule_outputs: --pictures none writes the trace only; gzip f
   viz::OutputOptions gzip;
   gzip.compression = sim::Compression::Gzip;
   std::set<std::string> reported;
+  std::mutex reported_mutex;  // trace.json is written on a thread of its own
   gzip.progress = [&](const std::string& path, std::uint64_t, std::uint64_t) {
+    const std::lock_guard<std::mutex> lock(reported_mutex);
     reported.insert(path);
   };
   const viz::ScheduleOutputs packed =

@@ -3,6 +3,9 @@
 #include <fmt/format.h>
 
 #include <cstdio>
+#include <map>
+#include <mutex>
+#include <utility>
 
 #include "cli/console.hpp"
 #include "cli/typed_flags.hpp"
@@ -60,8 +63,18 @@ void show_and_write_trace(const Trace& trace, const sim::Metrics& metrics, const
   options.chart.color_by = f.color_by;
   options.pictures = f.pictures;
   options.compression = f.gzip ? sim::Compression::Gzip : sim::Compression::None;
-  options.progress = [&progress](const std::string& path, std::uint64_t done, std::uint64_t total) {
-    progress.update(fmt::format("writing {}", path), done, total);
+  // One line for the files written side by side: their events done over their events in all.
+  std::mutex files_mutex;
+  std::map<std::string, std::pair<std::uint64_t, std::uint64_t>> files;  // path -> (done, total)
+  options.progress = [&](const std::string& path, std::uint64_t done, std::uint64_t total) {
+    const std::lock_guard<std::mutex> lock(files_mutex);
+    files[path] = {done, total};
+    std::uint64_t all_done = 0, all_total = 0;
+    for (const auto& [name, counts] : files) {
+      all_done += counts.first;
+      all_total += counts.second;
+    }
+    progress.update("writing the outputs", all_done, all_total);
   };
   const viz::ScheduleOutputs paths =
       viz::write_schedule_outputs(trace, metrics, f.out_dir, options);

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <filesystem>
+#include <future>
 #include <stdexcept>
 #include <system_error>
 
@@ -45,26 +46,31 @@ ScheduleOutputs write_schedule_outputs(const Trace& trace, const sim::Metrics& m
 
   ScheduleOutputs paths;
   paths.trace_path = path_of("trace.json", options.compression);
-  sim::write_trace(paths.trace_path, trace,
-                   sim::TraceWriteOptions{options.compression, progress_of(paths.trace_path)});
-  if (options.pictures == Pictures::None) return paths;
+  // The trace on a second thread while this one writes the pictures: the files are independent,
+  // and with --gzip compressing them is most of the time. The future waits for the thread
+  // whichever way this function is left.
+  std::future<void> trace_written = std::async(std::launch::async, [&] {
+    sim::write_trace(paths.trace_path, trace,
+                     sim::TraceWriteOptions{options.compression, progress_of(paths.trace_path)});
+  });
+  if (options.pictures != Pictures::None) {
+    const std::string perfetto_path = path_of("perfetto.json", options.compression);
+    sim::OutputFile perfetto(perfetto_path, options.compression);
+    write_perfetto_json(perfetto, trace, metrics.unit, progress_of(perfetto_path));
+    perfetto.commit();
+    paths.perfetto_path = perfetto_path;
 
-  paths.perfetto_path = path_of("perfetto.json", options.compression);
-  {
-    sim::OutputFile file(paths.perfetto_path, options.compression);
-    write_perfetto_json(file, trace, metrics.unit, progress_of(paths.perfetto_path));
-    file.commit();
-  }
-  paths.html_path = path_of("schedule.html", sim::Compression::None);
-  {
-    if (options.progress) options.progress(paths.html_path, 0, 1);
+    const std::string html_path = path_of("schedule.html", sim::Compression::None);
+    if (options.progress) options.progress(html_path, 0, 1);
     ChartOptions chart = options.chart;
     chart.detail = options.pictures == Pictures::Full ? ChartDetail::Full : ChartDetail::Summary;
-    sim::OutputFile file(paths.html_path);
-    write_schedule_html(file, trace, metrics, chart);
-    file.commit();
-    if (options.progress) options.progress(paths.html_path, 1, 1);
+    sim::OutputFile html(html_path);
+    write_schedule_html(html, trace, metrics, chart);
+    html.commit();
+    if (options.progress) options.progress(html_path, 1, 1);
+    paths.html_path = html_path;
   }
+  trace_written.get();  // rethrows what the trace writer threw
   return paths;
 }
 

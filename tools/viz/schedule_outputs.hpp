@@ -36,7 +36,8 @@ struct OutputOptions {
   Pictures pictures = Pictures::Summary;
   // Gzip: trace.json.gz and perfetto.json.gz (the readers and Perfetto's UI open them).
   sim::Compression compression = sim::Compression::None;
-  // Told which file is being written and how far along it is, in events.
+  // Told which file is being written and how far along it is, in events. Called from two
+  // threads: trace.json is written beside the pictures.
   std::function<void(const std::string& path, std::uint64_t done, std::uint64_t total)> progress;
 };
 

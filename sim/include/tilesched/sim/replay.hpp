@@ -25,6 +25,8 @@
 // it.
 #pragma once
 
+#include <cstdint>
+
 #include "tilesched/schedule_plan.hpp"
 #include "tilesched/sim/cost_model.hpp"
 #include "tilesched/trace.hpp"
@@ -42,5 +44,17 @@ Trace replay(const Workload& w, const CostModel& cost);
 
 // replay with CostModel::builtin(w.cost_profile).
 Trace replay(const Workload& w);
+
+// How many events replay(w) records, without replaying: the tiles inside their sequences
+// (Workload::valid_tile_count: ceil(q_len / tile height) per sequence, times the scheduled
+// heads); for the static tile scheduler in faithful mode, every work index T*H*B but the first
+// of each CTA whose first tile starts past its sequence. Lets a caller size memory and outputs
+// before it commits to a replay. `w` must be valid.
+std::uint64_t replayed_tile_count(const Workload& w);
+
+// Bytes replay(w) holds at its peak, per recorded event: the event itself, plus the placement's
+// destination index while it sorts the events into (cta, step) order (or, for a transient grid,
+// whose events come in CTA order, each one-tile CTA's slot and step).
+std::uint64_t replay_bytes_per_tile(const Workload& w);
 
 }  // namespace tilesched::sim
