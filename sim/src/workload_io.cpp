@@ -104,7 +104,7 @@ bool read_query_lengths(const json& j, const std::string& P, Workload& w) {
     if (!has_seq) fail(P + "seq_len", "required with batch (a padded batch of batch x seq_len)");
     const u32 batch = as_u32(j["batch"], P + "batch");
     const u32 seq = as_u32(j["seq_len"], P + "seq_len");
-    if (batch > (1u << 24)) fail(P + "batch", fmt::format("is implausibly large: {}", batch));
+    if (batch > kMaxPaddedBatch) fail(P + "batch", fmt::format("is implausibly large: {}", batch));
     w.q_lens.assign(batch, seq);
     w.padded = true;
   }

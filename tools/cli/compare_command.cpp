@@ -7,6 +7,7 @@
 
 #include "cli/commands.hpp"
 #include "cli/errors.hpp"
+#include "cli/run_size.hpp"
 #include "cli/strategies.hpp"
 #include "cli/view_flags.hpp"
 #include "cli/workload_flags.hpp"
@@ -24,6 +25,7 @@ struct CompareOptions {
   WorkloadFlags workload;
   std::string html_file;
   viz::ColorBy color_by = viz::ColorBy::Head;
+  std::uint64_t max_tiles = kDefaultMaxTiles;
 };
 
 std::string join_counts(const std::vector<u32>& counts) {
@@ -34,6 +36,9 @@ int run_compare(const CompareOptions& o) {
   const Simulation s = resolve_simulation(o.workload);
   const Workload& base = s.workload;
   const sim::CostModel& cost = s.cost;
+  // Every strategy's trace at every candidate C is held until the ranking is known.
+  check_run_size(base, o.max_tiles,
+                 all_strategies(base).size() * candidate_cta_counts(base, cost).size(), nullptr);
 
   const std::vector<StrategyResult> results = compare_strategies(base, cost);
   const std::size_t chosen = recommended_index(results);
@@ -75,6 +80,7 @@ void add_compare_command(CLI::App& app, Action& action) {
                   "if missing)")
       ->type_name("FILE");
   add_color_by_flag(*cmd, options->color_by);
+  add_max_tiles_flag(*cmd, options->max_tiles);
   cmd->footer(
       "The workload's own scheduler and schedule are ignored: every strategy is run. --ctas sets "
       "the second CTA count (SMs x CTAs per SM).");

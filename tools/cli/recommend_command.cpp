@@ -7,6 +7,7 @@
 
 #include "cli/commands.hpp"
 #include "cli/errors.hpp"
+#include "cli/run_size.hpp"
 #include "cli/strategies.hpp"
 #include "cli/workload_flags.hpp"
 #include "viz/describe.hpp"
@@ -16,6 +17,7 @@ namespace {
 
 struct RecommendOptions {
   WorkloadFlags workload;
+  std::uint64_t max_tiles = kDefaultMaxTiles;
 };
 
 std::string label(const StrategyResult& r) {
@@ -48,6 +50,9 @@ void print_reasons(const std::vector<StrategyResult>& results, std::size_t chose
 int run_recommend(const RecommendOptions& o) {
   const Workload base = resolve_workload(o.workload);
   const sim::CostModel cost = resolve_cost_model(o.workload, base);
+  // Like compare: every strategy's trace at every candidate C is held until the ranking is known.
+  check_run_size(base, o.max_tiles,
+                 all_strategies(base).size() * candidate_cta_counts(base, cost).size(), nullptr);
   const std::vector<StrategyResult> results = compare_strategies(base, cost);
   const std::size_t chosen = recommended_index(results);
   const StrategyResult& r = results.at(chosen);
@@ -85,6 +90,7 @@ void add_recommend_command(CLI::App& app, Action& action) {
       "The strategy and CTA count to use for a workload (the one compare marks), and why: its "
       "predicted makespan, imbalance and distance to the ideal bound");
   add_workload_flags(*cmd, options->workload, WorkloadFlagSet{/*strategy=*/false, true});
+  add_max_tiles_flag(*cmd, options->max_tiles);
   cmd->footer(
       "The ideal bound is what no schedule of these tiles can beat: the total tile time spread "
       "evenly over the CTAs that run at once, or the longest tile if that is longer.");

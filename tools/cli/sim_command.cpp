@@ -8,6 +8,7 @@
 #include "cli/commands.hpp"
 #include "cli/console.hpp"
 #include "cli/errors.hpp"
+#include "cli/run_size.hpp"
 #include "cli/typed_flags.hpp"
 #include "cli/view_flags.hpp"
 #include "cli/workload_flags.hpp"
@@ -20,6 +21,7 @@ namespace {
 struct SimOptions {
   WorkloadFlags workload;
   ViewFlags view;
+  std::uint64_t max_tiles = kDefaultMaxTiles;
   bool attention = false;
   std::uint64_t seed = 1;
 };
@@ -27,6 +29,8 @@ struct SimOptions {
 int run_sim(const SimOptions& o) {
   const Simulation s = resolve_simulation(o.workload);
   const Workload& w = s.workload;
+  const viz::OutputOptions outputs = output_options(o.view);
+  check_run_size(w, o.max_tiles, 1, &outputs);
   Trace trace;
   {
     Progress progress("sim", 2);
@@ -68,6 +72,7 @@ void add_sim_command(CLI::App& app, Action& action) {
       "perfetto.json");
   add_workload_flags(*cmd, options->workload);
   add_view_flags(*cmd, options->view);
+  add_max_tiles_flag(*cmd, options->max_tiles);
   cmd->add_flag("--attention", options->attention,
                 "Also compute attention tile by tile and check coverage and error against a naive "
                 "reference (exit 1 if it fails in safe mode)");

@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cstdint>
 #include <limits>
 #include <optional>
@@ -65,14 +66,17 @@ struct Unwrapped<std::optional<T>> {
 };
 }  // namespace detail
 
-// A number flag stored in `value` (an integer, or a std::optional of one: empty when not given).
+// A number flag stored in `value` (an integer, or a std::optional of one: empty when not given),
+// within [min, max] (max: the largest the type holds unless given).
 template <class T>
 CLI::Option* add_number_flag(CLI::App& command, const std::string& name, T& value,
-                             const std::string& help, std::uint64_t min = 0) {
+                             const std::string& help, std::uint64_t min = 0,
+                             std::uint64_t max = UINT64_MAX) {
   using Number = typename detail::Unwrapped<T>::type;
   static_assert(std::is_integral_v<Number> && !std::is_same_v<Number, bool>);
+  const std::uint64_t largest = std::numeric_limits<Number>::max();
   return command.add_option(name, value, help)
-      ->transform(decimal_number(min, std::numeric_limits<Number>::max()))
+      ->transform(decimal_number(min, std::min(max, largest)))
       ->type_name("N");
 }
 

@@ -40,6 +40,14 @@ void add_view_flags(CLI::App& command, ViewFlags& f) {
                    "ui.perfetto.dev read them)");
 }
 
+viz::OutputOptions output_options(const ViewFlags& f) {
+  viz::OutputOptions options;
+  options.chart.color_by = f.color_by;
+  options.pictures = f.pictures;
+  options.compression = f.gzip ? sim::Compression::Gzip : sim::Compression::None;
+  return options;
+}
+
 void show_and_write_trace(const Trace& trace, const sim::Metrics& metrics, const ViewFlags& f,
                           Progress& progress, const std::string& note) {
   progress.clear();
@@ -59,10 +67,7 @@ void show_and_write_trace(const Trace& trace, const sim::Metrics& metrics, const
   }
   std::fflush(stdout);
 
-  viz::OutputOptions options;
-  options.chart.color_by = f.color_by;
-  options.pictures = f.pictures;
-  options.compression = f.gzip ? sim::Compression::Gzip : sim::Compression::None;
+  viz::OutputOptions options = output_options(f);
   // One line for the files written side by side: their events done over their events in all.
   std::mutex files_mutex;
   std::map<std::string, std::pair<std::uint64_t, std::uint64_t>> files;  // path -> (done, total)

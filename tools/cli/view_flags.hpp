@@ -41,6 +41,9 @@ void add_view_flags(CLI::App& command, ViewFlags& flags);
 // --color-by, which `compare` also takes.
 CLI::Option* add_color_by_flag(CLI::App& command, viz::ColorBy& color_by);
 
+// What the flags ask write_schedule_outputs for (without progress).
+viz::OutputOptions output_options(const ViewFlags& flags);
+
 // Prints the metrics table and the terminal view to stdout, writes schedule.html, trace.json and
 // perfetto.json into flags.out_dir (as --pictures and --gzip say), and says where they are.
 // Progress goes to `progress` (one step per file). `note` (e.g. where C came from) is printed under

@@ -17,7 +17,7 @@ void add_sequence_flags(CLI::App& command, WorkloadFlags& f) {
                     "Keys per sequence, comma-separated (default: q-lens)");
   CLI::Option* batch =
       add_number_flag(command, "--batch", f.batch, "Sequences of a padded batch (with --seq-len)",
-                      /*min=*/1);
+                      /*min=*/1, sim::kMaxPaddedBatch);
   CLI::Option* seq =
       add_number_flag(command, "--seq-len", f.seq_len, "Rows of every sequence of a padded batch");
   batch->needs(seq);

@@ -46,6 +46,11 @@ struct ScheduleOutputs {
   std::string html_path, trace_path, perfetto_path;
 };
 
+// About how many bytes write_schedule_outputs writes for a trace of `tiles` events, from the
+// sizes per tile measured on 1M-tile traces (docs/sim-performance.md); schedule.html in summary
+// mode is bounded whatever the trace. An estimate for refusing runs up front, not a promise.
+std::uint64_t estimated_output_bytes(std::uint64_t tiles, const OutputOptions& options);
+
 // Creates `out_dir` (and parents) when missing. Throws std::runtime_error naming the directory or
 // file that could not be written.
 ScheduleOutputs write_schedule_outputs(const Trace& trace, const sim::Metrics& metrics,

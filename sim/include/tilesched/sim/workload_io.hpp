@@ -8,6 +8,10 @@
 
 namespace tilesched::sim {
 
+// The most sequences a padded batch (batch x seq_len) may have, in a file or on the command line:
+// 16M one-row sequences already take 64 MB of lengths, and more is a typo, not a workload.
+inline constexpr u32 kMaxPaddedBatch = 1u << 24;
+
 // A realistic ragged causal prefill: 8 sequences of mixed lengths 512..8192 (not all multiples of
 // 128), 32 query heads, 8 KV heads, d = 128, BM = BN = 128, 132 CTAs, static tile scheduler,
 // default schedule, safe ragged mode, h200 cost profile.
