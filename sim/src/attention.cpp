@@ -301,8 +301,10 @@ void report_gaps(const Workload& w, const Layout& L, AttentionResult& out) {
 // pieces so the scratch space stays BM x BN even if a malformed event claims more rows.
 void attend_tiles(const Workload& w, const Layout& L, const AttentionInputs& in, float scale,
                   const Trace& trace, const std::vector<std::size_t>& order,
-                  const std::vector<TileWrite>& plan, unsigned threads, AttentionResult& out) {
+                  const std::vector<TileWrite>& plan, unsigned threads,
+                  const AttentionProgress& progress, AttentionResult& out) {
   std::vector<Workspace> spaces;
+  std::atomic<std::size_t> tiles_done{0};
   const u32 bm = w.tile_shape();
   for (unsigned t = 0; t < threads; ++t) spaces.emplace_back(bm, w.block_n, L.d);
   parallel_for(order.size(), threads, [&](std::size_t k, unsigned id) {
@@ -315,6 +317,8 @@ void attend_tiles(const Workload& w, const Layout& L, const AttentionInputs& in,
                               e.prompt_offset + done, e.prompt_idx, head};
         attend_tile(w, L, in, scale, piece, out, spaces[id]);
       }
+    const std::size_t done = ++tiles_done;
+    if (progress) progress(done, order.size());
   });
 }
 
@@ -386,7 +390,8 @@ u32 event_first_row(const Workload& w, const TraceEvent& e) {
 }
 
 AttentionResult tiled_attention(const Workload& w, const AttentionInputs& in, const Trace& trace,
-                                float softmax_scale, unsigned num_threads) {
+                                float softmax_scale, unsigned num_threads,
+                                const AttentionProgress& progress) {
   check_inputs(w, in);
   check_events(w, trace);
   const Layout L(w);
@@ -410,38 +415,61 @@ AttentionResult tiled_attention(const Workload& w, const AttentionInputs& in, co
   report_gaps(w, L, out);
 
   const unsigned threads = overlapping || faithful ? 1u : thread_count(num_threads);
-  attend_tiles(w, L, in, softmax_scale_for(w, softmax_scale), trace, order, plan, threads, out);
+  attend_tiles(w, L, in, softmax_scale_for(w, softmax_scale), trace, order, plan, threads, progress,
+               out);
   return out;
 }
 
 AttentionResult reference_attention(const Workload& w, const AttentionInputs& in,
-                                    float softmax_scale) {
+                                    float softmax_scale, const AttentionProgress& progress) {
   check_inputs(w, in);
   const Layout L(w);
   const double scale = softmax_scale_for(w, softmax_scale);
   AttentionResult out = unwritten_result(w);
-  const std::size_t jobs = std::size_t(w.batch_size()) * L.hq;
+  // One job per (sequence, KV head): its keys and values are converted to double once for the
+  // query heads that share them. Rows go in blocks so that the scores are one matrix product
+  // (each row's softmax is still over all its visible keys at once, in double).
+  constexpr u32 kRowBlock = 256;
+  const std::size_t jobs = std::size_t(w.batch_size()) * L.hk;
+  std::atomic<std::size_t> rows_done{0};
+  const std::size_t rows_total = std::size_t(L.total_q) * L.hq;
+  using MatrixD = Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
   parallel_for(jobs, 0, [&](std::size_t job, unsigned) {
-    const u32 b = u32(job / L.hq), h = u32(job % L.hq);
+    const u32 b = u32(job / L.hk), kv_head = u32(job % L.hk);
     const u32 q_len = w.q_lens[b];
     const RowSpan kv = L.keys.sequence(b);
     if (q_len == 0) return;
-    const Eigen::MatrixXd K =
-        L.kv_rows(in.k.data(), kv.start, kv.length, h / L.group).cast<double>();
-    const Eigen::MatrixXd V =
-        L.kv_rows(in.v.data(), kv.start, kv.length, h / L.group).cast<double>();
-    for (u32 i = 0; i < q_len; ++i) {
-      const std::size_t row = std::size_t(L.queries.start(b)) + i;
-      const Eigen::RowVectorXd q = L.q_rows(in.q.data(), row, 1, h).cast<double>();
-      const u32 visible = visible_key_end(i, 1, q_len, kv.length, w.mask);  // keys 0..visible-1
-      const Eigen::RowVectorXd s = scale * (q * K.topRows(visible).transpose());
-      const double mx = s.maxCoeff();
-      const Eigen::RowVectorXd p = (s.array() - mx).exp().matrix();
-      const double sum = p.sum();
-      const Eigen::RowVectorXd o = (p * V.topRows(visible)) / sum;
-      L.o_rows(out.o.data(), row, 1, h) = o.cast<float>();
-      out.lse[row * L.hq + h] = float(mx + std::log(sum));
-      out.row_writes[row * L.hq + h] = 1;
+    const MatrixD K = L.kv_rows(in.k.data(), kv.start, kv.length, kv_head).cast<double>();
+    const MatrixD V = L.kv_rows(in.v.data(), kv.start, kv.length, kv_head).cast<double>();
+    MatrixD S;
+    for (u32 h = kv_head * L.group; h < (kv_head + 1) * L.group; ++h) {
+      for (u32 i0 = 0; i0 < q_len; i0 += kRowBlock) {
+        const u32 rows = std::min(kRowBlock, q_len - i0);
+        const std::size_t row0 = std::size_t(L.queries.start(b)) + i0;
+        const u32 keys = visible_key_end(i0, rows, q_len, kv.length, w.mask);
+        const MatrixD Q = L.q_rows(in.q.data(), row0, rows, h).cast<double>();
+        S.noalias() = scale * (Q * K.topRows(keys).transpose());
+        for (u32 r = 0; r < rows; ++r) {
+          const u32 visible = visible_key_end(i0 + r, 1, q_len, kv.length, w.mask);
+          const std::size_t row = row0 + r;
+          out.row_writes[row * L.hq + h] = 1;
+          if (visible == 0) {  // no key visible: nothing to average (O 0), as tiled_attention does
+            out.lse[row * L.hq + h] = kNegInf;
+            S.row(r).setZero();
+            continue;
+          }
+          const double mx = S.row(r).head(visible).maxCoeff();
+          S.row(r).head(visible) = (S.row(r).head(visible).array() - mx).exp().matrix();
+          S.row(r).tail(keys - visible).setZero();
+          const double sum = S.row(r).head(visible).sum();
+          S.row(r) /= sum;
+          out.lse[row * L.hq + h] = float(mx + std::log(sum));
+        }
+        const MatrixD O = S * V.topRows(keys);
+        L.o_rows(out.o.data(), row0, rows, h) = O.cast<float>();
+      }
+      const std::size_t done = rows_done += q_len;
+      if (progress) progress(done, rows_total);
     }
   });
   return out;

@@ -2,7 +2,9 @@
 // detector (double writes, gaps, faithful-mode overwrites).
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <mutex>
 
 #include "sim_test_util.hpp"
 
@@ -195,6 +197,30 @@ TEST_CASE("one thread and two threads give bit-identical output") {
   const auto in = sim::make_inputs(w, 5);
   const Trace t = sim::replay(w);
   CHECK(sim::tiled_attention(w, in, t, 0.f, 1).o == sim::tiled_attention(w, in, t, 0.f, 2).o);
+}
+
+TEST_CASE("attention reports its progress up to the whole: tiles, then (row, head) outputs") {
+  const Workload w = small_workload({200, 33, 150}, 4, 2, Mask::Causal);
+  const auto in = sim::make_inputs(w, 5);
+  const Trace t = sim::replay(w);
+  std::mutex mutex;  // called from the worker threads
+  std::size_t calls = 0, last_total = 0, most_done = 0;
+  const sim::AttentionProgress progress = [&](std::size_t done, std::size_t total) {
+    const std::lock_guard<std::mutex> lock(mutex);
+    ++calls;
+    last_total = total;
+    most_done = std::max(most_done, done);
+  };
+  sim::tiled_attention(w, in, t, 0.f, 2, progress);
+  CHECK(calls == t.events.size());
+  CHECK(last_total == t.events.size());
+  CHECK(most_done == t.events.size());
+
+  calls = last_total = most_done = 0;
+  sim::reference_attention(w, in, 0.f, progress);
+  CHECK(calls == 3 * 4);  // one per (sequence, query head)
+  CHECK(last_total == (200 + 33 + 150) * 4);
+  CHECK(most_done == last_total);
 }
 
 TEST_CASE("coverage detector: a duplicated event is a double write naming tile and CTA") {

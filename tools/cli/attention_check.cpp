@@ -15,9 +15,13 @@ AttentionReport check_attention(const Trace& trace, std::uint64_t seed) {
   progress.step("making inputs");
   const sim::AttentionInputs inputs = sim::make_inputs(w, seed);
   progress.step(fmt::format("tiled attention over {} tiles", trace.events.size()));
-  const sim::AttentionResult tiled = sim::tiled_attention(w, inputs, trace);
+  const auto report_progress = [&progress](std::size_t done, std::size_t total) {
+    progress.update(done, total);
+  };
+  const sim::AttentionResult tiled =
+      sim::tiled_attention(w, inputs, trace, 0.f, 0, report_progress);
   progress.step("naive reference (double precision)");
-  const sim::AttentionResult reference = sim::reference_attention(w, inputs);
+  const sim::AttentionResult reference = sim::reference_attention(w, inputs, 0.f, report_progress);
 
   AttentionReport r;
   r.rows_total = tiled.row_writes.size();

@@ -10,7 +10,9 @@
 // row of its sequence for each query head of that KV head's group.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -18,6 +20,9 @@
 #include "tilesched/workload.hpp"
 
 namespace tilesched::sim {
+
+// How far a long computation has come: (done, total), called from worker threads.
+using AttentionProgress = std::function<void(std::size_t done, std::size_t total)>;
 
 struct AttentionInputs {
   std::vector<float> q, k, v;  // bf16-rounded values, layouts above
@@ -72,12 +77,17 @@ struct AttentionResult {
 // Tiles run on `num_threads` threads (0: hardware concurrency) when they write disjoint rows;
 // when any row is written twice (or in faithful mode) they run one at a time in the order their
 // results would land on the GPU, by (end_us, cta, step), so the last writer wins.
+// `progress`, when given, is told the tiles done so far and the total, from any of the threads.
 AttentionResult tiled_attention(const Workload& w, const AttentionInputs& in, const Trace& trace,
-                                float softmax_scale = 0.f, unsigned num_threads = 0);
+                                float softmax_scale = 0.f, unsigned num_threads = 0,
+                                const AttentionProgress& progress = {});
 
-// Naive full softmax per (row, head) in double; every row written once (no problems).
+// Naive full softmax per (row, head) in double, over all of a row's visible keys at once (rows
+// are taken in blocks so the scores are one matrix product); every row written once (no
+// problems). Runs on all hardware threads; `progress` is told the (row, head) outputs done.
 AttentionResult reference_attention(const Workload& w, const AttentionInputs& in,
-                                    float softmax_scale = 0.f);
+                                    float softmax_scale = 0.f,
+                                    const AttentionProgress& progress = {});
 
 // ||a - b|| / ||b|| (2-norm) over the entries where b is finite. If a is non-finite where b is
 // finite the result is NaN, so a gap can never look like agreement. 0 when ||b|| = 0 and a == b.
