@@ -150,6 +150,31 @@ TEST_CASE("--batch and --seq-len make a padded batch; --flip needs the transient
   CHECK(usage_error_of({"--flip"}).find("transient") != std::string::npos);
 }
 
+TEST_CASE(
+    "workload JSON: a padded batch beyond kMaxPaddedBatch is refused by the file and the flag "
+    "alike") {
+  const std::string largest = std::to_string(sim::kMaxPaddedBatch);
+  const std::string beyond = std::to_string(std::uint64_t(sim::kMaxPaddedBatch) + 1);
+  CHECK(workload_from_flags({"--batch", largest, "--seq-len", "1"}).q_lens.size() ==
+        sim::kMaxPaddedBatch);
+  CHECK(usage_error_of({"--batch", beyond, "--seq-len", "1"}) ==
+        "--batch: " + beyond + " is too large (at most " + largest + ")");
+  CHECK(usage_error_of({"--batch", "4000000000", "--seq-len", "1"}) ==
+        "--batch: 4000000000 is too large (at most " + largest + ")");
+
+  const auto file_error = [](const std::string& batch) -> std::string {
+    try {
+      sim::workload_from_json(nlohmann::json::parse("{\"batch\": " + batch + ", \"seq_len\": 1}"));
+    } catch (const std::invalid_argument& e) {
+      return e.what();
+    }
+    return "(no error)";
+  };
+  CHECK(file_error(largest) == "(no error)");
+  CHECK(file_error(beyond).find("'batch'") != std::string::npos);
+  CHECK(file_error(beyond).find("is implausibly large: " + beyond) != std::string::npos);
+}
+
 TEST_CASE("flags override a workload file") {
   test::ScratchDir dir("workload");
   const std::string path = (dir.path() / "w.json").string();
