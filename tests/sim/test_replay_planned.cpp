@@ -92,6 +92,9 @@ TEST_CASE("static planned replay: each CTA runs its scheduler's walk of the plan
 TEST_CASE("planned replay: every CTA's busy time is its planned load") {
   const sim::CostModel cost = sim::CostModel::builtin("h200");
   for_random_workloads(777, 150, SchedulerKind::Planned, [&](Workload& w, int) {
+    // Every CTA resident from the start, each on an SM of its own: a grid in waves would start
+    // some CTAs late, and the makespan would be more than the largest planned load.
+    w.resident_ctas = w.num_ctas;
     const sim::CostCoefficients k = cost.coefficients(w.head_dim);
     const TileLists lists = balanced_lists(w, [&](const TileCost& c) { return k.tile_time_us(c); });
     const std::map<u32, sim::CtaLoad> loads = sim::cta_loads(sim::replay(w, cost));

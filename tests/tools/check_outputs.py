@@ -72,12 +72,13 @@ def main():
     run(tool, "compare", workload, "--html", page)
     root = ET.parse(page).getroot()
     rankings = [t for t in root.iter("table") if t.get("class") == "ranking"]
-    # 10 strategies, each at C = 132 and at the workload's own C (5): a header and 20 rows.
-    if len(rankings) != 1 or len(list(rankings[0].iter("tr"))) != 1 + 20:
-        sys.exit("the comparison page lacks the ranking table (a header and 20 strategies)")
+    # 10 strategies, each at the workload's own C (5), C = SMs (132) and C = SMs x CTAs per SM
+    # (264 at d 64): a header and 30 rows.
+    if len(rankings) != 1 or len(list(rankings[0].iter("tr"))) != 1 + 30:
+        sys.exit("the comparison page lacks the ranking table (a header and 30 strategies)")
     svgs = list(root.iter(SVG + "svg"))
-    if len(svgs) != 20:
-        sys.exit(f"expected 20 charts on the comparison page, found {len(svgs)}")
+    if len(svgs) != 30:
+        sys.exit(f"expected 30 charts on the comparison page, found {len(svgs)}")
     for svg in svgs:
         if not tile_rects(svg):
             sys.exit("a comparison chart has no tiles")

@@ -102,8 +102,8 @@ TEST_CASE("CTA choices: sms, sms*occ and numbers; anything else is named") {
 TEST_CASE("the plan: every strategy at each distinct C, transient once at the resident count") {
   const std::vector<cli::SuiteRun> plan =
       cli::plan_suite(small_suite(), "all", cli::parse_cta_choices("sms,sms*occ"), kH200);
-  // d 128: 4 persistent strategies x {132, 264} + 2 transient; d 256: 132 = 132 x 1 once.
-  REQUIRE(plan.size() == 10 + 6);
+  // d 128: 8 persistent strategies x {132, 264} + 2 transient; d 256: 132 = 132 x 1 once.
+  REQUIRE(plan.size() == 18 + 10);
   std::size_t at_264 = 0;
   for (const cli::SuiteRun& r : plan) {
     INFO(r.workload_name, " ", r.strategy, " ", r.ctas_label);
@@ -119,7 +119,7 @@ TEST_CASE("the plan: every strategy at each distinct C, transient once at the re
       at_264 += r.workload.num_ctas == 264;
     }
   }
-  CHECK(at_264 == 4);
+  CHECK(at_264 == 8);
   CHECK(cli::plan_suite(small_suite(), "seed", {{cli::CtaChoice::Kind::Sms, 0}}, kH200).size() ==
         12);
   CHECK(cli::plan_suite(small_suite(), "tile/default,transient", {{cli::CtaChoice::Kind::Sms, 0}},
@@ -232,7 +232,7 @@ TEST_CASE("suite-run on a simulated device: every run measured, checked and trac
   CHECK(results.source == "sim");
   CHECK(results.device == "h200-slowed");
   CHECK(results.sms == 132);
-  REQUIRE(results.runs.size() == 16);
+  REQUIRE(results.runs.size() == 28);
   for (const cli::SuiteRunResult& r : results.runs) {
     INFO(r.workload_name, " ", r.strategy, " ", r.workload.num_ctas);
     CHECK(r.makespans_us.size() == 2);
@@ -243,7 +243,7 @@ TEST_CASE("suite-run on a simulated device: every run measured, checked and trac
   }
   // The kept traces are the device's, and `fit` can read them.
   const std::vector<cli::SuiteTrace> traces = cli::read_suite_traces(s.dir.str(), results);
-  REQUIRE(traces.size() == 16);
+  REQUIRE(traces.size() == 28);
   const Trace direct = sim::replay(traces[5].run->workload, slowed(1.1));
   CHECK(traces[5].trace.events.size() == direct.events.size());
   CHECK(sim::compute_metrics(traces[5].trace).makespan_us ==
@@ -258,7 +258,7 @@ TEST_CASE("the report of a device 10 % slower than predicted: errors, verdicts, 
       cli::build_prediction_report(s.results, sim::CostModel::builtin("h200"));
   const double expected = 1 / 1.1 - 1;
   for (const cli::ReportRow& row : report.rows) CHECK(row.error == doctest::Approx(expected));
-  REQUIRE(report.errors.size() == 10);  // 4 strategies x {sms, sms*occ} + 2 transient
+  REQUIRE(report.errors.size() == 18);  // 8 strategies x {sms, sms*occ} + 2 transient
   for (const cli::ErrorSummary& e : report.errors) {
     CHECK(e.median_abs == doctest::Approx(-expected));
     CHECK(e.p90_abs == doctest::Approx(-expected));
@@ -280,7 +280,7 @@ TEST_CASE("the report of a device 10 % slower than predicted: errors, verdicts, 
     CHECK_MESSAGE(out.markdown.find(heading) != std::string::npos, heading);
   CHECK(test::xml_problem(out.svg).empty());
   CHECK(test::xml_problem(out.html).empty());
-  CHECK(test::count_elements(out.svg, "circle", "point", "title") == 16);
+  CHECK(test::count_elements(out.svg, "circle", "point", "title") == 28);
 }
 
 TEST_CASE("suite-run keeps traces only within the byte budget and says so") {
