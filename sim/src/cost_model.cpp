@@ -144,10 +144,10 @@ CostModel CostModel::from_json(const json& j) {
     if (version == 1)
       check_known_fields(it.value(), {"fixed_us", "us_per_block", "us_per_masked_block"}, prefix);
     else
-      check_known_fields(it.value(),
-                         {"fixed_us", "us_per_block", "us_per_masked_block", "ctas_per_sm",
-                          "shared_rates"},
-                         prefix);
+      check_known_fields(
+          it.value(),
+          {"fixed_us", "us_per_block", "us_per_masked_block", "ctas_per_sm", "shared_rates"},
+          prefix);
     const auto coefficient = [&](const char* name) {
       const std::string field = prefix + name;
       const double us = as_double(require(it.value(), name, prefix), field);
@@ -170,10 +170,10 @@ json CostModel::to_json() const {
   for (const auto& [d, c] : by_head_dim) {
     const SmSharing s = sharing(d);
     dims[fmt::format("{}", d)] = json{{"fixed_us", c.fixed_us},
-                                   {"us_per_block", c.us_per_block},
-                                   {"us_per_masked_block", c.us_per_masked_block},
-                                   {"ctas_per_sm", s.ctas_per_sm},
-                                   {"shared_rates", s.shared_rates}};
+                                      {"us_per_block", c.us_per_block},
+                                      {"us_per_masked_block", c.us_per_masked_block},
+                                      {"ctas_per_sm", s.ctas_per_sm},
+                                      {"shared_rates", s.shared_rates}};
   }
   return json{{"format", "tilesched-cost"},
               {"version", kCostFormatVersion},

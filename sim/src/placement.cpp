@@ -178,7 +178,7 @@ class Placement {
   std::vector<u32> slot_of_;  // by CTA: the slot it runs (or ran) in
   std::vector<u32> steps_;    // by CTA: tiles processed so far
   u32 launched_;
-  u32 next_waiting_ = 0;            // lowest CTA id not started yet
+  u32 next_waiting_ = 0;             // lowest CTA id not started yet
   std::vector<TraceEvent>& events_;  // in start order until sorted
   std::priority_queue<Due, std::vector<Due>, std::greater<Due>> due_;
 };

@@ -92,7 +92,7 @@ Trace replay(const Workload& w, const CostModel& cost) {
   t.source = "sim";
   t.device = cost.device;
   t.workload = w;
-  t.workload.resident_ctas = layout.slots;  // the trace says what ran, whoever chose it
+  t.workload.resident_ctas = layout.slots;   // the trace says what ran, whoever chose it
   t.events.reserve(replayed_tile_count(w));  // exactly: no growth, no slack
   u32 counter_value = 0;
   const SchedulerInputs inputs{AtomicCounter{&counter_value}, plan.arrays()};

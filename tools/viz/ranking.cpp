@@ -9,8 +9,8 @@ namespace tilesched::viz {
 RankingTable ranking_table(const std::vector<ChartSection>& ranked, const RankingMarks& marks) {
   const ChartSection* seed = marks.seed < ranked.size() ? &ranked[marks.seed] : nullptr;
   RankingTable t;
-  t.header = {"",          "strategy",     "C",         "makespan us",
-              "vs seed",   "efficiency %", "imbalance", "max tiles"};
+  t.header = {"",        "strategy",     "C",         "makespan us",
+              "vs seed", "efficiency %", "imbalance", "max tiles"};
   for (std::size_t i = 0; i < ranked.size(); ++i) {
     const sim::Metrics& m = ranked[i].metrics;
     const std::string speedup =

@@ -9,6 +9,7 @@
 // million sub-pixel tiles draw as a few thousand shapes rather than a million invisible boxes.
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
@@ -73,7 +74,7 @@ struct ChartSection {
 // What the ranking marks, as indices into the sections; an index past the end marks nothing.
 struct RankingMarks {
   std::size_t recommended = SIZE_MAX;  // marked '*'
-  std::size_t seed = SIZE_MAX;  // the seed's DEFAULT, whose makespan every "vs seed" divides
+  std::size_t seed = SIZE_MAX;         // the seed's DEFAULT, whose makespan every "vs seed" divides
 };
 
 // One page: the ranking table `compare` prints (sections in ranking order), then one chart per
