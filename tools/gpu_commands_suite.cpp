@@ -7,6 +7,8 @@
 #include "gpu_commands.hpp"
 #include "tilesched/gpu/attention.hpp"
 #include "tilesched/gpu/device_problem.hpp"
+#include "tilesched/sim/cost_model.hpp"
+#include "tilesched/sim/replay.hpp"
 
 namespace tilesched::tools {
 namespace {
@@ -33,7 +35,10 @@ class GpuSuiteDevice : public SuiteDevice {
     Workload run = w;
     run.resident_ctas = resident_ctas(w);
     gpu::DeviceProblem dev;
-    require(dev.create(run, /*record_trace=*/true));
+    // Planned kinds walk the plan the simulator builds with the workload's cost profile: the
+    // same plan suite-run's schedule check replays.
+    require(dev.create(run, /*record_trace=*/true,
+                       sim::plan_schedule(run, sim::CostModel::builtin(run.cost_profile))));
     require(dev.fill_random(w.q_lens.front() * 31u + w.head_dim));
     require(dev.run());  // warm-up: module load and first touches stay out of the traces
     require(dev.poison_outputs());
