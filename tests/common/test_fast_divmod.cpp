@@ -106,3 +106,16 @@ TEST_CASE("the index map equals SPEC 3's formula with / and %, also near 2^32 in
     }
   }
 }
+
+TEST_CASE("ceil_div cannot wrap near 2^32 (a fuzz finding: 4294967040 rows in tiles of 1886)") {
+  CHECK(ceil_div(4294967040u, 1886u) == 2277289u);
+  CHECK(ceil_div(0xFFFFFFFFu, 2u) == 2147483648u);
+  CHECK(ceil_div(0xFFFFFFFFu, 0xFFFFFFFFu) == 1u);
+  CHECK(ceil_div(0xFFFFFFFFu, 1u) == 0xFFFFFFFFu);
+  CHECK(ceil_div(0u, 7u) == 0u);
+  SplitMix64 rng(99);
+  for (int i = 0; i < 100000; ++i) {
+    const u32 a = static_cast<u32>(rng.next()), b = static_cast<u32>(rng.next() % 5000) + 1;
+    CHECK(ceil_div(a, b) == static_cast<u32>((std::uint64_t(a) + b - 1) / b));
+  }
+}

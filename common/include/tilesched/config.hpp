@@ -24,8 +24,9 @@ namespace tilesched {
 // All scheduler arithmetic is unsigned 32-bit (SPEC §1); the host validates that nothing wraps.
 using u32 = std::uint32_t;
 
+// Written so that it cannot wrap: (a + b - 1) / b overflows for a near 2^32.
 TS_HOST_DEVICE constexpr u32 ceil_div(u32 a, u32 b) {
-  return (a + b - 1) / b;
+  return a / b + (a % b != 0 ? 1u : 0u);
 }
 TS_HOST_DEVICE constexpr u32 min_u32(u32 a, u32 b) {
   return a < b ? a : b;
