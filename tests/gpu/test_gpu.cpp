@@ -10,6 +10,7 @@
 #include <random>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "gpu_check.hpp"
 #include "tilesched/gpu/device_problem.hpp"
@@ -227,16 +228,11 @@ TEST_CASE("random problems") {
   }
 }
 
-TEST_CASE("bad arguments return a clear Status and do not launch") {
-  Workload w = ragged_base();
-  gpu::DeviceProblem dev;
-  REQUIRE(dev.create(w, true).ok);
-  REQUIRE(dev.poison_outputs().ok);
-  const gpu::AttentionArgs good = dev.args();
-  REQUIRE(gpu::validate(good).ok);
+using ArgsEdit = void (*)(gpu::AttentionArgs&);
 
-  using Edit = void (*)(gpu::AttentionArgs&);
-  const std::pair<Edit, const char*> cases[] = {
+// One edit of good arguments each, and a word the refusal must contain.
+std::vector<std::pair<ArgsEdit, const char*>> bad_argument_cases() {
+  return {
       {[](gpu::AttentionArgs& a) { a.q = nullptr; }, "Q, K and V"},
       {[](gpu::AttentionArgs& a) { a.o = nullptr; }, "O must be"},
       {[](gpu::AttentionArgs& a) { a.lse = nullptr; }, "LSE"},
@@ -278,7 +274,17 @@ TEST_CASE("bad arguments return a clear Status and do not launch") {
        },
        "plan hands out 1 tiles"},
   };
-  for (const auto& [edit, needle] : cases) {
+}
+
+TEST_CASE("bad arguments return a clear Status and do not launch") {
+  Workload w = ragged_base();
+  gpu::DeviceProblem dev;
+  REQUIRE(dev.create(w, true).ok);
+  REQUIRE(dev.poison_outputs().ok);
+  const gpu::AttentionArgs good = dev.args();
+  REQUIRE(gpu::validate(good).ok);
+
+  for (const auto& [edit, needle] : bad_argument_cases()) {
     gpu::AttentionArgs a = good;
     edit(a);
     const gpu::Status s = gpu::attention_forward(a);

@@ -180,6 +180,16 @@ TEST_CASE("workload JSON: each bad input has its own message naming the field") 
   m = workload_error(with("flip_prompt_idx", 1));
   CHECK(contains(m, "'flip_prompt_idx'"));
   CHECK(contains(m, "expected true or false"));
+}
+
+TEST_CASE("workload JSON: bad row offsets, lengths given twice or not at all, bad shapes") {
+  const json base = {{"q_lens", {100, 50}}};
+  auto with = [&](const char* key, json value) {
+    json j = base;
+    j[key] = std::move(value);
+    return j;
+  };
+  std::string m;
   m = workload_error(json{{"q_row_offsets", {0, 10, 5}}});
   CHECK(contains(m, "'q_row_offsets'"));
   CHECK(contains(m, "not monotone"));
