@@ -51,7 +51,7 @@ std::string CtaChoice::label() const {
     case Kind::Resident: return "sms*occ";
     case Kind::Fixed: break;
   }
-  return std::to_string(fixed);
+  return fmt::format("{}", fixed);
 }
 
 std::vector<CtaChoice> parse_cta_choices(const std::string& text) {
