@@ -19,6 +19,13 @@ json good_trace_json() {
   return replayed_trace_json({100, 30});
 }
 
+// Two valid sequences with one field set to `value`.
+json with(const char* key, json value) {
+  json j = {{"q_lens", {100, 50}}};
+  j[key] = std::move(value);
+  return j;
+}
+
 }  // namespace
 
 TEST_CASE("write_file_atomically writes, replaces, leaves no temporary; read_file reads back") {
@@ -144,12 +151,6 @@ TEST_CASE("workload JSON: the three ways to give lengths") {
 }
 
 TEST_CASE("workload JSON: each bad input has its own message naming the field") {
-  const json base = {{"q_lens", {100, 50}}};
-  auto with = [&](const char* key, json value) {
-    json j = base;
-    j[key] = std::move(value);
-    return j;
-  };
   std::string m;
   m = workload_error(with("num_heads", 8));
   CHECK(contains(m, "'num_heads'"));
@@ -183,12 +184,6 @@ TEST_CASE("workload JSON: each bad input has its own message naming the field") 
 }
 
 TEST_CASE("workload JSON: bad row offsets, lengths given twice or not at all, bad shapes") {
-  const json base = {{"q_lens", {100, 50}}};
-  auto with = [&](const char* key, json value) {
-    json j = base;
-    j[key] = std::move(value);
-    return j;
-  };
   std::string m;
   m = workload_error(json{{"q_row_offsets", {0, 10, 5}}});
   CHECK(contains(m, "'q_row_offsets'"));
