@@ -4,6 +4,8 @@
 #include <fmt/format.h>
 
 #include <cstdlib>
+#include <stdexcept>
+#include <string>
 
 namespace tilesched::tools {
 
@@ -31,6 +33,11 @@ std::string version_text(int version) {
 }
 
 }  // namespace
+
+void require_cuda_driver() {
+  if (const std::string problem = cuda_driver_problem(); !problem.empty())
+    throw std::runtime_error(problem);
+}
 
 std::string cuda_driver_problem(int required_version, const char* library) {
   void* driver = ::dlopen(library, RTLD_NOW | RTLD_LOCAL);

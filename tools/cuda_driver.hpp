@@ -14,4 +14,9 @@ namespace tilesched::tools {
 // visible, a driver too old, or the driver's own error.
 std::string cuda_driver_problem(int required_version = 0, const char* library = "libcuda.so.1");
 
+// Throws std::runtime_error with cuda_driver_problem()'s sentence when there is one: the GPU
+// commands call it before their first CUDA call, so a machine without a usable driver or GPU is
+// named as such (exit 1) rather than by the CUDA runtime's less clear message.
+void require_cuda_driver();
+
 }  // namespace tilesched::tools

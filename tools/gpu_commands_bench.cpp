@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "cuda_driver.hpp"
 #include "gpu_commands.hpp"
 #include "tilesched/gpu/attention.hpp"
 #include "tilesched/gpu/device_problem.hpp"
@@ -121,6 +122,7 @@ nlohmann::json bench_point(const Workload& w, const BenchCommandOptions& options
 }  // namespace
 
 int bench_gpu_command(const BenchCommandOptions& options) {
+  require_cuda_driver();
   std::string device;
   int sms = 0;
   require(gpu::device_info(device, sms));

@@ -87,10 +87,7 @@ int run_gpu_command(const RunCommandOptions& options) {
   Workload w = options.workload;
   // Refused before the device is touched: the kernel has no decode path.
   require(gpu::check_kernel_support(w));
-  // A machine without a usable driver is named as such before the CUDA runtime reports it less
-  // clearly.
-  if (const std::string problem = cuda_driver_problem(); !problem.empty())
-    throw std::runtime_error(problem);
+  require_cuda_driver();
   std::string device;
   int sms = 0;
   require(gpu::device_info(device, sms));

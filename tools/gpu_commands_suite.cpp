@@ -4,6 +4,7 @@
 
 #include <stdexcept>
 
+#include "cuda_driver.hpp"
 #include "gpu_commands.hpp"
 #include "tilesched/gpu/attention.hpp"
 #include "tilesched/gpu/device_problem.hpp"
@@ -19,7 +20,10 @@ void require(const gpu::Status& s) {
 
 class GpuSuiteDevice : public SuiteDevice {
  public:
-  GpuSuiteDevice() { require(gpu::device_info(name_, sms_)); }
+  GpuSuiteDevice() {
+    require_cuda_driver();
+    require(gpu::device_info(name_, sms_));
+  }
 
   std::string name() const override { return name_; }
   std::string source() const override { return "gpu"; }

@@ -2,13 +2,11 @@
 // (tools/gpu_commands_run.cpp, gpu_commands_bench.cpp) or refused by
 // tools/gpu_commands_unavailable.cpp.
 #include <memory>
-#include <stdexcept>
 #include <string>
 
 #include "cli/commands.hpp"
 #include "cli/typed_flags.hpp"
 #include "cli/workload_flags.hpp"
-#include "cuda_driver.hpp"
 #include "gpu_commands.hpp"
 
 namespace tilesched::cli {
@@ -20,24 +18,16 @@ struct RunOptions {
   bool no_check = false;
 };
 
-// In a build with the GPU half, a machine without a usable driver or GPU is named as such (exit
-// 1) before the CUDA runtime reports it less clearly. Without the GPU half the stand-in says so.
-void check_gpu_usable() {
-  if (!tools::gpu_half_built()) return;
-  if (const std::string problem = tools::cuda_driver_problem(); !problem.empty())
-    throw std::runtime_error(problem);
-}
-
 int run_run(RunOptions& o) {
   o.command.workload = resolve_workload(o.workload, &o.command.ctas_origin);
   o.command.check = !o.no_check;
   o.command.ctas_given = o.workload.ctas.has_value();
-  // The driver is checked inside, after what needs no GPU (a decode workload is refused first).
+  // The command checks the driver itself, after what needs no GPU (a decode workload is refused
+  // first); without the GPU half the stand-in says so.
   return tools::run_gpu_command(o.command);
 }
 
 int run_bench(const tools::BenchCommandOptions& o) {
-  check_gpu_usable();
   return tools::bench_gpu_command(o);
 }
 
