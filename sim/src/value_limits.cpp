@@ -26,6 +26,17 @@ std::string cost_coefficient_problem(double us) {
   return {};
 }
 
+std::string cta_launch_problem(double us) {
+  if (!std::isfinite(us)) return fmt::format("must be a finite number of microseconds, got {}", us);
+  if (us < 0) return fmt::format("must not be negative, got {:g}", us);
+  if (us > kMaxCtaLaunchUs)
+    return fmt::format(
+        "{:g} us is more than the {:g} us (one millisecond) a GPU takes to start a CTA in a freed "
+        "slot; is it in microseconds?",
+        us, kMaxCtaLaunchUs);
+  return {};
+}
+
 std::string sm_id_problem(std::int64_t sm_id, u32 launched_ctas) {
   if (sm_id == -1 || (sm_id >= 0 && (sm_id < kMaxSmCount || sm_id < std::int64_t(launched_ctas))))
     return {};
