@@ -127,16 +127,18 @@ int run_fit(const FitOptions& o) {
   std::vector<u32> launch_dims;
   for (const HeadDimLaunch& l : report.launches)
     if (l.fitted) launch_dims.push_back(l.head_dim);
+  const std::string launch_note = launch_dims.empty() ? std::string()
+                                                      : fmt::format(" (CTA launch: head_dims {})",
+                                                                    fmt::join(launch_dims, ", "));
   j["note"] = o.launch_only
                   ? fmt::format(
                         "cta_launch_us of head_dims {} fitted by `tilesched fit --launch-only` to "
                         "{} trace(s); everything else from '{}'",
                         fmt::join(launch_dims, ", "), traces.size(), base_name)
                   : fmt::format(
-                        "head_dims {} fitted by `tilesched fit` to {} trace(s) (CTA launch: "
-                        "head_dims {}); others from '{}'",
-                        fmt::join(fitted_dims, ", "), traces.size(), fmt::join(launch_dims, ", "),
-                        base_name);
+                        "head_dims {} fitted by `tilesched fit` to {} trace(s){}; others "
+                        "from '{}'",
+                        fmt::join(fitted_dims, ", "), traces.size(), launch_note, base_name);
   // Write only what `--cost-model` reads back: the reader holds the ranges (value_limits.hpp).
   try {
     sim::CostModel::from_json(j);
