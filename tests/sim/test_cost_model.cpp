@@ -302,13 +302,26 @@ TEST_CASE("the CTA launch: read, checked, looked up between head dims, written b
 
 namespace {
 
-// A small device: 8 SMs holding two CTAs each, every busy CTA at `rate` while both are.
-sim::CostModel small_device(const sim::CostCoefficients& k, double rate) {
+// A small device of 8 SMs, one CTA each, whose tiles at head_dim 128 cost `k`.
+sim::CostModel eight_sm_device(const sim::CostCoefficients& k) {
   sim::CostModel m;
   m.device = "synthetic";
   m.multiprocessors = 8;
   m.by_head_dim[128] = k;
+  return m;
+}
+
+// The small device holding two CTAs per SM, every busy CTA at `rate` while both are.
+sim::CostModel small_device(const sim::CostCoefficients& k, double rate) {
+  sim::CostModel m = eight_sm_device(k);
   m.sharing_by_head_dim[128] = sim::SmSharing{2, {rate}};
+  return m;
+}
+
+// The small device, one CTA per SM, whose CTAs take `launch_us` to start in a freed slot.
+sim::CostModel launching_device(const sim::CostCoefficients& k, double launch_us) {
+  sim::CostModel m = eight_sm_device(k);
+  m.cta_launch_us_by_head_dim[128] = launch_us;
   return m;
 }
 
@@ -402,16 +415,6 @@ TEST_CASE("time by busy CTAs: the stretches a tile spent alone and shared on its
 }
 
 namespace {
-
-// A small device of 8 SMs, one CTA each, whose CTAs take `launch_us` to start in a freed slot.
-sim::CostModel launching_device(const sim::CostCoefficients& k, double launch_us) {
-  sim::CostModel m;
-  m.device = "synthetic";
-  m.multiprocessors = 8;
-  m.by_head_dim[128] = k;
-  m.cta_launch_us_by_head_dim[128] = launch_us;
-  return m;
-}
 
 // A transient grid of the workload's tiles on `device`, as if measured.
 Trace transient_trace(Workload w, const sim::CostModel& device) {
