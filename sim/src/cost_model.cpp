@@ -39,7 +39,7 @@ CostCoefficients scaled(const CostCoefficients& c, double f) {
   return CostCoefficients{c.fixed_us * f, c.us_per_block * f, c.us_per_masked_block * f};
 }
 
-constexpr u32 kCostFormatVersion = 2;
+constexpr u32 kCostFormatVersion = 3;
 constexpr u32 kMaxCtasPerSm = 64;  // far above any device's limit (32 on Hopper)
 
 // A head_dim entry's occupancy fields (version 2): ctas_per_sm, and shared_rates with one rate in
@@ -88,6 +88,16 @@ SmSharing CostModel::sharing(u32 head_dim) const {
   const auto at_or_above = sharing_by_head_dim.lower_bound(head_dim);
   if (at_or_above != sharing_by_head_dim.end()) return at_or_above->second;
   return sharing_by_head_dim.rbegin()->second;
+}
+
+double CostModel::cta_launch_us(u32 head_dim) const {
+  if (cta_launch_us_by_head_dim.empty()) return 0;
+  const auto hi = cta_launch_us_by_head_dim.lower_bound(head_dim);
+  if (hi == cta_launch_us_by_head_dim.end()) return std::prev(hi)->second;
+  if (hi->first == head_dim || hi == cta_launch_us_by_head_dim.begin()) return hi->second;
+  const auto lo = std::prev(hi);
+  const double f = double(head_dim - lo->first) / double(hi->first - lo->first);
+  return lo->second + f * (hi->second - lo->second);
 }
 
 CostCoefficients CostModel::coefficients(u32 head_dim) const {
@@ -143,11 +153,16 @@ CostModel CostModel::from_json(const json& j) {
     require_object(it.value(), "field 'head_dims." + it.key() + "'");
     if (version == 1)
       check_known_fields(it.value(), {"fixed_us", "us_per_block", "us_per_masked_block"}, prefix);
-    else
+    else if (version == 2)
       check_known_fields(
           it.value(),
           {"fixed_us", "us_per_block", "us_per_masked_block", "ctas_per_sm", "shared_rates"},
           prefix);
+    else
+      check_known_fields(it.value(),
+                         {"fixed_us", "us_per_block", "us_per_masked_block", "ctas_per_sm",
+                          "shared_rates", "cta_launch_us"},
+                         prefix);
     const auto coefficient = [&](const char* name) {
       const std::string field = prefix + name;
       const double us = as_double(require(it.value(), name, prefix), field);
@@ -161,6 +176,13 @@ CostModel CostModel::from_json(const json& j) {
     c.us_per_masked_block = coefficient("us_per_masked_block");
     m.by_head_dim[d] = c;
     if (version >= 2) m.sharing_by_head_dim[d] = sharing_from_json(it.value(), prefix);
+    if (version >= 3 && it.value().contains("cta_launch_us")) {
+      const std::string field = prefix + "cta_launch_us";
+      const double us = as_double(it.value()["cta_launch_us"], field);
+      const std::string problem = cta_launch_problem(us);
+      if (!problem.empty()) fail(field, problem);
+      m.cta_launch_us_by_head_dim[d] = us;
+    }
   }
   return m;
 }
@@ -173,18 +195,21 @@ json CostModel::to_json() const {
                                       {"us_per_block", c.us_per_block},
                                       {"us_per_masked_block", c.us_per_masked_block},
                                       {"ctas_per_sm", s.ctas_per_sm},
-                                      {"shared_rates", s.shared_rates}};
+                                      {"shared_rates", s.shared_rates},
+                                      {"cta_launch_us", cta_launch_us(d)}};
   }
-  return json{{"format", "tilesched-cost"},
-              {"version", kCostFormatVersion},
-              {"device", device},
-              {"units",
-               "microseconds per tile on one SM; time = fixed_us + us_per_block * "
-               "unmasked_kv_blocks + us_per_masked_block * masked_kv_blocks; with k CTAs busy on "
-               "one SM each progresses at shared_rates[k - 2] of its solo speed"},
-              {"sms", multiprocessors},
-              {"l2_bytes", l2_bytes},
-              {"head_dims", dims}};
+  return json{
+      {"format", "tilesched-cost"},
+      {"version", kCostFormatVersion},
+      {"device", device},
+      {"units",
+       "microseconds per tile on one SM; time = fixed_us + us_per_block * "
+       "unmasked_kv_blocks + us_per_masked_block * masked_kv_blocks; with k CTAs busy on "
+       "one SM each progresses at shared_rates[k - 2] of its solo speed; a CTA that starts in a "
+       "freed slot holds it cta_launch_us before its first tile"},
+      {"sms", multiprocessors},
+      {"l2_bytes", l2_bytes},
+      {"head_dims", dims}};
 }
 
 CostModel CostModel::builtin(const std::string& profile) {
@@ -449,6 +474,93 @@ SharingFit fit_sharing(const std::vector<Trace>& traces, u32 head_dim,
   return fit;
 }
 
+namespace {
+
+// One transient trace's launch evidence: the SMs' spans minus their tiles' costs, and the
+// launches inside those spans. Empty when the trace cannot tell (no refill, no SM ids).
+struct LaunchSample {
+  double excess_us = 0;
+  std::size_t refills = 0;
+  std::size_t tileless = 0;
+  std::size_t launches() const { return refills + tileless; }
+};
+
+LaunchSample launch_sample(const Trace& t, const CostCoefficients& solo) {
+  LaunchSample s;
+  struct Span {
+    double first_start = 0, last_end = 0, cost = 0;
+    std::size_t tiles = 0;
+  };
+  std::map<std::int32_t, Span> by_sm;
+  std::vector<u32> ctas;
+  for (const TraceEvent& e : t.events) {
+    if (e.sm_id < 0) return LaunchSample{};
+    Span& span = by_sm[e.sm_id];
+    span.first_start = span.tiles == 0 ? e.start_us : std::min(span.first_start, e.start_us);
+    span.last_end = span.tiles == 0 ? e.end_us : std::max(span.last_end, e.end_us);
+    span.cost += solo.tile_time_us(event_tile_cost(t.workload, e));
+    ++span.tiles;
+    ctas.push_back(e.cta);
+  }
+  for (const auto& entry : by_sm) {
+    s.excess_us += entry.second.last_end - entry.second.first_start - entry.second.cost;
+    s.refills += entry.second.tiles - 1;
+  }
+  // CTAs without a tile leave no event: count the ids the events skip between the first wave
+  // and the last CTA that had a tile. A trace that does not say how many CTAs were resident ran
+  // at least one on each SM it names.
+  std::sort(ctas.begin(), ctas.end());
+  ctas.erase(std::unique(ctas.begin(), ctas.end()), ctas.end());
+  const u32 resident = t.workload.resident_ctas > 0 ? t.workload.resident_ctas : u32(by_sm.size());
+  const u32 first_wave = std::min(resident, t.launched_ctas);
+  if (!ctas.empty() && ctas.back() >= first_wave) {
+    const std::size_t with_tile_past_first_wave =
+        ctas.end() - std::lower_bound(ctas.begin(), ctas.end(), first_wave);
+    s.tileless = std::size_t(ctas.back() - first_wave + 1) - with_tile_past_first_wave;
+  }
+  return s;
+}
+
+}  // namespace
+
+LaunchFit fit_cta_launch(const std::vector<Trace>& traces, u32 head_dim,
+                         const CostCoefficients& solo) {
+  std::vector<LaunchSample> samples;
+  std::size_t transient = 0;
+  for (const Trace& t : traces) {
+    if (t.workload.head_dim != head_dim || t.workload.scheduler != SchedulerKind::Transient)
+      continue;
+    ++transient;
+    if (max_busy_per_sm(t) > 1) continue;
+    const LaunchSample s = launch_sample(t, solo);
+    if (s.launches() > 0) samples.push_back(s);
+  }
+  if (samples.empty())
+    throw std::invalid_argument(fmt::format(
+        "cannot fit the CTA launch at head_dim {}: {}", head_dim,
+        transient == 0
+            ? "no transient trace of it (record one: its one-tile CTAs refill the SMs' slots)"
+            : fmt::format("none of its {} transient trace(s) refilled a slot at one CTA per SM "
+                          "(each needs SM ids and more CTAs than slots)",
+                          transient)));
+  LaunchFit fit;
+  double excess = 0;
+  for (const LaunchSample& s : samples) {
+    excess += s.excess_us;
+    fit.refills += s.refills;
+    fit.tileless += s.tileless;
+  }
+  fit.traces = samples.size();
+  fit.cta_launch_us = excess / double(fit.refills + fit.tileless);
+  double sum_sq = 0;
+  for (const LaunchSample& s : samples) {
+    const double own = s.excess_us / double(s.launches());
+    sum_sq += (own - fit.cta_launch_us) * (own - fit.cta_launch_us);
+  }
+  fit.rms_spread_us = std::sqrt(sum_sq / double(samples.size()));
+  return fit;
+}
+
 CostModel CostModel::fit(const std::vector<Trace>& traces, const std::string& device) {
   CostModel m;
   m.device = device;
@@ -459,6 +571,11 @@ CostModel CostModel::fit(const std::vector<Trace>& traces, const std::string& de
     bool shares = false;
     for (const Trace& t : traces) shares |= t.workload.head_dim == d && max_busy_per_sm(t) > 1;
     if (shares) m.sharing_by_head_dim[d] = fit_sharing(traces, d, c).sharing;
+    try {
+      m.cta_launch_us_by_head_dim[d] = fit_cta_launch(traces, d, c).cta_launch_us;
+    } catch (const std::invalid_argument&) {
+      // No transient trace that refilled its slots: nothing says how long a launch takes.
+    }
   }
   return m;
 }

@@ -17,6 +17,7 @@ SlotLayout slot_layout(const Workload& w, const CostModel& cost) {
   layout.multiprocessors = cost.multiprocessors;
   layout.slots = w.resident_ctas > 0 ? w.resident_ctas : cost.resident_ctas(w.head_dim);
   layout.sharing = cost.sharing(w.head_dim);
+  layout.cta_launch_us = cost.cta_launch_us(w.head_dim);
   return layout;
 }
 
@@ -128,12 +129,13 @@ class Placement {
     schedule(d.sm);
   }
 
-  // The CTA asks for its next tile; without one it exits and the next waiting CTA takes its slot.
+  // The CTA asks for its next tile; without one it exits and the next waiting CTA takes its slot,
+  // starting once the device has launched it there.
   void turn(u32 cta, double time) {
     const u32 slot = slot_of_[cta];
     PlacedTile tile;
     if (!next_(CtaTurn{cta, slot, steps_[cta], time}, tile)) {
-      if (next_waiting_ < launched_) start(next_waiting_++, slot, time);
+      if (next_waiting_ < launched_) start(next_waiting_++, slot, time + layout_.cta_launch_us);
       return;
     }
     const u32 index = sm_of_slot(slot);

@@ -5,7 +5,10 @@
 //   s % multiprocessors, so the first CTAs spread one per SM before any SM takes a second, as the
 //   hardware's block scheduler does.
 // - CTAs start in id order: the first `slots` at time 0, each later one in the slot of the CTA
-//   that exits before it (a grid larger than the resident capacity runs in waves).
+//   that exits before it (a grid larger than the resident capacity runs in waves), `cta_launch_us`
+//   after that exit: the block scheduler's refill and the kernel's prologue, which the H200
+//   measures at about a microsecond per CTA (docs/sim-cost-model.md). A CTA without a tile holds
+//   its slot that long and exits.
 // - Co-resident CTAs share their SM (processor sharing): while k CTAs of an SM are busy each
 //   progresses at SmSharing::rate(k) of its solo speed, so a tile's end depends on what its
 //   neighbours run. With one busy CTA on an SM a tile takes exactly its solo time.
@@ -24,13 +27,14 @@ namespace tilesched::sim::detail {
 
 // What the device offers a grid.
 struct SlotLayout {
-  u32 multiprocessors = 1;  // SMs
-  u32 slots = 1;            // CTAs resident at once
-  SmSharing sharing;        // how busy CTAs on one SM progress
+  u32 multiprocessors = 1;   // SMs
+  u32 slots = 1;             // CTAs resident at once
+  SmSharing sharing;         // how busy CTAs on one SM progress
+  double cta_launch_us = 0;  // from a slot's CTA exit to the start of the next CTA in it
 };
 
 // The layout for a workload: the workload's resident_ctas when it sets one, else the profile's
-// SMs x CTAs per SM at its head_dim.
+// SMs x CTAs per SM at its head_dim; the profile's sharing and CTA launch at its head_dim.
 SlotLayout slot_layout(const Workload& w, const CostModel& cost);
 
 // One call for a CTA's next tile.

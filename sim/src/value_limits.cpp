@@ -15,15 +15,28 @@ std::string trace_time_problem(double us) {
   return {};
 }
 
-std::string cost_coefficient_problem(double us) {
+namespace {
+
+// Empty when `us` is a finite, non-negative number of microseconds up to `limit`; otherwise why
+// not, with what the limit stands for (`beyond`): above it is a unit mistake, not a slow GPU.
+std::string microseconds_problem(double us, double limit, const char* beyond) {
   if (!std::isfinite(us)) return fmt::format("must be a finite number of microseconds, got {}", us);
   if (us < 0) return fmt::format("must not be negative, got {:g}", us);
-  if (us > kMaxCostCoefficientUs)
-    return fmt::format(
-        "{:g} us is more than the {:g} us (one second) any tile or KV block takes; is it in "
-        "microseconds?",
-        us, kMaxCostCoefficientUs);
+  if (us > limit)
+    return fmt::format("{:g} us is more than the {:g} us {}; is it in microseconds?", us, limit,
+                       beyond);
   return {};
+}
+
+}  // namespace
+
+std::string cost_coefficient_problem(double us) {
+  return microseconds_problem(us, kMaxCostCoefficientUs, "(one second) any tile or KV block takes");
+}
+
+std::string cta_launch_problem(double us) {
+  return microseconds_problem(us, kMaxCtaLaunchUs,
+                              "(one millisecond) a GPU takes to start a CTA in a freed slot");
 }
 
 std::string sm_id_problem(std::int64_t sm_id, u32 launched_ctas) {

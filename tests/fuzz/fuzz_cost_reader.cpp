@@ -1,5 +1,6 @@
 // Fuzz target: the cost-table reader (JSON text -> CostModel). An accepted table gives finite,
-// non-negative coefficients for every head dim (interpolated or scaled) and round-trips.
+// non-negative coefficients and a CTA launch within its limit for every head dim (interpolated or
+// scaled) and round-trips.
 #include <cmath>
 
 #include "fuzz_support.hpp"
@@ -17,9 +18,15 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       for (const double us : {c.fixed_us, c.us_per_block, c.us_per_masked_block})
         fuzz::require(std::isfinite(us) && us >= 0 && us <= 1024 * sim::kMaxCostCoefficientUs,
                       "a coefficient out of range");
+      const double launch = model.cta_launch_us(d);
+      fuzz::require(std::isfinite(launch) && launch >= 0 && launch <= sim::kMaxCtaLaunchUs,
+                    "a CTA launch out of range");
     }
     const sim::CostModel back = sim::CostModel::from_json(model.to_json());
     fuzz::require(back.by_head_dim == model.by_head_dim, "a cost table does not round-trip");
+    for (const auto& entry : model.by_head_dim)
+      fuzz::require(back.cta_launch_us(entry.first) == model.cta_launch_us(entry.first),
+                    "a CTA launch does not round-trip");
   });
   return 0;
 }

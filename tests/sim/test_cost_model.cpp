@@ -229,7 +229,7 @@ TEST_CASE("a version 1 cost table reads as 132 SMs with one CTA per SM") {
   CHECK(contains(invalid_argument_text([&] { sim::CostModel::from_json(bad); }), "ctas_per_sm"));
 }
 
-TEST_CASE("version 2 cost tables: device and sharing fields are checked, each by name") {
+TEST_CASE("version 2 and 3 cost tables: device, sharing and launch fields are checked by name") {
   using nlohmann::json;
   const json good = sim::CostModel::builtin("h200").to_json();
   const auto error = [&](const std::function<void(json&)>& edit) {
@@ -254,7 +254,13 @@ TEST_CASE("version 2 cost tables: device and sharing fields are checked, each by
                  "'head_dims.128.shared_rates[0]': must be in (0, 1], got 1.2"));
   CHECK(contains(error([](json& j) { j["head_dims"]["128"]["shared_rates"] = {0}; }),
                  "must be in (0, 1]"));
-  CHECK(contains(error([](json& j) { j["version"] = 3; }), "unsupported cost table version 3"));
+  CHECK(contains(error([](json& j) { j["version"] = 4; }), "unsupported cost table version 4"));
+  // The CTA launch came with version 3.
+  CHECK(contains(error([](json& j) {
+                   j["version"] = 2;
+                   j["head_dims"]["128"]["cta_launch_us"] = 1.0;
+                 }),
+                 "cta_launch_us"));
   // One CTA per SM needs no rates.
   json one = good;
   one["head_dims"]["128"]["ctas_per_sm"] = 1;
@@ -262,15 +268,60 @@ TEST_CASE("version 2 cost tables: device and sharing fields are checked, each by
   CHECK(sim::CostModel::from_json(one).sharing(128).ctas_per_sm == 1);
 }
 
+TEST_CASE("the CTA launch: read, checked, looked up between head dims, written back") {
+  using nlohmann::json;
+  json j = sim::CostModel::builtin("h200").to_json();
+  j["head_dims"]["64"]["cta_launch_us"] = 1.0;
+  j["head_dims"]["128"]["cta_launch_us"] = 2.0;
+  j["head_dims"]["256"].erase("cta_launch_us");  // optional: a head dim without one
+  const sim::CostModel m = sim::CostModel::from_json(j);
+  CHECK(m.cta_launch_us(64) == 1.0);
+  CHECK(m.cta_launch_us(96) == 1.5);   // linear in between
+  CHECK(m.cta_launch_us(32) == 1.0);   // the nearest entry outside, not scaled
+  CHECK(m.cta_launch_us(256) == 2.0);  // 256 has none: the nearest below
+  CHECK(sim::CostModel{}.cta_launch_us(128) == 0.0);
+  const sim::CostModel back = sim::CostModel::from_json(m.to_json());
+  for (const u32 d : {32u, 64u, 96u, 128u, 256u, 512u})
+    CHECK(back.cta_launch_us(d) == m.cta_launch_us(d));
+  CHECK(m.to_json()["version"] == 3);
+
+  const auto error = [&](const json& launch) {
+    json bad = j;
+    bad["head_dims"]["128"]["cta_launch_us"] = launch;
+    return invalid_argument_text([&] { sim::CostModel::from_json(bad); });
+  };
+  CHECK(error(0.0) == "<no exception>");
+  CHECK(error(sim::kMaxCtaLaunchUs) == "<no exception>");
+  CHECK(
+      contains(error(-0.5), "field 'head_dims.128.cta_launch_us': must not be negative, got -0.5"));
+  CHECK(contains(error(1500.0),
+                 "field 'head_dims.128.cta_launch_us': 1500 us is more than the "
+                 "1000 us (one millisecond)"));
+  CHECK(contains(error("1.2"), "field 'head_dims.128.cta_launch_us'"));
+}
+
 namespace {
 
-// A small device: 8 SMs holding two CTAs each, every busy CTA at `rate` while both are.
-sim::CostModel small_device(const sim::CostCoefficients& k, double rate) {
+// A small device of 8 SMs, one CTA each, whose tiles at head_dim 128 cost `k`.
+sim::CostModel eight_sm_device(const sim::CostCoefficients& k) {
   sim::CostModel m;
   m.device = "synthetic";
   m.multiprocessors = 8;
   m.by_head_dim[128] = k;
+  return m;
+}
+
+// The small device holding two CTAs per SM, every busy CTA at `rate` while both are.
+sim::CostModel small_device(const sim::CostCoefficients& k, double rate) {
+  sim::CostModel m = eight_sm_device(k);
   m.sharing_by_head_dim[128] = sim::SmSharing{2, {rate}};
+  return m;
+}
+
+// The small device, one CTA per SM, whose CTAs take `launch_us` to start in a freed slot.
+sim::CostModel launching_device(const sim::CostCoefficients& k, double launch_us) {
+  sim::CostModel m = eight_sm_device(k);
+  m.cta_launch_us_by_head_dim[128] = launch_us;
   return m;
 }
 
@@ -361,4 +412,84 @@ TEST_CASE("time by busy CTAs: the stretches a tile spent alone and shared on its
   CHECK(a[3] == std::vector<double>{5});
   CHECK(a[4] == std::vector<double>{3});
   CHECK(sim::max_busy_per_sm(t) == 2);
+}
+
+namespace {
+
+// A transient grid of the workload's tiles on `device`, as if measured.
+Trace transient_trace(Workload w, const sim::CostModel& device) {
+  w.scheduler = SchedulerKind::Transient;
+  return sim::replay(w, device);
+}
+
+}  // namespace
+
+TEST_CASE("fit learns the CTA launch from transient traces, against the tile costs") {
+  const sim::CostCoefficients k{1.7, 2.3, 3.1};
+  const sim::CostModel truth = launching_device(k, 0.85);
+  // Sequences of equal length: every CTA has a tile, each SM's span is its tiles and launches.
+  Workload even = sim::default_workload();
+  even.q_lens = {1024, 1024, 1024};
+  even.num_q_heads = 8;
+  even.num_kv_heads = 2;
+  const std::vector<Trace> traces = {transient_trace(even, truth)};
+  const sim::LaunchFit exact = sim::fit_cta_launch(traces, 128, k);
+  CHECK(exact.cta_launch_us == doctest::Approx(0.85).epsilon(1e-9));
+  CHECK(exact.traces == 1);
+  CHECK(exact.refills == traces[0].events.size() - 8);  // every tile after each SM's first
+  CHECK(exact.tileless == 0);
+  CHECK(exact.rms_spread_us == doctest::Approx(0.0).scale(1));
+
+  // Ragged: CTAs past a sequence's end have no tile, yet held a slot for their launch. The fit
+  // counts them from the CTA ids the events skip; those that ran after an SM's last tile fall
+  // outside its span, so the estimate is close, not exact.
+  Workload ragged = even;
+  ragged.q_lens = {1000, 333, 2048, 700};
+  ragged.kv_lens = {1500, 333, 2048, 900};
+  const std::vector<Trace> with_tileless = {transient_trace(ragged, truth)};
+  const sim::LaunchFit close = sim::fit_cta_launch(with_tileless, 128, k);
+  CHECK(close.tileless > 0);
+  CHECK(close.cta_launch_us == doctest::Approx(0.85).epsilon(0.03));
+  // The launch is measured against the tile costs it is given: costs 0.5 µs too high per tile
+  // leave 0.5 µs times tiles per refill less for each launch.
+  const sim::CostCoefficients slower{k.fixed_us + 0.5, k.us_per_block, k.us_per_masked_block};
+  const double tiles_per_refill = double(exact.refills + 8) / double(exact.refills);
+  CHECK(sim::fit_cta_launch(traces, 128, slower).cta_launch_us ==
+        doctest::Approx(0.85 - 0.5 * tiles_per_refill).epsilon(1e-9));
+
+  // The whole fit: tile costs from the same traces (the launch is outside the tiles' times), and
+  // the launch against them.
+  std::vector<Trace> all = traces;
+  all.push_back(with_tileless.front());
+  ragged.scheduler = SchedulerKind::Queued;  // persistent traces tell nothing about launches
+  all.push_back(sim::replay(ragged, truth));
+  sim::CostModel fitted = sim::CostModel::fit(all, "lab");
+  fitted.multiprocessors = truth.multiprocessors;  // the traces do not say how many SMs there are
+  CHECK(fitted.by_head_dim.at(128).us_per_block == doctest::Approx(k.us_per_block).epsilon(1e-9));
+  CHECK(fitted.cta_launch_us(128) == doctest::Approx(0.85).epsilon(0.03));
+  // Replayed with the fitted launch, the transient grid lands where it was measured.
+  const double measured = sim::compute_metrics(traces[0]).makespan_us;
+  CHECK(sim::compute_metrics(transient_trace(even, fitted)).makespan_us ==
+        doctest::Approx(measured).epsilon(0.01));
+}
+
+TEST_CASE("fit says when the traces cannot tell the CTA launch") {
+  const sim::CostCoefficients k{1.7, 2.3, 3.1};
+  const sim::CostModel truth = launching_device(k, 0.85);
+  Workload w = sim::default_workload();
+  w.q_lens = {1024, 512};
+  const std::string none =
+      invalid_argument_text([&] { sim::fit_cta_launch({sim::replay(w, truth)}, 128, k); });
+  CHECK(contains(none, "cannot fit the CTA launch at head_dim 128: no transient trace of it"));
+  // Eight one-tile CTAs on eight slots: no slot is ever refilled.
+  w.q_lens = {128};
+  w.num_q_heads = 8;
+  w.num_kv_heads = 8;
+  const std::string no_refill =
+      invalid_argument_text([&] { sim::fit_cta_launch({transient_trace(w, truth)}, 128, k); });
+  CHECK(contains(no_refill, "none of its 1 transient trace(s) refilled a slot at one CTA per SM"));
+  // CostModel::fit leaves such a head_dim without a launch.
+  w.q_lens = {1000, 333};
+  w.kv_lens = {1500, 333};
+  CHECK(sim::CostModel::fit({sim::replay(w, truth)}, "lab").cta_launch_us(128) == 0.0);
 }

@@ -380,6 +380,68 @@ TEST_CASE("a grid beyond the resident slots runs in waves, each CTA in a slot fr
   CHECK(both.events[1].start_us == 0.0);
 }
 
+TEST_CASE("a CTA that takes a freed slot starts the profile's launch time after the exit") {
+  sim::CostModel cost = shared_cost(1, 1, {});
+  cost.cta_launch_us_by_head_dim[8] = 0.5;
+  // One slot: CTA 1 starts 0.5 µs after CTA 0 exits; the first CTA starts at 0.
+  const Trace t = sim::replay(two_tiles(), cost);
+  REQUIRE(t.events.size() == 2);
+  CHECK(t.events[0].start_us == 0.0);
+  CHECK(t.events[1].start_us == 2.5);
+  CHECK(t.events[1].end_us == 6.5);
+  // Two slots: both CTAs start at once, no slot is refilled, the launch changes nothing.
+  sim::CostModel two = shared_cost(2, 1, {});
+  two.cta_launch_us_by_head_dim[8] = 0.5;
+  const Trace both = sim::replay(two_tiles(), two);
+  CHECK(both.events[1].start_us == 0.0);
+  CHECK(both.events[1].end_us == 4.0);
+
+  // A transient grid whose CTA 1 has no tile (sequence 0 has one row, T = 2): it holds the slot
+  // for its launch and exits. Tiles: 1 + 1 = 2 µs (sequence 0), 1 + 2 = 3 µs (sequence 1).
+  Workload w = two_tiles();
+  w.q_lens = {1, 2};
+  w.kv_lens.clear();
+  w.scheduler = SchedulerKind::Transient;
+  const Trace transient = sim::replay(w, cost);
+  REQUIRE(transient.events.size() == 3);
+  CHECK(transient.launched_ctas == 4);
+  CHECK(transient.events[0].end_us == 2.0);
+  CHECK(transient.events[1].cta == 2);
+  CHECK(transient.events[1].start_us == 3.0);  // CTA 1: 2.5 .. 2.5; CTA 2 launched by 3.0
+  CHECK(transient.events[2].start_us == 6.5);
+  CHECK(sim::compute_metrics(transient).makespan_us == 9.5);
+}
+
+TEST_CASE("the CTA launch slows transient grids and leaves a persistent grid within its slots") {
+  // Non-causal sequences of equal length: every tile costs the same, c. On S slots a transient
+  // grid of N = k S CTAs runs k tiles and k - 1 launches per slot.
+  sim::CostModel cost = flat_cost(1.0, 0.5, 0.5);
+  cost.multiprocessors = 16;
+  Workload w;
+  w.q_lens = {512, 512};
+  w.num_q_heads = 16;
+  w.num_kv_heads = 4;
+  w.mask = Mask::None;
+  w.num_ctas = 16;
+  w.scheduler = SchedulerKind::Transient;
+  const double c = 1.0 + 0.5 * 4;  // 4 KV blocks of 128
+  const u32 k = (4 * 16 * 2) / 16;
+  const double without = sim::compute_metrics(sim::replay(w, cost)).makespan_us;
+  CHECK(without == doctest::Approx(k * c));
+  sim::CostModel launching = cost;
+  launching.cta_launch_us_by_head_dim[128] = 1.25;
+  CHECK(sim::compute_metrics(sim::replay(w, launching)).makespan_us ==
+        doctest::Approx(k * c + (k - 1) * 1.25));
+  // Persistent grids of C = slots: no CTA waits for a slot, the trace is the same.
+  for (const SchedulerKind kind : {SchedulerKind::Tile, SchedulerKind::Queued}) {
+    w.scheduler = kind;
+    const Trace a = sim::replay(w, cost), b = sim::replay(w, launching);
+    REQUIRE(a.events.size() == b.events.size());
+    for (std::size_t i = 0; i < a.events.size(); ++i)
+      REQUIRE_MESSAGE(same_event(a.events[i], b.events[i]), show(a.events[i]));
+  }
+}
+
 TEST_CASE("placement: every tile's progress adds up to its solo cost, never more CTAs than slots") {
   // A small device where sharing happens everywhere: 3 SMs x 3 CTAs, rates 0.6 and 0.45.
   const sim::CostModel cost = shared_cost(3, 3, {0.6, 0.45});

@@ -115,3 +115,48 @@ TEST_CASE("fit skips a head_dim its traces cannot determine and fits the others"
   CHECK(cli::format_cost_fit_report(report).find("(head_dim not fitted: base coefficients)") !=
         std::string::npos);
 }
+
+TEST_CASE("fit --launch-only: the base's tile costs kept, the CTA launch fitted against them") {
+  // A device of 5 SMs whose CTAs take 0.6 µs to start in a freed slot; the small workload's
+  // transient grid of 96 CTAs refills every slot many times.
+  sim::CostModel truth = model_64({1.25, 0.75, 1.5});
+  truth.multiprocessors = 5;
+  truth.cta_launch_us_by_head_dim[64] = 0.6;
+  std::vector<cli::LabelledTrace> traces = measured(truth);
+  Trace transient = sim::replay(test::small_workload(SchedulerKind::Transient), truth);
+  transient.source = "gpu";
+  traces.push_back({"transient", transient});
+
+  sim::CostModel base = truth;
+  base.cta_launch_us_by_head_dim.clear();
+  const cli::CostFitReport r = cli::fit_cost_model(traces, base, "lab", cli::FitScope::LaunchOnly);
+  CHECK(r.fits.empty());
+  CHECK(r.model.by_head_dim == base.by_head_dim);
+  REQUIRE(r.launches.size() == 1);
+  CHECK(r.launches[0].fitted);
+  CHECK(r.model.cta_launch_us(64) == doctest::Approx(0.6).epsilon(0.03));
+  const std::string text = cli::format_cost_fit_report(r);
+  CHECK(text.find("tile costs and sharing: kept from the base (only the launch fitted)") !=
+        std::string::npos);
+  CHECK(text.find("      64: fitted: 0.") != std::string::npos);
+  // The whole fit learns the launch too, against the tile costs it fitted.
+  const cli::CostFitReport all = cli::fit_cost_model(traces, base, "lab");
+  CHECK(all.model.cta_launch_us(64) == doctest::Approx(0.6).epsilon(0.03));
+
+  // Tile costs slower than the traces ran leave a negative launch: reported, for the command to
+  // refuse writing it.
+  sim::CostModel slow = base;
+  slow.by_head_dim[64].fixed_us += 5.0;
+  const cli::CostFitReport negative =
+      cli::fit_cost_model(traces, slow, "lab", cli::FitScope::LaunchOnly);
+  REQUIRE(negative.negative_launches.size() == 1);
+  CHECK(negative.negative_launches[0].find("head_dim 64: cta_launch_us = -") == 0);
+
+  // Without a transient trace there is nothing to fit.
+  traces.pop_back();
+  CHECK_THROWS_WITH_AS(cli::fit_cost_model(traces, base, "lab", cli::FitScope::LaunchOnly),
+                       "no head_dim's CTA launch could be fitted: cannot fit the CTA launch at "
+                       "head_dim 64: no transient trace of it (record one: its one-tile CTAs "
+                       "refill the SMs' slots)",
+                       std::invalid_argument);
+}

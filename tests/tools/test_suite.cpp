@@ -9,6 +9,7 @@
 
 #include "cli/errors.hpp"
 #include "cli/prediction_report.hpp"
+#include "cli/strategies.hpp"
 #include "cli/suite.hpp"
 #include "cli/suite_runner.hpp"
 #include "test_support.hpp"
@@ -221,6 +222,17 @@ void check_verdict(const cli::WorkloadVerdict& v, const cli::SuiteResults& resul
   CHECK(v.over_ideal ==
         doctest::Approx(rec.makespan_us * rec.concurrent_ctas / rec.total_busy_us - 1));
   CHECK(v.over_ideal >= 0);
+  // Headroom: the best seed strategy over the lowest ideal bound, both at the recommended C.
+  double best_of_seed = 0, lowest_ideal = 0;
+  for (const cli::SuiteRunResult& r : results.runs) {
+    if (r.workload_name != v.workload || r.workload.num_ctas != rec.workload.num_ctas) continue;
+    const double ideal = r.total_busy_us / double(r.concurrent_ctas);
+    if (lowest_ideal == 0 || ideal < lowest_ideal) lowest_ideal = ideal;
+    if (cli::is_seed_strategy(r.strategy) && (best_of_seed == 0 || r.makespan_us < best_of_seed))
+      best_of_seed = r.makespan_us;
+  }
+  CHECK(v.seed_headroom == doctest::Approx(best_of_seed / lowest_ideal));
+  CHECK(v.seed_headroom >= 1.0);
 }
 
 }  // namespace
@@ -276,7 +288,8 @@ TEST_CASE("the report of a device 10 % slower than predicted: errors, verdicts, 
   for (const char* heading :
        {"## Prediction error per strategy and CTA count", "## Predicted best against measured best",
         "## Speed-up of the recommended strategy (measured)", "## Every run",
-        "on 2 of 2 workloads (100 %)", "| a_d128 | tile/default | 132 |", "-9.1 %"})
+        "on 2 of 2 workloads (100 %)", "| a_d128 | tile/default | 132 |", "-9.1 %",
+        "workloads have room for 1.1x", "headroom over best seed"})
     CHECK_MESSAGE(out.markdown.find(heading) != std::string::npos, heading);
   CHECK(test::xml_problem(out.svg).empty());
   CHECK(test::xml_problem(out.html).empty());

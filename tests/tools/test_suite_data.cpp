@@ -1,11 +1,15 @@
 // The prediction suite as an H200 measured it (tests/data/h200_suite, written by `tilesched
 // suite-run` on the device, see docs/prediction-report.md): CI replays every kept trace against the
 // simulator with the cost file the device run planned its schedules with, so a change to the
-// schedulers or the replay that would no longer match the GPU fails here, without a GPU.
+// schedulers or the replay that would no longer match the GPU fails here, without a GPU; and it
+// holds the shipped sm90 profile to the prediction target on the measured makespans.
 #include <doctest/doctest.h>
 
+#include <map>
 #include <string>
+#include <vector>
 
+#include "cli/prediction_report.hpp"
 #include "cli/suite_results.hpp"
 #include "tilesched/sim/cost_model.hpp"
 #include "tilesched/sim/metrics.hpp"
@@ -13,6 +17,10 @@
 #include "tilesched/sim/schedule_check.hpp"
 
 using namespace tilesched;
+
+namespace {
+const std::string kShippedProfile = std::string(TILESCHED_SIM_DATA_DIR) + "/cost_h200_sm90.json";
+}  // namespace
 
 TEST_CASE("the H200 suite: every run passed its checks, every kept trace replays to its schedule") {
   const std::string dir = TILESCHED_SUITE_DATA_DIR;
@@ -38,4 +46,63 @@ TEST_CASE("the H200 suite: every run passed its checks, every kept trace replays
     CHECK(problems.empty());
     CHECK(sim::compute_metrics(t.trace).tile_count == model.events.size());
   }
+
+  // The shipped sm90 profile's CTA launch is what `fit --launch-only` derives from these traces
+  // against its tile costs (docs/sim-cost-model.md), to the 4 decimals the file keeps.
+  const sim::CostModel shipped = sim::CostModel::load(kShippedProfile);
+  std::vector<Trace> measured;
+  for (const cli::SuiteTrace& t : traces) measured.push_back(t.trace);
+  for (const u32 d : {64u, 128u, 256u}) {
+    CAPTURE(d);
+    const sim::LaunchFit fit = sim::fit_cta_launch(measured, d, shipped.coefficients(d));
+    CHECK(fit.traces == 2 * (d == 256 ? 14 : 15));  // transient and transient/flip per workload
+    CHECK(shipped.cta_launch_us(d) == doctest::Approx(fit.cta_launch_us).epsilon(1e-4));
+  }
+}
+
+namespace {
+
+// |error| of the predicted makespan per strategy (over the workloads), by the report's rule.
+std::map<std::string, cli::ErrorSummary> errors_by_strategy(const cli::SuiteResults& results,
+                                                            const sim::CostModel& cost) {
+  std::map<std::string, cli::ErrorSummary> out;
+  for (const cli::ErrorSummary& e : cli::build_prediction_report(results, cost).errors)
+    out[e.strategy] = e;
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("the H200 suite: the shipped sm90 profile predicts every strategy within the target") {
+  // The target of the prediction report (docs/prediction-report.md): median |error| <= 3 % and
+  // p90 <= 8 % for every strategy. Transient grids meet it only with the CTA launch: without it
+  // the replay starts each one-tile CTA the moment a slot frees and predicts them too fast.
+  const cli::SuiteResults results = cli::read_suite_results(TILESCHED_SUITE_DATA_DIR);
+  const sim::CostModel shipped = sim::CostModel::load(kShippedProfile);
+  const auto errors = errors_by_strategy(results, shipped);
+  REQUIRE(errors.size() == 10);
+  for (const auto& [strategy, e] : errors) {
+    CAPTURE(strategy);
+    CHECK(e.runs == 44);
+    CHECK(e.median_abs <= 0.03);
+    CHECK(e.p90_abs <= 0.08);
+  }
+
+  sim::CostModel no_launch = shipped;
+  no_launch.cta_launch_us_by_head_dim.clear();
+  const cli::PredictionReport with = cli::build_prediction_report(results, shipped);
+  const cli::PredictionReport without = cli::build_prediction_report(results, no_launch);
+  REQUIRE(with.rows.size() == without.rows.size());
+  for (std::size_t i = 0; i < with.rows.size(); ++i) {
+    const cli::SuiteRunResult& run = *with.rows[i].run;
+    CAPTURE(run.workload_name);
+    CAPTURE(run.strategy);
+    if (run.workload.scheduler == SchedulerKind::Transient)
+      CHECK(with.rows[i].predicted_us > without.rows[i].predicted_us);  // slower, as measured
+    else
+      CHECK(with.rows[i].predicted_us == without.rows[i].predicted_us);  // C = slots: no refill
+  }
+  const auto before = errors_by_strategy(results, no_launch);
+  CHECK(before.at("transient").p90_abs > 0.08);
+  CHECK(before.at("transient/flip").p90_abs > 0.08);
 }

@@ -36,10 +36,28 @@ HeadDimSharing fit_head_dim_sharing(const std::vector<Trace>& traces, u32 head_d
   return s;
 }
 
+// The CTA launch of one head_dim, fitted against the tile costs `solo` where its transient traces
+// tell, else the base's.
+HeadDimLaunch fit_head_dim_launch(const std::vector<Trace>& traces, u32 head_dim,
+                                  const sim::CostCoefficients& solo, const sim::CostModel& base) {
+  HeadDimLaunch l;
+  l.head_dim = head_dim;
+  l.model_us = base.cta_launch_us(head_dim);
+  try {
+    l.fit = sim::fit_cta_launch(traces, head_dim, solo);
+  } catch (const std::invalid_argument& e) {
+    l.undetermined = e.what();
+    return l;
+  }
+  l.fitted = true;
+  l.model_us = l.fit.cta_launch_us;
+  return l;
+}
+
 }  // namespace
 
 CostFitReport fit_cost_model(const std::vector<LabelledTrace>& traces, const sim::CostModel& base,
-                             const std::string& device) {
+                             const std::string& device, FitScope scope) {
   if (traces.empty()) throw std::invalid_argument("cannot fit a cost model: no traces given");
   std::vector<Trace> plain;
   std::set<u32> head_dims;
@@ -51,7 +69,26 @@ CostFitReport fit_cost_model(const std::vector<LabelledTrace>& traces, const sim
   CostFitReport report;
   report.model = base;
   report.model.device = device;
-  for (const u32 d : head_dims) {
+  // Every head_dim of the traces gets an entry of its own, so that its launch is written even
+  // where the base interpolates its tile costs.
+  const auto record_launch = [&](const HeadDimLaunch& launch) {
+    report.launches.push_back(launch);
+    if (launch.fitted && launch.model_us < 0)
+      report.negative_launches.push_back(
+          fmt::format("head_dim {}: cta_launch_us = {:.4g}", launch.head_dim, launch.model_us));
+    report.model.cta_launch_us_by_head_dim[launch.head_dim] = launch.model_us;
+  };
+  if (scope == FitScope::LaunchOnly) {
+    std::vector<std::string> reasons;
+    for (const u32 d : head_dims) {
+      record_launch(fit_head_dim_launch(plain, d, base.coefficients(d), base));
+      if (!report.launches.back().fitted) reasons.push_back(report.launches.back().undetermined);
+    }
+    if (reasons.size() == head_dims.size())
+      throw std::invalid_argument(
+          fmt::format("no head_dim's CTA launch could be fitted: {}", fmt::join(reasons, "; ")));
+  }
+  for (const u32 d : scope == FitScope::Everything ? head_dims : std::set<u32>{}) {
     sim::CostFit fit;
     try {
       fit = sim::fit_cost(plain, d);
@@ -77,9 +114,10 @@ CostFitReport fit_cost_model(const std::vector<LabelledTrace>& traces, const sim
       if (!(r > 0 && r <= 1))
         report.invalid_rates.push_back(fmt::format("head_dim {}: rate({}) = {:.4g}", d, k + 2, r));
     }
+    record_launch(fit_head_dim_launch(plain, d, fit.coefficients, base));
   }
 
-  if (report.fits.empty())
+  if (scope == FitScope::Everything && report.fits.empty())
     throw std::invalid_argument(
         fmt::format("no head_dim could be fitted: {}", fmt::join(report.skipped, "; ")));
 
@@ -89,9 +127,10 @@ CostFitReport fit_cost_model(const std::vector<LabelledTrace>& traces, const sim
     MakespanComparison c;
     c.label = t.label;
     c.strategy = strategy_name(t.trace.workload);
-    c.fitted = std::any_of(report.fits.begin(), report.fits.end(), [&](const HeadDimFit& f) {
-      return f.head_dim == t.trace.workload.head_dim;
-    });
+    c.fitted = scope == FitScope::LaunchOnly ||
+               std::any_of(report.fits.begin(), report.fits.end(), [&](const HeadDimFit& f) {
+                 return f.head_dim == t.trace.workload.head_dim;
+               });
     c.measured_us = sim::compute_metrics(t.trace).makespan_us;
     c.predicted_us = sim::compute_metrics(sim::replay(t.trace.workload, report.model)).makespan_us;
     report.makespans.push_back(c);
@@ -99,13 +138,12 @@ CostFitReport fit_cost_model(const std::vector<LabelledTrace>& traces, const sim
   return report;
 }
 
-std::string format_cost_fit_report(const CostFitReport& r) {
-  std::string out = fmt::format(
-      "fitted cost model '{}' (time = fixed + per block * unmasked + "
-      "per masked * masked KV blocks)\n\n",
-      r.model.device);
-  out += fmt::format("  {:>8} {:>10} {:>12} {:>13} {:>12} {:>8} {:>9}\n", "head_dim", "fixed us",
-                     "us/block", "us/masked", "RMS res us", "samples", "rel RMS %");
+namespace {
+
+std::string format_tile_costs(const CostFitReport& r) {
+  std::string out =
+      fmt::format("  {:>8} {:>10} {:>12} {:>13} {:>12} {:>8} {:>9}\n", "head_dim", "fixed us",
+                  "us/block", "us/masked", "RMS res us", "samples", "rel RMS %");
   for (const HeadDimFit& f : r.fits) {
     const sim::CostCoefficients& k = f.fit.coefficients;
     out += fmt::format("  {:>8} {:>10.4f} {:>12.4f} {:>13.4f} {:>12.4f} {:>8} {:>9.2f}\n",
@@ -127,6 +165,32 @@ std::string format_cost_fit_report(const CostFitReport& r) {
       out += fmt::format("  {:>8}: kept from the base: {} CTA{} per SM{}\n            ({})\n",
                          h.head_dim, h.model.ctas_per_sm, h.model.ctas_per_sm == 1 ? "" : "s",
                          rates, h.undetermined);
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string format_cost_fit_report(const CostFitReport& r) {
+  std::string out = fmt::format(
+      "fitted cost model '{}' (time = fixed + per block * unmasked + "
+      "per masked * masked KV blocks)\n\n",
+      r.model.device);
+  out += r.fits.empty() ? "  tile costs and sharing: kept from the base (only the launch fitted)\n"
+                        : format_tile_costs(r);
+  out +=
+      "\nCTA launch (from a slot's CTA exit to the next CTA's first tile, beyond the tile "
+      "costs):\n";
+  for (const HeadDimLaunch& l : r.launches) {
+    if (l.fitted)
+      out += fmt::format(
+          "  {:>8}: fitted: {:.4f} us ({} transient trace{}, {} refilled tiles, {} CTAs without a "
+          "tile; per-trace spread {:.4f} us RMS)\n",
+          l.head_dim, l.model_us, l.fit.traces, l.fit.traces == 1 ? "" : "s", l.fit.refills,
+          l.fit.tileless, l.fit.rms_spread_us);
+    else
+      out += fmt::format("  {:>8}: kept from the base: {:.4f} us\n            ({})\n", l.head_dim,
+                         l.model_us, l.undetermined);
   }
   out += "\n";
   out += "makespan, measured vs replayed with the fitted model:\n";

@@ -30,6 +30,20 @@ struct HeadDimSharing {
   sim::SmSharing model;      // what the written profile holds for this head_dim
 };
 
+// How long a head_dim's CTAs take to start in a freed slot: fitted from its transient traces, else
+// kept from the base profile with the reason the traces could not tell.
+struct HeadDimLaunch {
+  u32 head_dim = 0;
+  bool fitted = false;
+  sim::LaunchFit fit;        // when fitted
+  std::string undetermined;  // when not: why (sim::fit_cta_launch's message)
+  double model_us = 0;       // what the written profile holds for this head_dim
+};
+
+// What `fit` fits: everything the traces determine, or only the CTA launch against the base's
+// tile costs (to add it to a profile whose tile costs were fitted elsewhere).
+enum class FitScope { Everything, LaunchOnly };
+
 // One trace replayed with the fitted model: how well the fitted tile costs add up to the kernel.
 struct MakespanComparison {
   std::string label;
@@ -44,6 +58,7 @@ struct CostFitReport {
   sim::CostModel model;
   std::vector<HeadDimFit> fits;         // ascending head_dim
   std::vector<HeadDimSharing> sharing;  // ascending head_dim, one per fitted head_dim
+  std::vector<HeadDimLaunch> launches;  // ascending head_dim, one per head_dim of the traces
   std::vector<MakespanComparison> makespans;
   // "head_dim 128: us_per_block = -0.41", one per negative fitted coefficient. A negative cost is
   // physically meaningless and cost files reject it, so the caller must not write such a model.
@@ -51,20 +66,26 @@ struct CostFitReport {
   // "head_dim 128: rate(2) = 1.07", one per fitted sharing rate outside (0, 1]: a CTA cannot run
   // faster beside another than alone, nor stop, so the traces do not fit the model.
   std::vector<std::string> invalid_rates;
+  // "head_dim 256: cta_launch_us = -0.54", one per negative fitted launch: the tile costs predict
+  // the transient tiles slower than they ran, so the launch cannot be told from them.
+  std::vector<std::string> negative_launches;
   // "cannot fit head_dim 64: ...", one per head_dim the traces do not determine. Those keep the
   // base model's coefficients; the others are still fitted.
   std::vector<std::string> skipped;
 };
 
 // Fits every head_dim present in `traces`: tile costs from the traces that ran one CTA per SM
-// (sim::fit_cost), and how CTAs share an SM from those where they did not (sim::fit_sharing; when
-// the traces cannot tell, the base's occupancy and rates are kept and the reason reported). Then
-// replays each trace's workload with the result. A head_dim whose tiles do not determine the
+// (sim::fit_cost), how CTAs share an SM from those where they did not (sim::fit_sharing), and the
+// CTA launch from the transient ones, against the fitted tile costs (sim::fit_cta_launch); where
+// the traces cannot tell the sharing or the launch, the base's are kept and the reason reported.
+// Then replays each trace's workload with the result. A head_dim whose tiles do not determine the
 // coefficients (sim::fit_cost's std::invalid_argument names the head_dim and what its tiles lack)
 // is listed in `skipped`; when no head_dim can be fitted, that is a std::invalid_argument listing
 // every reason. Also thrown when `traces` is empty.
+// FitScope::LaunchOnly keeps the base's tile costs and sharing and fits only the launch, against
+// the base's tile costs; std::invalid_argument when no head_dim's launch can be fitted.
 CostFitReport fit_cost_model(const std::vector<LabelledTrace>& traces, const sim::CostModel& base,
-                             const std::string& device);
+                             const std::string& device, FitScope scope = FitScope::Everything);
 
 // The table per head_dim and the makespan comparison, as printed by `tilesched fit`.
 std::string format_cost_fit_report(const CostFitReport& report);

@@ -24,6 +24,8 @@ struct FitOptions {
   std::string device;
   std::string out_file = "cost.json";
   std::string base = "h200";
+  std::string base_model_file;  // a cost file as the base instead of a built-in profile
+  bool launch_only = false;
   bool allow_sim = false;
 };
 
@@ -73,6 +75,15 @@ std::vector<LabelledTrace> read_fit_traces(const FitOptions& o) {
 
 // Refuses a fit the cost files cannot hold, or the traces do not support.
 void check_fit_report(const CostFitReport& report, const std::string& out_file) {
+  if (!report.negative_launches.empty()) {
+    // The base's tile costs run the transient tiles slower than they were measured: a launch
+    // cannot take negative time, so the tile costs do not describe these traces.
+    throw std::runtime_error(fmt::format(
+        "negative fitted CTA launch ({}): not writing '{}'; the tile costs predict these "
+        "transient tiles slower than they ran: fit the tile costs to the same kernel first",
+        fmt::join(report.negative_launches, "; "), out_file));
+  }
+
   if (!report.negative_coefficients.empty()) {
     // Cost files reject negative costs; clamping would hide that the traces do not support the
     // model's shape (e.g. too few distinct block counts, or noise larger than a block's cost).
@@ -94,21 +105,40 @@ void check_fit_report(const CostFitReport& report, const std::string& out_file) 
 
 int run_fit(const FitOptions& o) {
   if (o.trace_files.empty()) throw UsageError("no traces given: name at least one TRACE.json");
-  const sim::CostModel base = sim::CostModel::builtin(o.base);  // checked while parsing
+  const sim::CostModel base = o.base_model_file.empty()
+                                  ? sim::CostModel::builtin(o.base)  // checked while parsing
+                                  : sim::CostModel::load(o.base_model_file);
+  const std::string base_name = o.base_model_file.empty() ? o.base : o.base_model_file;
   const std::vector<LabelledTrace> traces = read_fit_traces(o);
-  const std::string device = o.device.empty() ? common_device(traces) : o.device;
-  const CostFitReport report = fit_cost_model(traces, base, device);
+  const std::string device = !o.device.empty() ? o.device
+                             : o.launch_only   ? base.device
+                                               : common_device(traces);
+  const CostFitReport report = fit_cost_model(
+      traces, base, device, o.launch_only ? FitScope::LaunchOnly : FitScope::Everything);
   for (const std::string& reason : report.skipped)
     fmt::print(stderr, "tilesched fit: warning: skipped: {}; its coefficients come from '{}'\n",
-               reason, o.base);
+               reason, base_name);
   fmt::print("{}", format_cost_fit_report(report));
   check_fit_report(report, o.out_file);
 
   nlohmann::json j = report.model.to_json();
   std::vector<u32> fitted_dims;
   for (const HeadDimFit& f : report.fits) fitted_dims.push_back(f.head_dim);
-  j["note"] = fmt::format("head_dims {} fitted by `tilesched fit` to {} trace(s); others from '{}'",
-                          fmt::join(fitted_dims, ", "), traces.size(), o.base);
+  std::vector<u32> launch_dims;
+  for (const HeadDimLaunch& l : report.launches)
+    if (l.fitted) launch_dims.push_back(l.head_dim);
+  const std::string launch_note = launch_dims.empty() ? std::string()
+                                                      : fmt::format(" (CTA launch: head_dims {})",
+                                                                    fmt::join(launch_dims, ", "));
+  j["note"] = o.launch_only
+                  ? fmt::format(
+                        "cta_launch_us of head_dims {} fitted by `tilesched fit --launch-only` to "
+                        "{} trace(s); everything else from '{}'",
+                        fmt::join(launch_dims, ", "), traces.size(), base_name)
+                  : fmt::format(
+                        "head_dims {} fitted by `tilesched fit` to {} trace(s){}; others "
+                        "from '{}'",
+                        fmt::join(fitted_dims, ", "), traces.size(), launch_note, base_name);
   // Write only what `--cost-model` reads back: the reader holds the ranges (value_limits.hpp).
   try {
     sim::CostModel::from_json(j);
@@ -139,20 +169,28 @@ void add_fit_command(CLI::App& app, Action& action) {
   cmd->add_option("--out", options->out_file, "Cost model JSON to write (for --cost-model)")
       ->type_name("FILE")
       ->capture_default_str();
-  cmd->add_option("--base", options->base,
-                  "Built-in profile whose head_dims are kept where the traces have none: h200 | "
-                  "h100")
-      ->type_name("PROFILE")
-      ->capture_default_str()
-      ->check(builtin_cost_profile());
+  CLI::Option* base =
+      cmd->add_option("--base", options->base,
+                      "Built-in profile whose head_dims are kept where the traces have none: "
+                      "h200 | h100")
+          ->type_name("PROFILE")
+          ->capture_default_str()
+          ->check(builtin_cost_profile());
+  cmd->add_option("--base-model", options->base_model_file,
+                  "A cost file as the base instead of a built-in profile")
+      ->type_name("FILE")
+      ->excludes(base);
+  cmd->add_flag("--launch-only", options->launch_only,
+                "Keep the base's tile costs and sharing; fit only the CTA launch (cta_launch_us) "
+                "from the transient traces, against the base's tile costs");
   cmd->add_flag("--allow-sim", options->allow_sim,
                 "Accept traces that were not measured on a GPU (with a warning)");
   cmd->footer(
       "A head_dim whose traces do not determine the coefficients is skipped with a warning (it "
       "keeps --base's coefficients). Exit status: 0 success, 1 a trace could not be read or is "
       "not from a GPU, no head_dim could be fitted, or a fit gave coefficients a cost file cannot "
-      "hold (negative, or above one second) or sharing rates outside (0, 1] (nothing is written "
-      "then), 2 bad flags.");
+      "hold (negative, or above one second), sharing rates outside (0, 1] or a negative CTA launch "
+      "(nothing is written then), 2 bad flags.");
   cmd->callback([options, &action] { action = [options] { return run_fit(*options); }; });
 }
 

@@ -44,6 +44,10 @@ struct WorkloadVerdict {
   double speedup_vs_default = 0;
   double speedup_vs_best_seed = 0;
   double over_ideal = 0;  // recommended measured time / its ideal bound - 1
+  // The most any strategy could gain over the best seed strategy: its measured time at the
+  // recommended C over the lowest ideal bound among the workload's runs at that C (0 when the
+  // seed's strategies were not run).
+  double seed_headroom = 0;
 };
 
 struct PredictionReport {

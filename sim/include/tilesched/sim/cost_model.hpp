@@ -66,6 +66,13 @@ struct CostModel {
   std::map<u32, CostCoefficients> by_head_dim;    // at least one entry
   // Occupancy and sharing per head_dim; a head_dim missing here has one CTA per SM.
   std::map<u32, SmSharing> sharing_by_head_dim;
+  // CTA launch per head_dim, µs (SPEC §8): how long a CTA that starts in a freed resident slot
+  // holds it before its first tile starts, beyond the hand-off between tiles that fixed_us holds
+  // (the block scheduler's dispatch, the kernel's prologue). A CTA with no tile to process holds
+  // its slot this long and exits. Only a grid larger than the resident slots refills a slot: a
+  // transient grid for every CTA after the first wave, a persistent grid of C <= slots never.
+  // Empty (version 1 and 2 files): CTAs start the moment a slot frees.
+  std::map<u32, double> cta_launch_us_by_head_dim;
 
   // Coefficients for `head_dim`: the table entry when present; otherwise linear interpolation
   // between the neighbouring entries, or proportional scaling of the nearest one outside the
@@ -79,6 +86,10 @@ struct CostModel {
   // a larger head_dim (a smaller head_dim needs no more shared memory or registers, so it fits at
   // least as many CTAs), else the largest one; one CTA per SM when the table is empty.
   SmSharing sharing(u32 head_dim) const;
+  // CTA launch time for `head_dim`: the table entry when present; otherwise linear interpolation
+  // between the neighbouring entries, or the nearest entry outside the table (a launch does no
+  // work that grows with head_dim); 0 when the table has none.
+  double cta_launch_us(u32 head_dim) const;
   // CTAs the device runs at once for `head_dim`: multiprocessors x ctas_per_sm. The default
   // num_ctas of a persistent grid that fills the device, and the transient grid's resident slots.
   u32 resident_ctas(u32 head_dim) const { return multiprocessors * sharing(head_dim).ctas_per_sm; }
@@ -92,8 +103,9 @@ struct CostModel {
   nlohmann::json to_json() const;
 
   // Least-squares fit (one entry per head_dim found in the traces) from measured tile times:
-  // fit_cost on the traces that ran one CTA per SM, and fit_sharing for each head_dim whose
-  // traces show CTAs sharing an SM (one CTA per SM elsewhere).
+  // fit_cost on the traces that ran one CTA per SM, fit_sharing for each head_dim whose traces
+  // show CTAs sharing an SM (one CTA per SM elsewhere), and fit_cta_launch for each head_dim with
+  // a transient trace that refilled its slots (no launch time elsewhere).
   static CostModel fit(const std::vector<Trace>& traces, const std::string& device);
 };
 
@@ -146,5 +158,26 @@ struct SharingFit {
 // level to tell the rates apart. Rates are returned as fitted, outside (0, 1] included.
 SharingFit fit_sharing(const std::vector<Trace>& traces, u32 head_dim,
                        const CostCoefficients& solo);
+
+// Result of fitting how long a CTA takes to start in a freed slot.
+struct LaunchFit {
+  double cta_launch_us = 0;
+  std::size_t traces = 0;    // transient traces it came from
+  std::size_t refills = 0;   // tiles that started in a slot another CTA had freed
+  std::size_t tileless = 0;  // CTAs without a tile launched between them (no event of their own)
+  double rms_spread_us = 0;  // RMS over those traces of (their own estimate - cta_launch_us)
+};
+
+// Fits cta_launch_us for `head_dim` from its transient traces that ran one CTA per SM, against
+// the tile costs `solo`. On each SM the tiles of a transient grid run one after another; the SM's
+// span (first tile's start to last tile's end) holds their costs and one launch per refill: every
+// tile after the SM's first, and every CTA without a tile that started in a freed slot (counted as
+// the CTAs of no event, past the first wave, below the last CTA id with a tile: the H200 starts
+// CTAs in id order). The fit is the least-squares launch over all traces: the sum of the spans
+// minus the costs, over the number of launches. Throws std::invalid_argument when no transient
+// trace of that head_dim ran one CTA per SM with more CTAs than slots. The launch is returned as
+// fitted, negative included (the tile costs then exceed the measured tiles).
+LaunchFit fit_cta_launch(const std::vector<Trace>& traces, u32 head_dim,
+                         const CostCoefficients& solo);
 
 }  // namespace tilesched::sim

@@ -7,15 +7,17 @@
 //   workload's head_dim (or workload.resident_ctas when it sets one). Slot s lives on SM
 //   s % SMs: the first CTAs spread one per SM before any SM takes a second.
 // - CTAs start in id order, the first `slots` at time 0 and each later one in the slot of a CTA
-//   that exits (a persistent grid larger than the resident capacity runs in waves; a transient
-//   grid of T*H*B one-tile CTAs streams through the slots). Transient CTA id = x + T*(y + H*z).
+//   that exits, the profile's cta_launch_us later (a persistent grid larger than the resident
+//   capacity runs in waves; a transient grid of T*H*B one-tile CTAs streams through the slots).
+//   Transient CTA id = x + T*(y + H*z).
 // - A CTA's tile takes its cost model time when it has its SM to itself; while k CTAs of an SM
 //   are busy each progresses at the profile's rate(k) (processor sharing).
 // - The queued scheduler's counter starts at counter_start(); a CTA asks for its next tile when
 //   its tile ends, CTAs asking at the same time in CTA id order, so the counter hands out indices
 //   in the order a GPU with these tile times would. At time 0 every resident CTA takes its first
 //   tile in CTA order. Same inputs, same trace.
-// - A CTA whose first tile starts past its sequence exits at once and records no event.
+// - A CTA whose first tile starts past its sequence exits at once and records no event (in a
+//   refilled slot it has held the slot for its launch).
 // - Planned schedulers (lpt, lpt_queued, planned, ragged_queued) walk the schedule plan that
 //   plan_schedule() builds with the replay's cost model.
 // Events carry query_rows = tile_rows() rows (faithful mode: faithful_query_rows(), what upstream

@@ -21,6 +21,10 @@ inline constexpr double kMaxTraceTimeUs = 1e12;
 // long on one block; a larger value is a unit mistake (seconds or cycles given as microseconds).
 inline constexpr double kMaxCostCoefficientUs = 1e6;
 
+// Largest CTA launch time, microseconds: one millisecond. A GPU's block scheduler refills a slot in
+// about a microsecond; a millisecond per CTA is a unit mistake (nanoseconds given as microseconds).
+inline constexpr double kMaxCtaLaunchUs = 1e3;
+
 // SM ids the GPU reports (%smid) are below this. A simulated transient trace numbers its
 // resident slots instead, below its launched_ctas.
 inline constexpr std::int64_t kMaxSmCount = 1 << 16;
@@ -30,6 +34,9 @@ std::string trace_time_problem(double us);
 
 // Empty when `us` may be a cost coefficient; otherwise why not.
 std::string cost_coefficient_problem(double us);
+
+// Empty when `us` may be a CTA launch time (cta_launch_us); otherwise why not.
+std::string cta_launch_problem(double us);
 
 // Empty when `sm_id` may appear in a trace with `launched_ctas` CTAs: -1 (not recorded), an SM
 // id below kMaxSmCount, or a simulated slot below launched_ctas.
