@@ -375,6 +375,22 @@ __device__ void run_consumer(const Params& p, Storage& smem, Pipelines& pipes) {
 
       consumer_wait(pipes.q, q_r, "Q buffer (consumer)");
       const int q_buffer = q_r.index();
+      // The loop builds its QK^T operand from this buffer's address, read back from shared
+      // memory (volatile) at every block: the descriptors are then made there, one integer op
+      // per k slice. Made once before the loop, they were kept as a register pair per k slice
+      // (16 at d = 256) for the whole loop and pushed it into local memory (184 bytes of spills).
+      Element** const q_buffer_slot =
+          &smem.q_buffer_of_warp[warpgroup * (Traits::kWarpgroupThreads / 32) + warp];
+      __syncwarp();  // the warp's reads of the previous tile's address are done
+      if (lane == 0)
+        *q_buffer_slot = smem.q.data() + q_buffer * cosize(typename Traits::SmemLayoutQBuffer{});
+      __syncwarp();
+      auto q_operand_in_loop = [&] {
+        Element* const buffer = *static_cast<Element* const volatile*>(q_buffer_slot);
+        Tensor q = make_tensor(make_smem_ptr(buffer), typename Traits::SmemLayoutQBuffer{});
+        return thr_qk.partition_fragment_A(
+            local_tile(q, Shape<Int<kRows>, Int<D>>{}, make_coord(warpgroup, _0{})));
+      };
       int block_idx = static_cast<int>(g.kv_blocks) - 1;
 
       // Block kv_blocks - 1: S only.
@@ -397,7 +413,7 @@ __device__ void run_consumer(const Params& p, Storage& smem, Pipelines& pipes) {
       for (--block_idx; block_idx >= 0; --block_idx) {
         ping_pong.wait_turn();
         consumer_wait(pipes.k, k_r, "K stage (consumer)");
-        warpgroup_gemm(mma_qk, tSrQ(_, _, _, q_buffer), tSrK(_, _, _, k_r.index()), tSrS, false);
+        warpgroup_gemm(mma_qk, q_operand_in_loop(), tSrK(_, _, _, k_r.index()), tSrS, false);
         consumer_wait(pipes.v, v_r, "V stage (consumer)");
         warpgroup_gemm(mma_pv, tOrP, tOrV(_, _, _, v_r.index()), tOrO, true);
         ping_pong.pass_turn();

@@ -85,6 +85,11 @@ struct FmhaTraits {
   using SmemAtom = cute::GMMA::Layout_K_SW128_Atom<Element>;
   using SmemLayoutQ = decltype(cute::tile_to_shape(
       SmemAtom{}, cute::Shape<cute::Int<kBlockM>, cute::Int<D>, cute::Int<kStagesQ>>{}));
+  // One Q buffer: the consumers' main loop builds its Q operand from a buffer's address.
+  using SmemLayoutQBuffer =
+      decltype(cute::tile_to_shape(SmemAtom{}, cute::Shape<cute::Int<kBlockM>, cute::Int<D>>{}));
+  static_assert(cute::cosize_v<SmemLayoutQ> == kStagesQ * cute::cosize_v<SmemLayoutQBuffer>,
+                "Q buffers lie one after another, each laid out as SmemLayoutQBuffer");
   using SmemLayoutKV = decltype(cute::tile_to_shape(
       SmemAtom{}, cute::Shape<cute::Int<kBlockN>, cute::Int<D>, cute::Int<kStagesKV>>{}));
   // V as the B operand of O += P V is (d, keys) with d contiguous: the same bytes as the K-major
@@ -137,6 +142,9 @@ struct FmhaTraits {
     typename PipelineTile::SharedStorage pipe_tile;
     u32 sidx[kTileSlots];
     std::uint64_t trace_start_ns;  // the trace recorder's current tile start
+    // The Q buffer each consumer warp's current tile reads (written by its lane 0): the main loop
+    // reads it back at every block (run_consumer says why).
+    Element* q_buffer_of_warp[kConsumerThreads / 32];
   };
   static constexpr int kSharedBytes = static_cast<int>(sizeof(SharedStorage));
   static_assert(kSharedBytes <= 227 * 1024, "shared storage exceeds the sm90 limit per CTA");
