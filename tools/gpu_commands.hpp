@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -30,6 +31,9 @@ struct BenchCommandOptions {
   bool quick = false;    // a reduced grid
   int warmup = 3;
   int iterations = 20;
+  // The scheduler of the causal points, queued if unset (dense points use the static stride:
+  // their tiles cost the same).
+  std::optional<SchedulerKind> causal_scheduler;
 };
 
 // Both return the process exit code; a device or file failure is thrown as std::runtime_error.

@@ -17,8 +17,10 @@
 #include "gpu_commands.hpp"
 #include "tilesched/gpu/attention.hpp"
 #include "tilesched/gpu/device_problem.hpp"
+#include "tilesched/sim/cost_model.hpp"
 #include "tilesched/sim/io.hpp"
 #include "tilesched/sim/metrics.hpp"
+#include "tilesched/sim/replay.hpp"
 
 namespace tilesched::tools {
 namespace {
@@ -49,8 +51,8 @@ std::string today_utc() {
 }
 
 // One point of the grid. Dense tiles cost the same, so a static stride is balanced; causal tiles
-// differ by up to seq/BN blocks, so the queue balances them.
-Workload grid_point(u32 d, u32 seq, bool causal) {
+// differ by up to seq/BN blocks, so a dynamic scheduler (queued by default) balances them.
+Workload grid_point(u32 d, u32 seq, bool causal, SchedulerKind causal_scheduler) {
   Workload w;
   w.padded = true;
   w.q_lens.assign(kTokens / seq, seq);
@@ -59,16 +61,21 @@ Workload grid_point(u32 d, u32 seq, bool causal) {
   w.mask = causal ? Mask::Causal : Mask::None;
   w.block_m = gpu::kKernelBlockM;
   w.block_n = gpu::kernel_block_n(d);
-  w.scheduler = causal ? SchedulerKind::Queued : SchedulerKind::Tile;
+  w.scheduler = causal ? causal_scheduler : SchedulerKind::Tile;
   require(gpu::resident_ctas(w, w.num_ctas));
   w.resident_ctas = w.num_ctas;
   return w;
 }
 
+// A planned scheduler walks the plan the simulator builds with the workload's cost profile.
+SchedulePlan plan_of(const Workload& w) {
+  return sim::plan_schedule(w, sim::CostModel::builtin(w.cost_profile));
+}
+
 // Median milliseconds of one launch on random inputs, without trace recording.
 double median_ms(const Workload& w, const BenchCommandOptions& options) {
   gpu::DeviceProblem dev;
-  require(dev.create(w, /*record_trace=*/false));
+  require(dev.create(w, /*record_trace=*/false, plan_of(w)));
   require(dev.fill_random(w.q_lens.front() * 31 + w.head_dim));
   std::vector<float> ms;
   require(dev.time(options.warmup, options.iterations, ms));
@@ -80,7 +87,7 @@ double median_ms(const Workload& w, const BenchCommandOptions& options) {
 // cannot pass for overhead), the ratio of the two medians.
 double trace_overhead_pct(const Workload& w, const BenchCommandOptions& options) {
   gpu::DeviceProblem dev;
-  require(dev.create(w, /*record_trace=*/true));
+  require(dev.create(w, /*record_trace=*/true, plan_of(w)));
   require(dev.fill_random(w.q_lens.front() * 31 + w.head_dim));
   constexpr int kRounds = 8;
   const int per_round = std::max(1, options.iterations / kRounds * 2);
@@ -139,7 +146,9 @@ int bench_gpu_command(const BenchCommandOptions& options) {
   for (u32 d : {64u, 128u, 256u})
     for (u32 seq : seqs)
       for (bool causal : {false, true})
-        rows.push_back(bench_point(grid_point(d, seq, causal), options));
+        rows.push_back(bench_point(
+            grid_point(d, seq, causal, options.causal_scheduler.value_or(SchedulerKind::Queued)),
+            options));
   if (options.out_json.empty()) return 0;
   const nlohmann::json doc = {{"device", device},
                               {"date", today_utc()},

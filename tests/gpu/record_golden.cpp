@@ -4,6 +4,8 @@
 // Usage: gpu_record_golden <out_dir>
 #include <fmt/format.h>
 
+#include <exception>
+#include <filesystem>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -24,14 +26,8 @@ void write_raw(const std::string& path, const std::vector<T>& v) {
   sim::write_file_atomically(path, bytes);  // x86-64 and the CPU test machines are little-endian
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  if (argc != 2) {
-    fmt::print(stderr, "usage: {} <out_dir>\n", argv[0]);
-    return 2;
-  }
-  const std::string dir = argv[1];
+int record(const std::string& dir) {
+  std::filesystem::create_directories(dir);
   nlohmann::json manifest = nlohmann::json::array();
   int failures = 0;
   for (const auto& p : golden::problems()) {
@@ -57,4 +53,19 @@ int main(int argc, char** argv) {
   }
   sim::write_file_atomically(dir + "/manifest.json", manifest.dump(1) + "\n");
   return failures == 0 ? 0 : 1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc != 2) {
+    fmt::print(stderr, "usage: {} <out_dir>\n", argv[0]);
+    return 2;
+  }
+  try {
+    return record(argv[1]);
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "gpu_record_golden: {}\n", e.what());
+    return 1;
+  }
 }

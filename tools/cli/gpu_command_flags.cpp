@@ -62,6 +62,9 @@ void add_bench_command(CLI::App& app, Action& action) {
       ->capture_default_str();
   add_number_flag(*cmd, "--iters", bench->iterations, "Timed launches per point", /*min=*/1)
       ->capture_default_str();
+  add_choice_flag(*cmd, "--causal-scheduler", bench->causal_scheduler,
+                  "Scheduler of the causal points")
+      ->type_name("KIND");
   cmd->footer("Needs the GPU half (a build configured with a CUDA compiler) and a device.");
   cmd->callback([bench, &action] { action = [bench] { return run_bench(*bench); }; });
 }

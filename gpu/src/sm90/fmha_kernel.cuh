@@ -91,6 +91,21 @@ __device__ __forceinline__ float fast_exp2(float x) {
   return y;
 }
 
+// 2^x on the FMA and integer pipes, for x <= 0: x = n + f with n = round(x) and |f| <= 1/2; 2^f
+// from a degree-3 polynomial (relative error 7.5e-5, fitted here to 2^f on [-1/2, 1/2]; P is
+// then rounded to bf16, 2^-9), and n added to the result's exponent bits. Below -126 (a masked
+// score is -inf) the result is 0, as the MUFU's flush to zero gives. Used for a share of a
+// block's weights so that the exp2 (MUFU) unit, the bottleneck at small head dims, does less.
+__device__ __forceinline__ float fma_exp2(float x) {
+  constexpr float kRoundMagic = 12582912.f;  // 1.5 * 2^23: x + it holds round(x) in its low bits
+  const float clamped = fmaxf(x, -126.f);
+  const float shifted = clamped + kRoundMagic;
+  const float f = clamped - (shifted - kRoundMagic);
+  const float p = fmaf(fmaf(fmaf(0.05517167f, f, 0.24261115f), f, 0.69326097f), f, 0.99992806f);
+  const float y = __int_as_float(__float_as_int(p) + (__float_as_int(shifted) << 23));
+  return x < -126.f ? 0.f : y;
+}
+
 // ---- producer ------------------------------------------------------------------------------
 
 template <class Params, class Storage, class Pipelines>
@@ -216,7 +231,9 @@ __device__ __forceinline__ void mask_scores(Fragment& s, u32 key0, u32 kv_len, b
 
 // Online softmax of one block: new row max, scores turned into weights in place (exp2 with the
 // scale folded into the FFMA), sums updated. Returns each row's rescale factor for O.
-template <class Fragment>
+// Of every 8 consecutive accumulator elements, the first kFmaExp2Eighths take fma_exp2 and the
+// rest the MUFU.
+template <int kFmaExp2Eighths, class Fragment>
 __device__ __forceinline__ void softmax_block(Fragment& s, RowState& rs, float scale_log2,
                                               float (&alpha)[2]) {
   CUTE_UNROLL
@@ -237,7 +254,8 @@ __device__ __forceinline__ void softmax_block(Fragment& s, RowState& rs, float s
     CUTE_UNROLL
     for (int e = 0; e < cute::size(s); ++e)
       if ((e / 2) % 2 == r) {
-        s(e) = fast_exp2(fmaf(s(e), scale_log2, -base));
+        const float x = fmaf(s(e), scale_log2, -base);
+        s(e) = e % 8 < kFmaExp2Eighths ? fma_exp2(x) : fast_exp2(x);
         sum += s(e);
       }
     rs.sum[r] = rs.sum[r] * alpha[r] + sum;
@@ -344,16 +362,30 @@ __device__ void run_consumer(const Params& p, Storage& smem, Pipelines& pipes) {
     pipes.tile.consumer_release(tile_r);
     ++tile_r;
     if (!work) break;
-    // The trace slot is claimed as the tile starts, so the atomic's latency can hide behind the
-    // tile rather than delay the recorder's warpgroup at its end; the start time waits in shared
-    // memory rather than in two registers of every consumer. (Recording still costs up to 11 %
-    // on dense launches on some machines: docs/gpu-performance.md.)
+    const TileGeometry g = tile_geometry(p, *work);
+    // The trace slot is claimed and the event filled in shared memory as the tile starts, where
+    // the recorder's warp waits for the tile's first loads anyway; at its end only the end time is
+    // read and the event stored, so recording delays the recorder's warpgroup (and, through the
+    // ping-pong, the other one) as little as it can. (docs/gpu-performance.md measures it.)
     u32 trace_slot = 0;
     if (tracing && recorder) {
       trace_slot = atomicAdd(p.trace.count, 1u);
-      smem.trace_start_ns = global_timer_ns();
+      DeviceTraceEvent& e = smem.trace_event;
+      e.cta = cta;
+      e.step = step;
+      e.linear_idx = st.idx;
+      e.prompt_offset = work->prompt_offset;
+      e.head_idx = work->head_idx;
+      e.prompt_idx = work->prompt_idx;
+      e.query_rows = g.rows.query_rows;
+      e.kv_blocks =
+          tile_cost(work->prompt_offset, g.rows.query_rows, g.seq_len, g.kv_len, Traits::kBlockM,
+                    p.trace_block_n, p.causal ? Mask::Causal : Mask::None)
+              .kv_blocks;
+      e.sm_id = sm_id();
+      e.reserved = 0;
+      e.start_ns = global_timer_ns();
     }
-    const TileGeometry g = tile_geometry(p, *work);
 
     if (has_work(g)) {
       // Row positions in key space for the causal mask (bottom-right aligned): the thread's rows
@@ -375,6 +407,30 @@ __device__ void run_consumer(const Params& p, Storage& smem, Pipelines& pipes) {
 
       consumer_wait(pipes.q, q_r, "Q buffer (consumer)");
       const int q_buffer = q_r.index();
+      // The loop's QK^T operand. By default its descriptors (a register pair per k slice) are
+      // made once, before the loop, in uniform registers. With kRebuildQOperand the loop builds
+      // them at every block (in ordinary registers, one integer op per k slice) from this Q
+      // buffer's address, read back from shared memory (volatile, so that it cannot be hoisted):
+      // at d = 256 the 16 hoisted pairs pushed the loop into local memory (184 bytes of
+      // spills), while at d = 64 and 128 the rebuild only adds instructions (measured slower).
+      Element** const q_buffer_slot =
+          &smem.q_buffer_of_warp[warpgroup * (Traits::kWarpgroupThreads / 32) + warp];
+      if constexpr (Traits::kRebuildQOperand) {
+        __syncwarp();  // the warp's reads of the previous tile's address are done
+        if (lane == 0)
+          *q_buffer_slot = smem.q.data() + q_buffer * cosize(typename Traits::SmemLayoutQBuffer{});
+        __syncwarp();
+      }
+      auto q_operand_in_loop = [&] {
+        if constexpr (Traits::kRebuildQOperand) {
+          Element* const buffer = *static_cast<Element* const volatile*>(q_buffer_slot);
+          Tensor q = make_tensor(make_smem_ptr(buffer), typename Traits::SmemLayoutQBuffer{});
+          return thr_qk.partition_fragment_A(
+              local_tile(q, Shape<Int<kRows>, Int<D>>{}, make_coord(warpgroup, _0{})));
+        } else {
+          return tSrQ(_, _, _, q_buffer);
+        }
+      };
       int block_idx = static_cast<int>(g.kv_blocks) - 1;
 
       // Block kv_blocks - 1: S only.
@@ -390,14 +446,14 @@ __device__ void run_consumer(const Params& p, Storage& smem, Pipelines& pipes) {
         const u32 key0 = static_cast<u32>(block_idx) * kBlockN;
         if (needs_mask(key0)) mask_scores(tSrS, key0, g.kv_len, p.causal, key_limit);
       }
-      softmax_block(tSrS, rs, p.scale_log2, alpha);
+      softmax_block<Traits::kFmaExp2Eighths>(tSrS, rs, p.scale_log2, alpha);
       convert_to_p(tSrS, tOrP);
 
       // Blocks below: S of block j with O += P V of block j + 1 in flight.
       for (--block_idx; block_idx >= 0; --block_idx) {
         ping_pong.wait_turn();
         consumer_wait(pipes.k, k_r, "K stage (consumer)");
-        warpgroup_gemm(mma_qk, tSrQ(_, _, _, q_buffer), tSrK(_, _, _, k_r.index()), tSrS, false);
+        warpgroup_gemm(mma_qk, q_operand_in_loop(), tSrK(_, _, _, k_r.index()), tSrS, false);
         consumer_wait(pipes.v, v_r, "V stage (consumer)");
         warpgroup_gemm(mma_pv, tOrP, tOrV(_, _, _, v_r.index()), tOrO, true);
         ping_pong.pass_turn();
@@ -407,7 +463,7 @@ __device__ void run_consumer(const Params& p, Storage& smem, Pipelines& pipes) {
         if (block_idx == 0) pipes.q.consumer_release(q_r);
         const u32 key0 = static_cast<u32>(block_idx) * kBlockN;
         if (needs_mask(key0)) mask_scores(tSrS, key0, g.kv_len, p.causal, key_limit);
-        softmax_block(tSrS, rs, p.scale_log2, alpha);
+        softmax_block<Traits::kFmaExp2Eighths>(tSrS, rs, p.scale_log2, alpha);
         warpgroup_wait<0>();  // PV done: its P and V stage are free, O may be rescaled
         pipes.v.consumer_release(v_r);
         ++v_r;
@@ -458,29 +514,10 @@ __device__ void run_consumer(const Params& p, Storage& smem, Pipelines& pipes) {
     }
 
     // Trace: start when the tile is received, end after the epilogue's stores.
-    if (tracing) {
-      if (recorder) {
-        const u32 slot_idx = trace_slot;
-        if (slot_idx < p.trace.capacity) {
-          DeviceTraceEvent e;
-          e.cta = cta;
-          e.step = step;
-          e.linear_idx = st.idx;
-          e.prompt_offset = work->prompt_offset;
-          e.head_idx = work->head_idx;
-          e.prompt_idx = work->prompt_idx;
-          e.query_rows = g.rows.query_rows;
-          e.kv_blocks =
-              tile_cost(work->prompt_offset, g.rows.query_rows, g.seq_len, g.kv_len,
-                        Traits::kBlockM, p.trace_block_n, p.causal ? Mask::Causal : Mask::None)
-                  .kv_blocks;
-          e.sm_id = sm_id();
-          e.reserved = 0;
-          e.start_ns = smem.trace_start_ns;
-          e.end_ns = global_timer_ns();
-          p.trace.events[slot_idx] = e;
-        }
-      }
+    if (tracing && recorder && trace_slot < p.trace.capacity) {
+      DeviceTraceEvent e = smem.trace_event;
+      e.end_ns = global_timer_ns();
+      p.trace.events[trace_slot] = e;
     }
     ++step;
   }

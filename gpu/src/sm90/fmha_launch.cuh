@@ -17,28 +17,29 @@ namespace tilesched::gpu::sm90 {
 #ifdef TILESCHED_GPU_EXPERIMENTS
 // Candidate configurations, compiled only into experiment builds (-DTILESCHED_GPU_EXPERIMENTS=ON)
 // and chosen at run time with TILESCHED_GPU_VARIANT=1..3; docs/gpu-performance.md records what
-// each measured. d = 64, 128: 1 skips O's rescale when no row's max moved, 2 has wider K/V blocks,
-// 3 a deeper pipeline. d = 256 (default: BN 80 with the skip): 1 BN 64, 2 BN 80 without the skip,
-// 3 BN 64 with it.
+// each measured. 1: the default with RebuildQOperand switched (on at d = 64 and 128, off at
+// d = 256); 2: a share of the softmax's exp2 on the FMA pipe (2/8 at d = 64, 1/8 at d = 128 and
+// 256); 3: d = 64 1/8 of exp2 on the FMA pipe, d = 128 3 K/V stages with 1 Q buffer, d = 256 BN
+// 64 with the rescale skip.
 template <int D>
 struct ExperimentConfigs;
 template <>
 struct ExperimentConfigs<64> {
-  using v1 = KernelConfig<64, 128, 3, 2, true>;
-  using v2 = KernelConfig<64, 192, 2, 2>;
-  using v3 = KernelConfig<64, 128, 4, 2>;
+  using v1 = KernelConfig<64, 128, 3, 2, false, true>;
+  using v2 = KernelConfig<64, 128, 3, 2, false, false, 2>;
+  using v3 = KernelConfig<64, 128, 3, 2, false, false, 1>;
 };
 template <>
 struct ExperimentConfigs<128> {
-  using v1 = KernelConfig<128, 128, 2, 2, true>;
-  using v2 = KernelConfig<128, 176, 2, 1>;
+  using v1 = KernelConfig<128, 128, 2, 2, false, true>;
+  using v2 = KernelConfig<128, 128, 2, 2, false, false, 1>;
   using v3 = KernelConfig<128, 128, 3, 1>;
 };
 template <>
 struct ExperimentConfigs<256> {
-  using v1 = KernelConfig<256, 64, 2, 1>;
-  using v2 = KernelConfig<256, 80, 2, 1>;
-  using v3 = KernelConfig<256, 64, 2, 1, true>;
+  using v1 = KernelConfig<256, 80, 2, 1, true, false>;
+  using v2 = KernelConfig<256, 80, 2, 1, true, true, 1>;
+  using v3 = KernelConfig<256, 64, 2, 1, true, true>;
 };
 #endif
 

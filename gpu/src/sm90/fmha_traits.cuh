@@ -15,21 +15,29 @@
 #include <cutlass/pipeline/sm90_pipeline.hpp>
 #include <utility>
 
+#include "tilesched/gpu/attention.hpp"
 #include "tilesched/types.hpp"
 
 namespace tilesched::gpu::sm90 {
 
 using Element = cutlass::bfloat16_t;
 
-// A kernel configuration: head dim, keys per K/V block (BN), K/V pipeline stages, Q buffers, and
-// whether O's rescale is skipped for a warp whose rows' max did not move in a block.
-template <int D, int BN, int StagesKV, int StagesQ, bool SkipUnitRescale = false>
+// A kernel configuration: head dim, keys per K/V block (BN), K/V pipeline stages, Q buffers,
+// whether O's rescale is skipped for a warp whose rows' max did not move in a block, whether the
+// main loop rebuilds its QK^T operand's descriptors at every block (run_consumer says why), and
+// how many eighths of the softmax weights are computed on the FMA pipe instead of the exp2 (MUFU)
+// unit.
+template <int D, int BN, int StagesKV, int StagesQ, bool SkipUnitRescale = false,
+          bool RebuildQOperand = false, int FmaExp2Eighths = 0>
 struct KernelConfig {
   static constexpr int kHeadDim = D;
   static constexpr int kBlockN = BN;
   static constexpr int kStagesKV = StagesKV;
   static constexpr int kStagesQ = StagesQ;
   static constexpr bool kSkipUnitRescale = SkipUnitRescale;
+  static constexpr bool kRebuildQOperand = RebuildQOperand;
+  static constexpr int kFmaExp2Eighths = FmaExp2Eighths;
+  static_assert(FmaExp2Eighths >= 0 && FmaExp2Eighths <= 8, "a share in eighths");
 };
 
 // The configuration each head dim runs, chosen by measurement (docs/gpu-performance.md). Shared
@@ -54,7 +62,7 @@ struct DefaultConfig<128> {
 };
 template <>
 struct DefaultConfig<256> {
-  using type = KernelConfig<256, 80, 2, 1, true>;
+  using type = KernelConfig<256, 80, 2, 1, /*SkipUnitRescale=*/true, /*RebuildQOperand=*/true>;
 };
 
 template <class Config>
@@ -66,6 +74,8 @@ struct FmhaTraits {
   static constexpr int kStagesKV = Config::kStagesKV;
   static constexpr int kStagesQ = Config::kStagesQ;
   static constexpr bool kSkipUnitRescale = Config::kSkipUnitRescale;
+  static constexpr bool kRebuildQOperand = Config::kRebuildQOperand;
+  static constexpr int kFmaExp2Eighths = Config::kFmaExp2Eighths;
 
   // Roles: warpgroup 0 produces (scheduler + TMA), warpgroups 1 and 2 consume, each owning 64 of
   // the tile's 128 query rows.
@@ -85,6 +95,11 @@ struct FmhaTraits {
   using SmemAtom = cute::GMMA::Layout_K_SW128_Atom<Element>;
   using SmemLayoutQ = decltype(cute::tile_to_shape(
       SmemAtom{}, cute::Shape<cute::Int<kBlockM>, cute::Int<D>, cute::Int<kStagesQ>>{}));
+  // One Q buffer: the consumers' main loop builds its Q operand from a buffer's address.
+  using SmemLayoutQBuffer =
+      decltype(cute::tile_to_shape(SmemAtom{}, cute::Shape<cute::Int<kBlockM>, cute::Int<D>>{}));
+  static_assert(cute::cosize_v<SmemLayoutQ> == kStagesQ * cute::cosize_v<SmemLayoutQBuffer>,
+                "Q buffers lie one after another, each laid out as SmemLayoutQBuffer");
   using SmemLayoutKV = decltype(cute::tile_to_shape(
       SmemAtom{}, cute::Shape<cute::Int<kBlockN>, cute::Int<D>, cute::Int<kStagesKV>>{}));
   // V as the B operand of O += P V is (d, keys) with d contiguous: the same bytes as the K-major
@@ -136,7 +151,10 @@ struct FmhaTraits {
     typename PipelineKV::SharedStorage pipe_v;
     typename PipelineTile::SharedStorage pipe_tile;
     u32 sidx[kTileSlots];
-    std::uint64_t trace_start_ns;  // the trace recorder's current tile start
+    DeviceTraceEvent trace_event;  // the trace recorder's current tile, but for its end time
+    // The Q buffer each consumer warp's current tile reads (written by its lane 0): the main loop
+    // reads it back at every block (run_consumer says why).
+    Element* q_buffer_of_warp[kConsumerThreads / 32];
   };
   static constexpr int kSharedBytes = static_cast<int>(sizeof(SharedStorage));
   static_assert(kSharedBytes <= 227 * 1024, "shared storage exceeds the sm90 limit per CTA");
