@@ -1,4 +1,5 @@
-// The cost tables compiled into the library (profile name, JSON text of sim/data/cost_<name>.json).
+// The cost tables compiled into the library: (profile name, JSON text of the sim/data file that
+// sim/CMakeLists.txt lists for it), in the order it lists them.
 #pragma once
 
 #include <string>

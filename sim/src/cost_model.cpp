@@ -1,6 +1,7 @@
 #include "tilesched/sim/cost_model.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <Eigen/Dense>
 #include <algorithm>
@@ -212,14 +213,35 @@ json CostModel::to_json() const {
       {"head_dims", dims}};
 }
 
+namespace {
+
+// Every built-in profile, parsed on first use by the reader of cost files (a built-in table is a
+// shipped cost file compiled in) and kept: the replay asks for the workload's profile per call.
+const std::vector<std::pair<std::string, CostModel>>& builtin_models() {
+  static const std::vector<std::pair<std::string, CostModel>> models = [] {
+    std::vector<std::pair<std::string, CostModel>> parsed;
+    for (const auto& [name, text] : detail::builtin_cost_tables())
+      parsed.emplace_back(name, CostModel::from_json(detail::parse_json_text(
+                                    text, "built-in cost profile " + name)));
+    return parsed;
+  }();
+  return models;
+}
+
+}  // namespace
+
+std::vector<std::string> CostModel::builtin_names() {
+  std::vector<std::string> names;
+  for (const auto& [name, text] : detail::builtin_cost_tables()) names.push_back(name);
+  return names;
+}
+
 CostModel CostModel::builtin(const std::string& profile) {
-  std::string names;
-  for (const auto& [name, text] : detail::builtin_cost_tables()) {
-    if (name == profile) return from_json(json::parse(text));
-    names += (names.empty() ? "" : ", ") + name;
-  }
-  throw std::invalid_argument("unknown cost profile \"" + profile + "\" (built in: " + names +
-                              "; or load a cost file)");
+  for (const auto& [name, model] : builtin_models())
+    if (name == profile) return model;
+  throw std::invalid_argument(
+      fmt::format("unknown cost profile \"{}\" (built in: {}; or load a cost file)", profile,
+                  fmt::join(builtin_names(), ", ")));
 }
 
 CostModel CostModel::load(const std::string& path) {

@@ -1,6 +1,7 @@
 // Cost tables (built in vs shipped files, interpolation, errors) and the least-squares fit.
 #include <doctest/doctest.h>
 
+#include <cmath>
 #include <functional>
 
 #include "sim_test_util.hpp"
@@ -9,35 +10,81 @@ using namespace tilesched;
 using namespace tilesched::simtest;
 
 TEST_CASE("built-in cost tables equal the shipped data files") {
-  for (const std::string p : {"h200", "h100"}) {
-    const sim::CostModel builtin = sim::CostModel::builtin(p);
-    const sim::CostModel file =
-        sim::CostModel::load(std::string(TILESCHED_SIM_DATA_DIR) + "/cost_" + p + ".json");
-    CHECK(builtin.device == p);
-    CHECK(file.device == p);
-    CHECK(builtin.by_head_dim == file.by_head_dim);
+  // Each built-in profile is the sim/data file it names, whole: device, SMs, L2, occupancy,
+  // sharing, CTA launch and every coefficient.
+  const std::vector<std::pair<std::string, std::string>> files = {
+      {"h200", "cost_h200_sm90.json"},
+      {"h200_mma_sync", "cost_h200_mma_sync.json"},
+      {"h100", "cost_h100.json"}};
+  std::vector<std::string> names;
+  for (const auto& [profile, file] : files) {
+    CAPTURE(profile);
+    names.push_back(profile);
+    const sim::CostModel builtin = sim::CostModel::builtin(profile);
+    const sim::CostModel shipped =
+        sim::CostModel::load(std::string(TILESCHED_SIM_DATA_DIR) + "/" + file);
+    CHECK(builtin.to_json() == shipped.to_json());
     CHECK(builtin.by_head_dim.count(128) == 1);
   }
-  // The H100 table is the H200 fit slowed down (lower sustained clocks), never faster.
-  const auto k = sim::CostModel::builtin("h200").coefficients(128);
-  CHECK(sim::CostModel::builtin("h100").coefficients(128).us_per_block > k.us_per_block);
+  CHECK(sim::CostModel::builtin_names() == names);
+  // The shipped kernel fits one CTA per SM at every head dim (about 200 KB of shared memory of
+  // the SM's 228 KB).
+  const sim::CostModel h200 = sim::CostModel::builtin("h200");
+  for (const u32 d : {64u, 128u, 256u}) {
+    CAPTURE(d);
+    CHECK(h200.sharing(d).ctas_per_sm == 1);
+    CHECK(h200.resident_ctas(d) == h200.multiprocessors);
+  }
+  // The H100 table is the mma.sync kernel's H200 fit slowed by 8 % (lower sustained clocks under
+  // the H100 SXM power limit), to its file's last digit, with the same occupancy and sharing.
+  const sim::CostModel h100 = sim::CostModel::builtin("h100");
+  const sim::CostModel mma_sync = sim::CostModel::builtin("h200_mma_sync");
+  REQUIRE(h100.by_head_dim.size() == mma_sync.by_head_dim.size());
+  for (const auto& [d, k] : mma_sync.by_head_dim) {
+    CAPTURE(d);
+    const sim::CostCoefficients slow = h100.coefficients(d);
+    CHECK(std::abs(slow.fixed_us - 1.08 * k.fixed_us) <= 1e-3);
+    CHECK(std::abs(slow.us_per_block - 1.08 * k.us_per_block) <= 1e-3);
+    CHECK(std::abs(slow.us_per_masked_block - 1.08 * k.us_per_masked_block) <= 1e-3);
+    CHECK(h100.sharing(d) == mma_sync.sharing(d));
+  }
 }
 
-TEST_CASE("the built-in H200 table predicts traces measured on an H200") {
-  // tests/data/h200 holds traces recorded by tools/bench/record_cost_traces.sh (2026-11-29). The
-  // table was fitted to them and their siblings; replaying each trace's workload with it must land
-  // near the measured makespan, or the simulator's timelines say nothing about the device.
-  for (const std::string name : {"h200_d64_causal", "h200_d128_none", "h200_d256_causal"}) {
-    INFO(name);
-    const Trace measured =
-        sim::read_trace(std::string(TILESCHED_TEST_DATA_DIR) + "/h200/" + name + ".trace.json");
+namespace {
+
+// Replays each measured trace's workload with `cost` and requires its measured makespan within
+// `tolerance`: otherwise the simulator's timelines say nothing about the device.
+void check_predicts_measured(const std::string& dir, const std::vector<std::string>& names,
+                             const sim::CostModel& cost, double tolerance) {
+  for (const std::string& name : names) {
+    CAPTURE(name);
+    const Trace measured = sim::read_trace(std::string(TILESCHED_TEST_DATA_DIR) + "/" + dir + "/" +
+                                           name + ".trace.json");
     REQUIRE(measured.source == "gpu");
-    const Trace predicted = sim::replay(measured.workload, sim::CostModel::builtin("h200"));
+    const Trace predicted = sim::replay(measured.workload, cost);
     REQUIRE(predicted.events.size() == measured.events.size());
     const double m = sim::compute_metrics(measured).makespan_us;
     const double p = sim::compute_metrics(predicted).makespan_us;
-    CHECK(p == doctest::Approx(m).epsilon(0.03));
+    CHECK(p == doctest::Approx(m).epsilon(tolerance));
   }
+}
+
+}  // namespace
+
+TEST_CASE("the built-in h200 table predicts the shipped kernel's traces measured on an H200") {
+  // tests/data/h200_sm90: the six traces of the warp-specialized sm90 kernel that
+  // tools/bench/record_cost_traces.sh recorded (2026-11-30) and the table was fitted to.
+  check_predicts_measured("h200_sm90",
+                          {"h200_d64_causal", "h200_d64_none", "h200_d128_causal", "h200_d128_none",
+                           "h200_d256_causal", "h200_d256_none"},
+                          sim::CostModel::builtin("h200"), 0.03);
+}
+
+TEST_CASE("the h200_mma_sync table predicts the traces measured on the mma.sync kernel") {
+  // tests/data/h200: three of the six traces that tools/bench/record_cost_traces.sh recorded on
+  // the mma.sync kernel (2026-11-29), which that table was fitted to.
+  check_predicts_measured("h200", {"h200_d64_causal", "h200_d128_none", "h200_d256_causal"},
+                          sim::CostModel::builtin("h200_mma_sync"), 0.03);
 }
 
 TEST_CASE("coefficients between and outside the table") {
@@ -54,8 +101,9 @@ TEST_CASE("coefficients between and outside the table") {
 }
 
 TEST_CASE("cost tables: unknown profile and bad files have clear messages") {
-  CHECK(contains(invalid_argument_text([] { sim::CostModel::builtin("a100"); }),
-                 "unknown cost profile \"a100\" (built in: h200, h100"));
+  CHECK(contains(
+      invalid_argument_text([] { sim::CostModel::builtin("a100"); }),
+      "unknown cost profile \"a100\" (built in: h200, h200_mma_sync, h100; or load a cost file)"));
   using nlohmann::json;
   const json good = sim::CostModel::builtin("h200").to_json();
   CHECK(sim::CostModel::from_json(good).by_head_dim == sim::CostModel::builtin("h200").by_head_dim);
@@ -184,32 +232,37 @@ TEST_CASE("fit refuses data that cannot determine the coefficients") {
 }
 
 TEST_CASE("cost tables know the device: SMs, L2, CTAs per SM and how they share it") {
-  const sim::CostModel h200 = sim::CostModel::builtin("h200");
-  CHECK(h200.multiprocessors == 132);
-  CHECK(h200.l2_bytes == 50ull << 20);
-  CHECK(h200.sharing(64).ctas_per_sm == 2);
-  CHECK(h200.sharing(128).ctas_per_sm == 2);
-  CHECK(h200.sharing(256).ctas_per_sm == 1);
-  CHECK(h200.resident_ctas(128) == 264);
-  CHECK(h200.resident_ctas(256) == 132);
+  // The H200 has 132 SMs and 50 MiB of L2; the mma.sync kernel fitted two CTAs per SM up to
+  // d = 128, which share its tensor cores.
+  for (const std::string& profile : sim::CostModel::builtin_names()) {
+    CAPTURE(profile);
+    CHECK(sim::CostModel::builtin(profile).multiprocessors == 132);
+    CHECK(sim::CostModel::builtin(profile).l2_bytes == 50ull << 20);
+  }
+  const sim::CostModel mma_sync = sim::CostModel::builtin("h200_mma_sync");
+  CHECK(mma_sync.sharing(64).ctas_per_sm == 2);
+  CHECK(mma_sync.sharing(128).ctas_per_sm == 2);
+  CHECK(mma_sync.sharing(256).ctas_per_sm == 1);
+  CHECK(mma_sync.resident_ctas(128) == 264);
+  CHECK(mma_sync.resident_ctas(256) == 132);
   // Between entries: the larger head_dim's (it needs at least as much of the SM); above: largest.
-  CHECK(h200.sharing(96) == h200.sharing(128));
-  CHECK(h200.sharing(512) == h200.sharing(256));
-  const double r2 = h200.sharing(128).rate(2);
+  CHECK(mma_sync.sharing(96) == mma_sync.sharing(128));
+  CHECK(mma_sync.sharing(512) == mma_sync.sharing(256));
+  const double r2 = mma_sync.sharing(128).rate(2);
   CHECK(r2 > 0.5);  // two CTAs together outrun one...
   CHECK(r2 < 1.0);  // ...but each is slower than alone
   // rate(1) = 1; beyond the table the SM's throughput stays: 2 * r2 shared by 3 or 4.
-  const sim::SmSharing s = h200.sharing(128);
+  const sim::SmSharing s = mma_sync.sharing(128);
   CHECK(s.rate(1) == 1.0);
   CHECK(s.rate(3) == doctest::Approx(2 * r2 / 3));
   CHECK(s.rate(4) == doctest::Approx(2 * r2 / 4));
   CHECK(sim::SmSharing{}.rate(2) == 0.5);  // one CTA per SM: two would split it
   // Written and read back: the same model.
-  const sim::CostModel back = sim::CostModel::from_json(h200.to_json());
-  CHECK(back.multiprocessors == h200.multiprocessors);
-  CHECK(back.l2_bytes == h200.l2_bytes);
-  CHECK(back.sharing_by_head_dim == h200.sharing_by_head_dim);
-  CHECK(back.by_head_dim == h200.by_head_dim);
+  const sim::CostModel back = sim::CostModel::from_json(mma_sync.to_json());
+  CHECK(back.multiprocessors == mma_sync.multiprocessors);
+  CHECK(back.l2_bytes == mma_sync.l2_bytes);
+  CHECK(back.sharing_by_head_dim == mma_sync.sharing_by_head_dim);
+  CHECK(back.by_head_dim == mma_sync.by_head_dim);
 }
 
 TEST_CASE("a version 1 cost table reads as 132 SMs with one CTA per SM") {
@@ -244,16 +297,24 @@ TEST_CASE("version 2 and 3 cost tables: device, sharing and launch fields are ch
                  "'head_dims.128.ctas_per_sm': required field is missing"));
   CHECK(contains(error([](json& j) { j["head_dims"]["128"]["ctas_per_sm"] = 0; }),
                  "'head_dims.128.ctas_per_sm': must be in 1..64"));
-  CHECK(contains(error([](json& j) { j["head_dims"]["128"].erase("shared_rates"); }),
+  // Two CTAs per SM need the rate at which the two share it.
+  const auto two_per_sm = [](json& j, const json& rates) {
+    j["head_dims"]["128"]["ctas_per_sm"] = 2;
+    j["head_dims"]["128"]["shared_rates"] = rates;
+  };
+  CHECK(error([&](json& j) { two_per_sm(j, {0.6}); }) == "<no exception>");
+  CHECK(contains(error([&](json& j) {
+                   two_per_sm(j, {0.6});
+                   j["head_dims"]["128"].erase("shared_rates");
+                 }),
                  "'head_dims.128.shared_rates': required with ctas_per_sm 2"));
-  CHECK(contains(error([](json& j) {
-                   j["head_dims"]["128"]["shared_rates"] = {0.5, 0.4};
+  CHECK(contains(error([&](json& j) {
+                   two_per_sm(j, {0.5, 0.4});
                  }),
                  "needs 1 rate(s), one for each of 2 .. 2 busy CTAs, got 2"));
-  CHECK(contains(error([](json& j) { j["head_dims"]["128"]["shared_rates"] = {1.2}; }),
+  CHECK(contains(error([&](json& j) { two_per_sm(j, {1.2}); }),
                  "'head_dims.128.shared_rates[0]': must be in (0, 1], got 1.2"));
-  CHECK(contains(error([](json& j) { j["head_dims"]["128"]["shared_rates"] = {0}; }),
-                 "must be in (0, 1]"));
+  CHECK(contains(error([&](json& j) { two_per_sm(j, {0}); }), "must be in (0, 1]"));
   CHECK(contains(error([](json& j) { j["version"] = 4; }), "unsupported cost table version 4"));
   // The CTA launch came with version 3.
   CHECK(contains(error([](json& j) {

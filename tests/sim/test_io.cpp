@@ -109,8 +109,11 @@ TEST_CASE("workload JSON: without resident_ctas the device's resident count appl
       sim::workload_from_json(json{{"q_lens", {300}}, {"scheduler", "transient"}, {"num_ctas", 5}});
   CHECK(device.num_ctas == 5);
   CHECK(device.resident_ctas == Workload::kResidentFromDevice);
-  // The replay fills in the profile's SMs x CTAs per SM at d = 128 (h200: 132 x 2) and records it.
-  CHECK(sim::replay(device).workload.resident_ctas == 264);
+  // The replay fills in the profile's SMs x CTAs per SM at d = 128 and records it.
+  CHECK(sim::replay(device).workload.resident_ctas ==
+        sim::CostModel::builtin(device.cost_profile).resident_ctas(128));
+  CHECK(sim::replay(device, sim::CostModel::builtin("h200_mma_sync")).workload.resident_ctas ==
+        132 * 2);
   const Workload split =
       sim::workload_from_json(json{{"q_lens", {300}}, {"num_ctas", 5}, {"resident_ctas", 11}});
   CHECK(split.num_ctas == 5);
@@ -263,7 +266,7 @@ TEST_CASE("trace JSON round-trips exactly, in memory and through a file") {
   sim::write_trace(path, t);
   for (const Trace& back : {sim::trace_from_json(sim::trace_to_json(t)), sim::read_trace(path)}) {
     CHECK(back.source == "sim");
-    CHECK(back.device == "h200");
+    CHECK(back.device == sim::CostModel::builtin("h200").device);  // the replay's cost model
     CHECK(back.created == t.created);
     CHECK(back.launched_ctas == t.launched_ctas);
     CHECK(sim::workload_to_json(back.workload) == sim::workload_to_json(t.workload));

@@ -152,7 +152,7 @@ TEST_CASE("every reader, out of memory at any point, says so; the document is fr
                                    std::to_string(trace_text.size()) + " bytes)",
                                [&] { sim::read_trace(trace_path); }) > 50);
 
-  const std::string cost_path = std::string(TILESCHED_SIM_DATA_DIR) + "/cost_h200.json";
+  const std::string cost_path = std::string(TILESCHED_SIM_DATA_DIR) + "/cost_h200_sm90.json";
   const std::string cost_text = sim::read_file(cost_path);
   CHECK(failures_until_success(64,
                                "not enough memory to read '" + cost_path + "' (" +

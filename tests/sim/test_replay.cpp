@@ -475,14 +475,26 @@ TEST_CASE("placement: every tile's progress adds up to its solo cost, never more
   }
 }
 
-TEST_CASE("the built-in H200 profile runs two CTAs per SM at d = 128 and one at d = 256") {
+TEST_CASE("the replay fits each profile's CTAs per SM on an SM, and waits for a slot beyond") {
   Workload w = sim::default_workload();
   w.num_ctas = 264;
-  const Trace d128 = sim::replay(w);
+  // The shipped kernel on the H200: one CTA per SM at every head dim.
+  const sim::CostModel shipped = sim::CostModel::builtin("h200");
+  for (const u32 d : {64u, 128u, 256u}) {
+    CAPTURE(d);
+    w.head_dim = d;
+    const Trace t = sim::replay(w);
+    CHECK(t.workload.resident_ctas == shipped.resident_ctas(d));
+    CHECK(sim::max_busy_per_sm(t) == shipped.sharing(d).ctas_per_sm);
+  }
+  // The mma.sync kernel: two CTAs per SM at d = 128, one at d = 256.
+  const sim::CostModel mma_sync = sim::CostModel::builtin("h200_mma_sync");
+  w.head_dim = 128;
+  const Trace d128 = sim::replay(w, mma_sync);
   CHECK(d128.workload.resident_ctas == 264);
   CHECK(sim::max_busy_per_sm(d128) == 2);
   w.head_dim = 256;
-  const Trace d256 = sim::replay(w);
+  const Trace d256 = sim::replay(w, mma_sync);
   CHECK(d256.workload.resident_ctas == 132);
   CHECK(sim::max_busy_per_sm(d256) == 1);
   // 264 CTAs on 132 slots: the second half waits for the first half's CTAs to exit.

@@ -134,12 +134,15 @@ TEST_CASE("counter planned replay: deterministic, the valid tiles once, fetched 
 }
 
 TEST_CASE("longest first balances equal-length causal batches that static striding does not") {
-  // 10 x 3072 and 32 x 1024, causal: measured on the H200 the seed's DEFAULT at C = 132 was
-  // 1.83x slower than the best strategy there.
+  // 10 x 3072 and 32 x 1024, causal: measured on the H200 (mma.sync kernel) the seed's DEFAULT at
+  // C = 132 was 1.83x slower than the best strategy there. The static stride leaves more than
+  // 18 % of the device idle; longest first leaves under 5 %. The same tiles on the same slots
+  // have the same ideal bound, so the makespan shrinks by at least the ratio of the two.
   for (const auto& [batch, len] : {std::pair<u32, u32>{10, 3072}, {32, 1024}}) {
     CAPTURE(batch);
     Workload w = equal_causal(batch, len);
-    const double seed = sim::compute_metrics(sim::replay(w)).makespan_us;
+    const sim::Metrics seed = sim::compute_metrics(sim::replay(w));
+    CHECK(seed.efficiency < 0.82);
     for (const SchedulerKind kind : kPlannedKinds) {
       w.scheduler = kind;
       CAPTURE(std::string(to_string(kind)));
@@ -147,7 +150,7 @@ TEST_CASE("longest first balances equal-length causal batches that static stridi
       CHECK(m.tile_count == w.valid_tile_count());
       if (kind == SchedulerKind::RaggedQueued) continue;  // queued's order: no longest first
       CHECK(m.efficiency > 0.95);
-      CHECK(seed / m.makespan_us > 1.25);
+      CHECK(seed.makespan_us / m.makespan_us > 0.95 / 0.82);
     }
   }
 }

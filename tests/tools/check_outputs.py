@@ -3,7 +3,8 @@ independent parsers: the HTML pages parse as XML (xml.etree), each chart has exa
 <rect class="tile"> per trace event, the comparison page has the ranking table, perfetto.json has
 one "X" event per tile, and `viz` of the written trace reproduces the same chart.
 
-usage: check_outputs.py TILESCHED WORKLOAD.json SCRATCH_DIR
+usage: check_outputs.py TILESCHED WORKLOAD.json COST.json SCRATCH_DIR
+(COST.json: the file of the built-in cost profile the workload names)
 """
 import json
 import os
@@ -55,7 +56,7 @@ def check_dir(out_dir):
 
 
 def main():
-    tool, workload, scratch = sys.argv[1:4]
+    tool, workload, cost_file, scratch = sys.argv[1:5]
     shutil.rmtree(scratch, ignore_errors=True)
     sim_dir = os.path.join(scratch, "sim", "deeper")  # created with its parents
     out = run(tool, "sim", workload, "--out", sim_dir)
@@ -72,13 +73,19 @@ def main():
     run(tool, "compare", workload, "--html", page)
     root = ET.parse(page).getroot()
     rankings = [t for t in root.iter("table") if t.get("class") == "ranking"]
-    # 10 strategies, each at the workload's own C (5), C = SMs (132) and C = SMs x CTAs per SM
-    # (264 at d 64): a header and 30 rows.
-    if len(rankings) != 1 or len(list(rankings[0].iter("tr"))) != 1 + 30:
-        sys.exit("the comparison page lacks the ranking table (a header and 30 strategies)")
+    # 10 strategies, each at every distinct one of the workload's own C, C = SMs and C = SMs x CTAs
+    # per SM at its head dim (from the cost profile): a header and a row per run.
+    with open(workload) as f:
+        w = json.load(f)
+    with open(cost_file) as f:
+        cost = json.load(f)
+    per_sm = cost["head_dims"][str(w["head_dim"])]["ctas_per_sm"]
+    runs = 10 * len({w["num_ctas"], cost["sms"], cost["sms"] * per_sm})
+    if len(rankings) != 1 or len(list(rankings[0].iter("tr"))) != 1 + runs:
+        sys.exit(f"the comparison page lacks the ranking table (a header and {runs} runs)")
     svgs = list(root.iter(SVG + "svg"))
-    if len(svgs) != 30:
-        sys.exit(f"expected 30 charts on the comparison page, found {len(svgs)}")
+    if len(svgs) != runs:
+        sys.exit(f"expected {runs} charts on the comparison page, found {len(svgs)}")
     for svg in svgs:
         if not tile_rects(svg):
             sys.exit("a comparison chart has no tiles")

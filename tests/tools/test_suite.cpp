@@ -22,11 +22,19 @@ using namespace tilesched;
 
 namespace {
 
-const cli::DeviceShape kH200{132, [](const Workload& w) { return w.head_dim <= 128 ? 2u : 1u; }};
+// A device of 132 SMs that holds two CTAs per SM up to d = 128 and one above, as the H200 ran the
+// mma.sync kernel: the suite's CTA choices sms and sms*occ differ at d 128 and meet at d 256.
+const cli::DeviceShape kTwoPerSmToD128{
+    132, [](const Workload& w) { return w.head_dim <= 128 ? 2u : 1u; }};
 
-// A profile whose every tile takes `factor` times the built-in H200's (same device otherwise).
+// The built-in profile of that device.
+sim::CostModel two_per_sm_profile() {
+  return sim::CostModel::builtin("h200_mma_sync");
+}
+
+// A profile whose every tile takes `factor` times two_per_sm_profile()'s (same device otherwise).
 sim::CostModel slowed(double factor) {
-  sim::CostModel m = sim::CostModel::builtin("h200");
+  sim::CostModel m = two_per_sm_profile();
   m.device = "h200-slowed";
   for (auto& [d, k] : m.by_head_dim)
     k = sim::CostCoefficients{k.fixed_us * factor, k.us_per_block * factor,
@@ -102,7 +110,7 @@ TEST_CASE("CTA choices: sms, sms*occ and numbers; anything else is named") {
 
 TEST_CASE("the plan: every strategy at each distinct C, transient once at the resident count") {
   const std::vector<cli::SuiteRun> plan =
-      cli::plan_suite(small_suite(), "all", cli::parse_cta_choices("sms,sms*occ"), kH200);
+      cli::plan_suite(small_suite(), "all", cli::parse_cta_choices("sms,sms*occ"), kTwoPerSmToD128);
   // d 128: 8 persistent strategies x {132, 264} + 2 transient; d 256: 132 = 132 x 1 once.
   REQUIRE(plan.size() == 18 + 10);
   std::size_t at_264 = 0;
@@ -121,13 +129,14 @@ TEST_CASE("the plan: every strategy at each distinct C, transient once at the re
     }
   }
   CHECK(at_264 == 8);
-  CHECK(cli::plan_suite(small_suite(), "seed", {{cli::CtaChoice::Kind::Sms, 0}}, kH200).size() ==
-        12);
+  CHECK(cli::plan_suite(small_suite(), "seed", {{cli::CtaChoice::Kind::Sms, 0}}, kTwoPerSmToD128)
+            .size() == 12);
   CHECK(cli::plan_suite(small_suite(), "tile/default,transient", {{cli::CtaChoice::Kind::Sms, 0}},
-                        kH200)
+                        kTwoPerSmToD128)
             .size() == 4);
   CHECK_THROWS_WITH_AS(
-      cli::plan_suite(small_suite(), "tile/fastest", {{cli::CtaChoice::Kind::Sms, 0}}, kH200),
+      cli::plan_suite(small_suite(), "tile/fastest", {{cli::CtaChoice::Kind::Sms, 0}},
+                      kTwoPerSmToD128),
       doctest::Contains("unknown strategy 'tile/fastest' (known: all, seed, tile/default"),
       cli::UsageError);
 }
@@ -164,8 +173,9 @@ TEST_CASE("compact traces read back as the trace, times to the nanosecond") {
       CHECK(a.query_rows == b.query_rows);
       CHECK(a.kv_blocks == b.kv_blocks);
       CHECK(a.sm_id == b.sm_id);
-      CHECK(std::abs(a.start_us - b.start_us) <= 0.0005);
-      CHECK(std::abs(a.end_us - b.end_us) <= 0.0005);
+      // Rounded to the nearest nanosecond: half of one off at most, plus the double's rounding.
+      CHECK(std::abs(a.start_us - b.start_us) <= 0.0005 + 1e-9);
+      CHECK(std::abs(a.end_us - b.end_us) <= 0.0005 + 1e-9);
     }
   }
   // A trace whose tiles are not what the index map gives keeps them as columns; a CTA that moved
@@ -188,7 +198,7 @@ TEST_CASE("compact traces read back as the trace, times to the nanosecond") {
 
 namespace {
 
-// suite-run of the small suite on a simulated device 10 % slower than the built-in profile.
+// suite-run of the small suite on a simulated device 10 % slower than two_per_sm_profile().
 struct SlowedRun {
   test::ScratchDir dir{"suite"};
   std::vector<std::string> files;
@@ -264,10 +274,10 @@ TEST_CASE("suite-run on a simulated device: every run measured, checked and trac
 
 TEST_CASE("the report of a device 10 % slower than predicted: errors, verdicts, files") {
   const SlowedRun s;
-  // Every tile 10 % slower than the built-in profile says, at every C: each makespan is 1.1x
-  // the prediction (order and placement do not change), so every error is 1/1.1 - 1.
+  // Every tile 10 % slower than the profile says, at every C: each makespan is 1.1x the
+  // prediction (order and placement do not change), so every error is 1/1.1 - 1.
   const cli::PredictionReport report =
-      cli::build_prediction_report(s.results, sim::CostModel::builtin("h200"));
+      cli::build_prediction_report(s.results, two_per_sm_profile());
   const double expected = 1 / 1.1 - 1;
   for (const cli::ReportRow& row : report.rows) CHECK(row.error == doctest::Approx(expected));
   REQUIRE(report.errors.size() == 18);  // 8 strategies x {sms, sms*occ} + 2 transient

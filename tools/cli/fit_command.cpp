@@ -170,12 +170,10 @@ void add_fit_command(CLI::App& app, Action& action) {
       ->type_name("FILE")
       ->capture_default_str();
   CLI::Option* base =
-      cmd->add_option("--base", options->base,
-                      "Built-in profile whose head_dims are kept where the traces have none: "
-                      "h200 | h100")
+      add_cost_profile_flag(*cmd, "--base", options->base,
+                            "Built-in profile whose head_dims are kept where the traces have none")
           ->type_name("PROFILE")
-          ->capture_default_str()
-          ->check(builtin_cost_profile());
+          ->capture_default_str();
   cmd->add_option("--base-model", options->base_model_file,
                   "A cost file as the base instead of a built-in profile")
       ->type_name("FILE")

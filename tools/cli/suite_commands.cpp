@@ -92,11 +92,9 @@ void add_suite_run_command(CLI::App& app, Action& action) {
       ->capture_default_str();
   cmd->add_flag("--simulate", o->simulate,
                 "Dry run: the simulator plays the device (with --cost-profile / --cost-model)");
-  CLI::Option* profile =
-      cmd->add_option("--cost-profile", o->cost_profile, "With --simulate: built-in profile")
-          ->type_name("NAME")
-          ->check(builtin_cost_profile())
-          ->capture_default_str();
+  CLI::Option* profile = add_cost_profile_flag(*cmd, "--cost-profile", o->cost_profile,
+                                               "With --simulate: built-in profile")
+                             ->capture_default_str();
   cmd->add_option("--cost-model", o->cost_model_file, "With --simulate: a cost model file")
       ->type_name("FILE")
       ->excludes(profile);
@@ -152,9 +150,7 @@ void add_report_command(CLI::App& app, Action& action) {
       ->type_name("DIR")
       ->capture_default_str();
   CLI::Option* profile =
-      cmd->add_option("--cost-profile", o->cost_profile, "Built-in cost profile: h200 | h100")
-          ->type_name("NAME")
-          ->check(builtin_cost_profile())
+      add_cost_profile_flag(*cmd, "--cost-profile", o->cost_profile, "Built-in cost profile")
           ->capture_default_str();
   cmd->add_option("--cost-model", o->cost_model_file, "Cost model JSON file (from `fit`)")
       ->type_name("FILE")

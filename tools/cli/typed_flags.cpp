@@ -1,5 +1,7 @@
 #include "cli/typed_flags.hpp"
 
+#include <fmt/ranges.h>
+
 #include <stdexcept>
 
 #include "tilesched/sim/cost_model.hpp"
@@ -62,17 +64,23 @@ CLI::Validator decimal_number(std::uint64_t min, std::uint64_t max) {
       "");
 }
 
-CLI::Validator builtin_cost_profile() {
-  return CLI::Validator(
-      [](std::string& name) -> std::string {
+CLI::Option* add_cost_profile_flag(CLI::App& command, const std::string& name, std::string& value,
+                                   const std::string& help) {
+  const CLI::Validator known(
+      [](std::string& profile) -> std::string {
         try {
-          sim::CostModel::builtin(name);
+          sim::CostModel::builtin(profile);
         } catch (const std::invalid_argument& e) {
           return e.what();
         }
         return {};
       },
       "");
+  return command
+      .add_option(name, value,
+                  fmt::format("{}: {}", help, fmt::join(sim::CostModel::builtin_names(), " | ")))
+      ->type_name("NAME")
+      ->check(known);
 }
 
 CLI::Option* add_u32_list_flag(CLI::App& command, const std::string& name, std::vector<u32>& values,

@@ -52,8 +52,10 @@ CLI::Validator enum_choice() {
       "");
 }
 
-// A name sim::CostModel::builtin knows (it holds the list; its message names the profiles).
-CLI::Validator builtin_cost_profile();
+// A flag naming a built-in cost profile: its help ends with the names sim::CostModel::builtin
+// knows, and any other name is refused while parsing (the message lists them too).
+CLI::Option* add_cost_profile_flag(CLI::App& command, const std::string& name, std::string& value,
+                                   const std::string& help);
 
 namespace detail {
 template <class T>

@@ -58,11 +58,8 @@ void add_workload_flags(CLI::App& command, WorkloadFlags& f, WorkloadFlagSet set
   add_number_flag(command, "--l2-bytes", f.l2_bytes,
                   "L2 size the planned schedulers (lpt, lpt_queued, planned) group heads by; 0: "
                   "no grouping");
-  CLI::Option* profile =
-      command
-          .add_option("--cost-profile", f.cost_profile, "Built-in cost coefficients: h200 | h100")
-          ->type_name("NAME")
-          ->check(builtin_cost_profile());
+  CLI::Option* profile = add_cost_profile_flag(command, "--cost-profile", f.cost_profile,
+                                               "Built-in cost coefficients");
   if (set.cost_model) {
     command.add_option("--cost-model", f.cost_model_file, "Cost model JSON file")
         ->type_name("FILE")

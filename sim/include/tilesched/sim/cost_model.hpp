@@ -94,8 +94,12 @@ struct CostModel {
   // num_ctas of a persistent grid that fills the device, and the transient grid's resident slots.
   u32 resident_ctas(u32 head_dim) const { return multiprocessors * sharing(head_dim).ctas_per_sm; }
 
-  // The compiled-in defaults: "h200" or "h100". Throws std::invalid_argument for other names.
+  // A compiled-in profile: one of the sim/data cost files that sim/CMakeLists.txt lists, by the
+  // name it gives it ("h200", the workloads' default, is the shipped kernel on the H200). Throws
+  // std::invalid_argument naming the built-in profiles for any other name.
   static CostModel builtin(const std::string& profile);
+  // The names builtin() knows, in the order sim/CMakeLists.txt lists them.
+  static std::vector<std::string> builtin_names();
   // A cost file (format in docs/sim-cost-model.md). Throws std::invalid_argument naming the file
   // and the field at fault, std::runtime_error when it cannot be read.
   static CostModel load(const std::string& path);
