@@ -300,6 +300,66 @@ __device__ __forceinline__ void warpgroup_gemm(TiledMma& mma, const TA& a, const
   warpgroup_fence_operand(c);
 }
 
+// The trace recorder's work at a tile's start: claim the event's slot (the atomic's latency hides
+// under the tile rather than at its end) and fill the whole event but its end time in shared
+// memory, where the recorder's warp waits for the tile's first loads anyway. At the tile's end
+// the recorder only reads the timer and stores the event, so recording delays its warpgroup (and,
+// through the ping-pong, the other one) as little as it can (docs/gpu-performance.md measures
+// it). Returns the claimed slot.
+template <class Params>
+__device__ __forceinline__ u32 stage_trace_event(const Params& p, DeviceTraceEvent& e, u32 cta,
+                                                 u32 step, u32 linear_idx, const SeqInfo& work,
+                                                 const TileGeometry& g) {
+  using Traits = typename Params::Traits;
+  const u32 slot = atomicAdd(p.trace.count, 1u);
+  e.cta = cta;
+  e.step = step;
+  e.linear_idx = linear_idx;
+  e.prompt_offset = work.prompt_offset;
+  e.head_idx = work.head_idx;
+  e.prompt_idx = work.prompt_idx;
+  e.query_rows = g.rows.query_rows;
+  e.kv_blocks = tile_cost(work.prompt_offset, g.rows.query_rows, g.seq_len, g.kv_len,
+                          Traits::kBlockM, p.trace_block_n, p.causal ? Mask::Causal : Mask::None)
+                    .kv_blocks;
+  e.sm_id = sm_id();
+  e.reserved = 0;
+  e.start_ns = global_timer_ns();
+  return slot;
+}
+
+// Epilogue: O / rowsum as bf16 and LSE = ln(sum exp(scale s)) = (max + log2 sum) ln 2, from the
+// accumulator layout, for the rows the tile owns only (the rest of a partial tile's 128 rows
+// belong to another sequence or lie past the tensor). thread_row is the thread's first row in the
+// tile (its second is 8 below).
+template <class Params, class FragmentO>
+__device__ __forceinline__ void store_tile_outputs(const Params& p, const FragmentO& o,
+                                                   const RowState& rs, const TileRows& rows,
+                                                   u32 head_idx, int thread_row) {
+  constexpr int D = Params::Traits::kHeadDim;
+  const int lane = threadIdx.x % 32;
+  const std::size_t q_stride = std::size_t(p.num_q_heads) * D;
+  CUTE_UNROLL
+  for (int r = 0; r < 2; ++r) {
+    float sum = rs.sum[r];
+    sum += __shfl_xor_sync(0xffffffffu, sum, 1);
+    sum += __shfl_xor_sync(0xffffffffu, sum, 2);
+    const u32 row_in_tile = static_cast<u32>(thread_row + 8 * r);
+    if (row_in_tile >= rows.query_rows) continue;
+    const float inv = 1.f / sum;
+    const std::size_t row = std::size_t(rows.first_query_row) + row_in_tile;
+    __nv_bfloat16* o_row = p.o + row * q_stride + std::size_t(head_idx) * D;
+    CUTE_UNROLL
+    for (int e = 2 * r; e < cute::size(o); e += 4) {
+      const int col = 8 * (e / 4) + 2 * (lane % 4);
+      *reinterpret_cast<__nv_bfloat162*>(o_row + col) =
+          __floats2bfloat162_rn(o(e) * inv, o(e + 1) * inv);
+    }
+    if (lane % 4 == 0)
+      p.lse[row * p.num_q_heads + head_idx] = (rs.max[r] + __log2f(sum)) * 0.69314718055994531f;
+  }
+}
+
 template <class Params, class Storage, class Pipelines>
 __device__ void run_consumer(const Params& p, Storage& smem, Pipelines& pipes) {
   using namespace cute;
@@ -363,29 +423,10 @@ __device__ void run_consumer(const Params& p, Storage& smem, Pipelines& pipes) {
     ++tile_r;
     if (!work) break;
     const TileGeometry g = tile_geometry(p, *work);
-    // The trace slot is claimed and the event filled in shared memory as the tile starts, where
-    // the recorder's warp waits for the tile's first loads anyway; at its end only the end time is
-    // read and the event stored, so recording delays the recorder's warpgroup (and, through the
-    // ping-pong, the other one) as little as it can. (docs/gpu-performance.md measures it.)
-    u32 trace_slot = 0;
-    if (tracing && recorder) {
-      trace_slot = atomicAdd(p.trace.count, 1u);
-      DeviceTraceEvent& e = smem.trace_event;
-      e.cta = cta;
-      e.step = step;
-      e.linear_idx = st.idx;
-      e.prompt_offset = work->prompt_offset;
-      e.head_idx = work->head_idx;
-      e.prompt_idx = work->prompt_idx;
-      e.query_rows = g.rows.query_rows;
-      e.kv_blocks =
-          tile_cost(work->prompt_offset, g.rows.query_rows, g.seq_len, g.kv_len, Traits::kBlockM,
-                    p.trace_block_n, p.causal ? Mask::Causal : Mask::None)
-              .kv_blocks;
-      e.sm_id = sm_id();
-      e.reserved = 0;
-      e.start_ns = global_timer_ns();
-    }
+    // The recorder claims the trace slot and stages the event as the tile starts.
+    const u32 trace_slot = tracing && recorder
+                               ? stage_trace_event(p, smem.trace_event, cta, step, st.idx, *work, g)
+                               : 0;
 
     if (has_work(g)) {
       // Row positions in key space for the causal mask (bottom-right aligned): the thread's rows
@@ -487,30 +528,8 @@ __device__ void run_consumer(const Params& p, Storage& smem, Pipelines& pipes) {
       ++v_r;
       ++q_r;
 
-      // Epilogue: O / rowsum and LSE = ln(sum exp(scale s)) = (max + log2 sum) ln 2, for the rows
-      // the tile owns only (the rest of a partial tile's 128 rows belong to another sequence or
-      // lie past the tensor).
-      const std::size_t q_stride = std::size_t(p.num_q_heads) * D;
-      CUTE_UNROLL
-      for (int r = 0; r < 2; ++r) {
-        float sum = rs.sum[r];
-        sum += __shfl_xor_sync(0xffffffffu, sum, 1);
-        sum += __shfl_xor_sync(0xffffffffu, sum, 2);
-        const u32 row_in_tile = static_cast<u32>(warpgroup * kRows + warp * 16 + lane / 4 + 8 * r);
-        if (row_in_tile >= g.rows.query_rows) continue;
-        const float inv = 1.f / sum;
-        const std::size_t row = std::size_t(g.rows.first_query_row) + row_in_tile;
-        __nv_bfloat16* o_row = p.o + row * q_stride + std::size_t(work->head_idx) * D;
-        CUTE_UNROLL
-        for (int e = 2 * r; e < size(tOrO); e += 4) {
-          const int col = 8 * (e / 4) + 2 * (lane % 4);
-          *reinterpret_cast<__nv_bfloat162*>(o_row + col) =
-              __floats2bfloat162_rn(tOrO(e) * inv, tOrO(e + 1) * inv);
-        }
-        if (lane % 4 == 0)
-          p.lse[row * p.num_q_heads + work->head_idx] =
-              (rs.max[r] + __log2f(sum)) * 0.69314718055994531f;
-      }
+      store_tile_outputs(p, tOrO, rs, g.rows, work->head_idx,
+                         warpgroup * kRows + warp * 16 + lane / 4);
     }
 
     // Trace: start when the tile is received, end after the epilogue's stores.
