@@ -17,7 +17,6 @@
 #include "gpu_commands.hpp"
 #include "tilesched/gpu/attention.hpp"
 #include "tilesched/gpu/device_problem.hpp"
-#include "tilesched/sim/cost_model.hpp"
 #include "tilesched/sim/io.hpp"
 #include "tilesched/sim/metrics.hpp"
 #include "tilesched/sim/replay.hpp"
@@ -67,15 +66,11 @@ Workload grid_point(u32 d, u32 seq, bool causal, SchedulerKind causal_scheduler)
   return w;
 }
 
-// A planned scheduler walks the plan the simulator builds with the workload's cost profile.
-SchedulePlan plan_of(const Workload& w) {
-  return sim::plan_schedule(w, sim::CostModel::builtin(w.cost_profile));
-}
-
-// Median milliseconds of one launch on random inputs, without trace recording.
+// Median milliseconds of one launch on random inputs, without trace recording. A planned
+// scheduler walks the plan the simulator builds with the workload's cost profile.
 double median_ms(const Workload& w, const BenchCommandOptions& options) {
   gpu::DeviceProblem dev;
-  require(dev.create(w, /*record_trace=*/false, plan_of(w)));
+  require(dev.create(w, /*record_trace=*/false, sim::plan_schedule(w)));
   require(dev.fill_random(w.q_lens.front() * 31 + w.head_dim));
   std::vector<float> ms;
   require(dev.time(options.warmup, options.iterations, ms));
@@ -87,7 +82,7 @@ double median_ms(const Workload& w, const BenchCommandOptions& options) {
 // cannot pass for overhead), the ratio of the two medians.
 double trace_overhead_pct(const Workload& w, const BenchCommandOptions& options) {
   gpu::DeviceProblem dev;
-  require(dev.create(w, /*record_trace=*/true, plan_of(w)));
+  require(dev.create(w, /*record_trace=*/true, sim::plan_schedule(w)));
   require(dev.fill_random(w.q_lens.front() * 31 + w.head_dim));
   constexpr int kRounds = 8;
   const int per_round = std::max(1, options.iterations / kRounds * 2);

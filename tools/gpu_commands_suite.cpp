@@ -8,7 +8,6 @@
 #include "gpu_commands.hpp"
 #include "tilesched/gpu/attention.hpp"
 #include "tilesched/gpu/device_problem.hpp"
-#include "tilesched/sim/cost_model.hpp"
 #include "tilesched/sim/replay.hpp"
 
 namespace tilesched::tools {
@@ -41,8 +40,7 @@ class GpuSuiteDevice : public SuiteDevice {
     gpu::DeviceProblem dev;
     // Planned kinds walk the plan the simulator builds with the workload's cost profile: the
     // same plan suite-run's schedule check replays.
-    require(dev.create(run, /*record_trace=*/true,
-                       sim::plan_schedule(run, sim::CostModel::builtin(run.cost_profile))));
+    require(dev.create(run, /*record_trace=*/true, sim::plan_schedule(run)));
     require(dev.fill_random(w.q_lens.front() * 31u + w.head_dim));
     require(dev.run());  // warm-up: module load and first touches stay out of the traces
     require(dev.poison_outputs());

@@ -108,6 +108,10 @@ SchedulePlan plan_schedule(const Workload& w, const CostModel& cost) {
   return build_schedule_plan(w, [k](const TileCost& c) { return k.tile_time_us(c); });
 }
 
+SchedulePlan plan_schedule(const Workload& w) {
+  return plan_schedule(w, CostModel::builtin(w.cost_profile));
+}
+
 Trace replay(const Workload& w) {
   return replay(w, CostModel::builtin(w.cost_profile));
 }

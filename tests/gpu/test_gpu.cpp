@@ -79,7 +79,7 @@ Workload ragged_base() {
 // three times: each replay must reset the counter and write every output once.
 void replay_captured_launch(const Workload& w) {
   gpu::DeviceProblem dev;
-  REQUIRE(dev.create(w, true, sim::plan_schedule(w, sim::CostModel::builtin(w.cost_profile))).ok);
+  REQUIRE(dev.create(w, true, sim::plan_schedule(w)).ok);
   REQUIRE(dev.fill_random(5).ok);
   cudaStream_t stream{};
   REQUIRE(cudaStreamCreate(&stream) == cudaSuccess);

@@ -41,6 +41,9 @@ namespace tilesched::sim {
 // schedulers. `w` must be valid.
 SchedulePlan plan_schedule(const Workload& w, const CostModel& cost);
 
+// plan_schedule with CostModel::builtin(w.cost_profile): the plan replay(w) walks.
+SchedulePlan plan_schedule(const Workload& w);
+
 // Throws std::invalid_argument with Workload::validate()'s message for an invalid workload.
 Trace replay(const Workload& w, const CostModel& cost);
 
