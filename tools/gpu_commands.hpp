@@ -31,6 +31,13 @@ struct BenchCommandOptions {
   bool quick = false;    // a reduced grid
   int warmup = 3;
   int iterations = 20;
+  // Idle milliseconds before each point's timing. A GPU under a power cap lowers its clocks after
+  // some hundred milliseconds of back-to-back launches: a pause before every point lets each one
+  // (and cuDNN's, timed the same way by tools/bench/gpu_bench.py) start from the same state.
+  int cooldown_ms = 0;
+  // Milliseconds of back-to-back launches after the pause and before the warm-up: the sustained
+  // state (clocks as low as the power cap takes them), against the pause's fresh one.
+  int heat_ms = 0;
   // The scheduler of the causal points, queued if unset (dense points use the static stride:
   // their tiles cost the same).
   std::optional<SchedulerKind> causal_scheduler;

@@ -11,6 +11,7 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "cuda_driver.hpp"
@@ -66,12 +67,22 @@ Workload grid_point(u32 d, u32 seq, bool causal, SchedulerKind causal_scheduler)
   return w;
 }
 
-// Median milliseconds of one launch on random inputs, without trace recording. A planned
-// scheduler walks the plan the simulator builds with the workload's cost profile.
+// Median milliseconds of one launch on random inputs, without trace recording, after the idle
+// pause and the heating launches. A planned scheduler walks the plan the simulator builds with the workload's cost
+// profile.
 double median_ms(const Workload& w, const BenchCommandOptions& options) {
   gpu::DeviceProblem dev;
   require(dev.create(w, /*record_trace=*/false, sim::plan_schedule(w)));
   require(dev.fill_random(w.q_lens.front() * 31 + w.head_dim));
+  require(dev.synchronize());
+  if (options.cooldown_ms > 0)
+    std::this_thread::sleep_for(std::chrono::milliseconds(options.cooldown_ms));
+  const auto heat_until =
+      std::chrono::steady_clock::now() + std::chrono::milliseconds(options.heat_ms);
+  while (std::chrono::steady_clock::now() < heat_until) {
+    for (int i = 0; i < 4; ++i) require(dev.run());
+    require(dev.synchronize());
+  }
   std::vector<float> ms;
   require(dev.time(options.warmup, options.iterations, ms));
   return sim::median(std::vector<double>(ms.begin(), ms.end()));
@@ -133,8 +144,9 @@ int bench_gpu_command(const BenchCommandOptions& options) {
                                     : std::vector<u32>{512, 1024, 2048, 4096, 8192, 16384};
   fmt::print(
       "device: {} ({} SMs); bf16, hidden {}, batch x seq = {} tokens; median of {} after {} "
-      "warm-up\n",
-      device, sms, kHidden, kTokens, options.iterations, options.warmup);
+      "warm-up, {} ms idle and {} ms of launches before each point\n",
+      device, sms, kHidden, kTokens, options.iterations, options.warmup, options.cooldown_ms,
+      options.heat_ms);
   fmt::print("{:>5} {:>6} {:>5} {:>4} {:>7} {:<14} {:>5} {:>10} {:>9} {:>9}\n", "d", "seq", "batch",
              "H", "causal", "scheduler", "CTAs", "median ms", "TFLOP/s", "trace %");
   nlohmann::json rows = nlohmann::json::array();
@@ -150,6 +162,8 @@ int bench_gpu_command(const BenchCommandOptions& options) {
                               {"dtype", "bf16"},
                               {"warmup", options.warmup},
                               {"iterations", options.iterations},
+                              {"cooldown_ms", options.cooldown_ms},
+                              {"heat_ms", options.heat_ms},
                               {"rows", rows}};
   sim::write_file_atomically(options.out_json, doc.dump(1) + "\n");
   fmt::print("wrote {}\n", options.out_json);

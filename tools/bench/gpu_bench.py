@@ -13,6 +13,7 @@ import json
 import statistics
 import subprocess
 import sys
+import time
 
 
 def attention_flops(batch, seq, heads, d, causal):
@@ -21,7 +22,11 @@ def attention_flops(batch, seq, heads, d, causal):
     return 4.0 * batch * pairs * heads * d
 
 
-def time_cudnn(torch, batch, seq, heads, d, causal, warmup, iters):
+def time_cudnn(torch, batch, seq, heads, d, causal, warmup, iters, cooldown_ms, heat_ms):
+    """Median ms of one cuDNN launch, timed as `tilesched bench` times ours: after the same idle
+    pause, heating launches and warm-up, the timed launches go back to back, each between two
+    events, and the host waits once at the end (so neither side's figure holds host launch
+    latency)."""
     from torch.nn.attention import SDPBackend, sdpa_kernel
     import torch.nn.functional as F
 
@@ -30,18 +35,25 @@ def time_cudnn(torch, batch, seq, heads, d, causal, warmup, iters):
     q, k, v = (torch.rand(shape, device="cuda", dtype=torch.bfloat16, generator=g) * 2 - 1
                for _ in range(3))
     with sdpa_kernel(SDPBackend.CUDNN_ATTENTION):
+        F.scaled_dot_product_attention(q, k, v, is_causal=causal)  # plan and handle creation
+        torch.cuda.synchronize()
+        time.sleep(cooldown_ms / 1000.0)
+        heat_until = time.monotonic() + heat_ms / 1000.0
+        while time.monotonic() < heat_until:
+            for _ in range(4):
+                F.scaled_dot_product_attention(q, k, v, is_causal=causal)
+            torch.cuda.synchronize()
         for _ in range(warmup):
             F.scaled_dot_product_attention(q, k, v, is_causal=causal)
         torch.cuda.synchronize()
-        times = []
-        for _ in range(iters):
-            start = torch.cuda.Event(enable_timing=True)
-            end = torch.cuda.Event(enable_timing=True)
+        events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
+                  for _ in range(iters)]
+        for start, end in events:
             start.record()
             F.scaled_dot_product_attention(q, k, v, is_causal=causal)
             end.record()
-            end.synchronize()
-            times.append(start.elapsed_time(end))
+        torch.cuda.synchronize()
+        times = [start.elapsed_time(end) for start, end in events]
     return statistics.median(times)
 
 
@@ -51,21 +63,48 @@ def main():
     src.add_argument("--ours", help="JSON written by `tilesched bench --json`")
     src.add_argument("--tilesched", help="path of the tilesched executable to run first")
     ap.add_argument("--quick", action="store_true", help="with --tilesched: the reduced grid")
-    ap.add_argument("--warmup", type=int, default=3)
-    ap.add_argument("--iters", type=int, default=20)
+    ap.add_argument("--warmup", type=int, default=None, help="default: as ours (3)")
+    ap.add_argument("--iters", type=int, default=None, help="default: as ours (20)")
+    ap.add_argument("--cooldown-ms", type=int, default=None,
+                    help="idle ms before each shape, for both kernels (a power-capped GPU lowers\n"
+                         "its clocks under sustained load); with --ours, the JSON's value")
+    ap.add_argument("--heat-ms", type=int, default=None,
+                    help="back-to-back launches for this long before each shape's warm-up, for\n"
+                         "both kernels (the sustained, power-capped state); with --ours, the\n"
+                         "JSON's value")
     ap.add_argument("--out", help="write merged results as JSON")
     ap.add_argument("--markdown", help="write the table as Markdown")
     args = ap.parse_args()
 
     if args.tilesched:
+        args.warmup = 3 if args.warmup is None else args.warmup
+        args.iters = 20 if args.iters is None else args.iters
         ours_path = "gpu_bench_ours.json"
         cmd = [args.tilesched, "bench", "--json", ours_path, "--warmup", str(args.warmup),
-               "--iters", str(args.iters)] + (["--quick"] if args.quick else [])
+               "--iters", str(args.iters), "--cooldown-ms", str(args.cooldown_ms or 0),
+               "--heat-ms", str(args.heat_ms or 0)] + \
+            (["--quick"] if args.quick else [])
         subprocess.run(cmd, check=True)
     else:
         ours_path = args.ours
     with open(ours_path) as f:
         ours = json.load(f)
+    # cuDNN is timed as ours was unless told otherwise.
+    args.warmup = ours.get("warmup", 3) if args.warmup is None else args.warmup
+    args.iters = ours.get("iterations", 20) if args.iters is None else args.iters
+    # Both sides pause alike before each shape, or the ratio compares clock states.
+    ours_cooldown = ours.get("cooldown_ms", 0)
+    if args.cooldown_ms is None:
+        args.cooldown_ms = ours_cooldown
+    elif args.cooldown_ms != ours_cooldown:
+        sys.exit(f"gpu_bench.py: --cooldown-ms {args.cooldown_ms} but {ours_path} was measured with "
+                 f"{ours_cooldown} ms: give the same pause to both")
+    ours_heat = ours.get("heat_ms", 0)
+    if args.heat_ms is None:
+        args.heat_ms = ours_heat
+    elif args.heat_ms != ours_heat:
+        sys.exit(f"gpu_bench.py: --heat-ms {args.heat_ms} but {ours_path} was measured with "
+                 f"{ours_heat} ms: heat both alike")
 
     import torch
 
@@ -78,7 +117,8 @@ def main():
     for row in ours["rows"]:
         b, s, h, d, causal = row["batch"], row["seq"], row["heads"], row["d"], row["causal"]
         try:
-            ms = time_cudnn(torch, b, s, h, d, causal, args.warmup, args.iters)
+            ms = time_cudnn(torch, b, s, h, d, causal, args.warmup, args.iters, args.cooldown_ms,
+                            args.heat_ms)
             cudnn = attention_flops(b, s, h, d, causal) / (ms * 1e-3) / 1e12
         except Exception as e:  # a shape cuDNN refuses: say so, keep going
             print(f"cuDNN failed on d={d} seq={s}: {e}", file=sys.stderr)

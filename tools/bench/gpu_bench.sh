@@ -1,13 +1,25 @@
 #!/usr/bin/env bash
 # Reproduces docs/gpu-performance.md on a GPU machine: our kernel over the benchmark grid
-# (docs/spec.md §9), then PyTorch SDPA (cuDNN backend) on the same shapes in the same run.
+# (docs/spec.md §9), then PyTorch SDPA (cuDNN backend) on the same shapes in the same run, both
+# timed alike: COOLDOWN_MS (default 1500) idle before each point, HEAT_MS (default 0) of
+# back-to-back launches, 3 warm-up launches, the median of 20 timed back to back. The H200 lowers
+# its clocks under sustained load (its power cap): without the pause, whichever side runs
+# continuously is timed at lower clocks. SM clock, power and throttle reasons go to clocks.csv.
 #   tools/bench/gpu_bench.sh [TILESCHED_BINARY] [OUT_DIR] [--quick]
 set -euo pipefail
 bin=${1:-build/default/tools/tilesched}
 out=${2:-gpu-bench-out}
 quick=${3:-}
+cooldown=${COOLDOWN_MS:-1500}
+heat=${HEAT_MS:-0}
 mkdir -p "$out"
-nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$out/device.txt"
-"$bin" bench --json "$out/ours.json" ${quick:+--quick} | tee "$out/ours.log"
+nvidia-smi --query-gpu=name,driver_version,memory.total,power.limit --format=csv,noheader |
+  tee "$out/device.txt"
+nvidia-smi --query-gpu=timestamp,clocks.sm,power.draw,clocks_event_reasons.active --format=csv \
+  -lms 100 > "$out/clocks.csv" &
+smi=$!
+trap 'kill $smi 2>/dev/null || true' EXIT
+"$bin" bench --json "$out/ours.json" --cooldown-ms "$cooldown" --heat-ms "$heat" ${quick:+--quick} |
+  tee "$out/ours.log"
 python3 "$(dirname "$0")/gpu_bench.py" --ours "$out/ours.json" --out "$out/side_by_side.json" \
   --markdown "$out/side_by_side.md"

@@ -62,6 +62,16 @@ void add_bench_command(CLI::App& app, Action& action) {
       ->capture_default_str();
   add_number_flag(*cmd, "--iters", bench->iterations, "Timed launches per point", /*min=*/1)
       ->capture_default_str();
+  add_number_flag(*cmd, "--cooldown-ms", bench->cooldown_ms,
+                  "Idle milliseconds before each point (a power-capped GPU lowers its clocks "
+                  "under sustained load)",
+                  /*min=*/0, /*max=*/60000)
+      ->capture_default_str();
+  add_number_flag(*cmd, "--heat-ms", bench->heat_ms,
+                  "Back-to-back launches for this long before each point's warm-up (the "
+                  "sustained, power-capped state)",
+                  /*min=*/0, /*max=*/60000)
+      ->capture_default_str();
   add_choice_flag(*cmd, "--causal-scheduler", bench->causal_scheduler,
                   "Scheduler of the causal points")
       ->type_name("KIND");
