@@ -300,33 +300,67 @@ __device__ __forceinline__ void warpgroup_gemm(TiledMma& mma, const TA& a, const
   warpgroup_fence_operand(c);
 }
 
-// The trace recorder's work at a tile's start: claim the event's slot (the atomic's latency hides
-// under the tile rather than at its end) and fill the whole event but its end time in shared
-// memory, where the recorder's warp waits for the tile's first loads anyway. At the tile's end
-// the recorder only reads the timer and stores the event, so recording delays its warpgroup (and,
-// through the ping-pong, the other one) as little as it can (docs/gpu-performance.md measures
-// it). Returns the claimed slot.
+// Trace recording, done by one consumer thread (the recorder): the tile's start time when its
+// warpgroup receives it, its end time after the epilogue's stores. Everything else (claiming the
+// event's slot with an atomic, filling the event, storing it) is work that would delay the
+// recorder's warpgroup and, through the ping-pong, the other one. stage() claims the slot and
+// fills the whole event but its end time in shared memory; flush() stores a finished event.
+// Where the consumer calls them is the kernel configuration's choice (kDeferTrace): at the tile's
+// start and end, or both in the next tile's first wait for S, where the warpgroup idles anyway
+// (docs/gpu-performance.md measures both).
 template <class Params>
-__device__ __forceinline__ u32 stage_trace_event(const Params& p, DeviceTraceEvent& e, u32 cta,
-                                                 u32 step, u32 linear_idx, const SeqInfo& work,
-                                                 const TileGeometry& g) {
-  using Traits = typename Params::Traits;
-  const u32 slot = atomicAdd(p.trace.count, 1u);
-  e.cta = cta;
-  e.step = step;
-  e.linear_idx = linear_idx;
-  e.prompt_offset = work.prompt_offset;
-  e.head_idx = work.head_idx;
-  e.prompt_idx = work.prompt_idx;
-  e.query_rows = g.rows.query_rows;
-  e.kv_blocks = tile_cost(work.prompt_offset, g.rows.query_rows, g.seq_len, g.kv_len,
-                          Traits::kBlockM, p.trace_block_n, p.causal ? Mask::Causal : Mask::None)
-                    .kv_blocks;
-  e.sm_id = sm_id();
-  e.reserved = 0;
-  e.start_ns = global_timer_ns();
-  return slot;
-}
+class TileTraceRecorder {
+ public:
+  __device__ TileTraceRecorder(const Params& p, DeviceTraceEvent& staged, bool recorder)
+      : p_(p), staged_(staged), active_(p.trace.events != nullptr && recorder) {}
+
+  __device__ __forceinline__ void stamp_start() {
+    if (active_) start_ns_ = global_timer_ns();
+  }
+  __device__ __forceinline__ void stamp_end() {
+    if (active_) {
+      end_ns_ = global_timer_ns();
+      pending_ = true;
+    }
+  }
+  __device__ __forceinline__ void stage(u32 cta, u32 step, u32 linear_idx, const SeqInfo& work,
+                                        const TileGeometry& g) {
+    if (!active_) return;
+    using Traits = typename Params::Traits;
+    slot_ = atomicAdd(p_.trace.count, 1u);
+    DeviceTraceEvent& e = staged_;
+    e.cta = cta;
+    e.step = step;
+    e.linear_idx = linear_idx;
+    e.prompt_offset = work.prompt_offset;
+    e.head_idx = work.head_idx;
+    e.prompt_idx = work.prompt_idx;
+    e.query_rows = g.rows.query_rows;
+    e.kv_blocks = tile_cost(work.prompt_offset, g.rows.query_rows, g.seq_len, g.kv_len,
+                            Traits::kBlockM, p_.trace_block_n, p_.causal ? Mask::Causal : Mask::None)
+                      .kv_blocks;
+    e.sm_id = sm_id();
+    e.reserved = 0;
+    e.start_ns = start_ns_;
+  }
+  __device__ __forceinline__ void flush() {
+    if (!active_ || !pending_) return;
+    pending_ = false;
+    if (slot_ >= p_.trace.capacity) return;
+    DeviceTraceEvent e = staged_;
+    e.end_ns = end_ns_;
+    p_.trace.events[slot_] = e;
+  }
+
+ private:
+  const Params& p_;
+  DeviceTraceEvent& staged_;
+  bool active_;
+  bool pending_ = false;
+  u32 slot_ = 0;
+  std::uint64_t start_ns_ = 0;
+  std::uint64_t end_ns_ = 0;
+};
 
 // Epilogue: O / rowsum as bf16 and LSE = ln(sum exp(scale s)) = (max + log2 sum) ln 2, from the
 // accumulator layout, for the rows the tile owns only (the rest of a partial tile's 128 rows
@@ -404,29 +438,41 @@ __device__ void run_consumer(const Params& p, Storage& smem, Pipelines& pipes) {
   typename PipelineKV::PipelineState v_r;
 
   const PingPong ping_pong(warpgroup);
-  const bool tracing = p.trace.events != nullptr;
   // Consumer warpgroup 1's first thread records the trace: both warpgroups receive a tile at the
   // same hand-off, and the ping-pong runs warpgroup 1 behind warpgroup 0, so its epilogue ends
   // the tile. (A barrier of both warpgroups per tile cost 8-11 % at d = 128, measured.)
-  const bool recorder = threadIdx.x == 2 * Traits::kWarpgroupThreads;
+  TileTraceRecorder<Params> trace(p, smem.trace_event,
+                                  threadIdx.x == 2 * Traits::kWarpgroupThreads);
+  constexpr bool kDeferTrace = Traits::kDeferTrace;
   const u32 cta = blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z);
   const BlockIndex block{blockIdx.x, blockIdx.y, blockIdx.z};
   TileState st = p.scheduler.initial_state(smem.sidx, p.summary, block);
   u32 step = 0;
-  for (bool first = true;; first = false) {
+  // The next tile from the producer's hand-off slot (SPEC §4.2).
+  auto receive_tile = [&](bool first) {
     consumer_wait(pipes.tile, tile_r, "tile hand-off (consumer)");
     const u32 slot = tile_r.index();
-    const Optional<SeqInfo> work =
+    const Optional<SeqInfo> next =
         first ? p.scheduler.template first_work<false, SchedulerSync::Producer>(p.summary, st, slot)
               : p.scheduler.template advance<false, SchedulerSync::Producer>(p.summary, st, slot);
     pipes.tile.consumer_release(tile_r);
     ++tile_r;
-    if (!work) break;
+    return next;
+  };
+  // With kPrefetchTile, a tile's last PV hides the receipt of the next tile (the hand-off wait,
+  // the scheduler's advance), which otherwise sits between two tiles' GEMMs.
+  for (Optional<SeqInfo> work = receive_tile(true); work;) {
+    Optional<SeqInfo> next{};
+    bool received = false;
     const TileGeometry g = tile_geometry(p, *work);
-    // The recorder claims the trace slot and stages the event as the tile starts.
-    const u32 trace_slot = tracing && recorder
-                               ? stage_trace_event(p, smem.trace_event, cta, step, st.idx, *work, g)
-                               : 0;
+    trace.stamp_start();
+    // The event: staged now, or (deferred) in this tile's first wait for S, after the previous
+    // tile's event is stored; a tile with no GEMM has no such wait.
+    auto trace_tile_start = [&] {
+      trace.flush();
+      trace.stage(cta, step, st.idx, *work, g);
+    };
+    if (!kDeferTrace || !has_work(g)) trace_tile_start();
 
     if (has_work(g)) {
       // Row positions in key space for the causal mask (bottom-right aligned): the thread's rows
@@ -479,6 +525,7 @@ __device__ void run_consumer(const Params& p, Storage& smem, Pipelines& pipes) {
       consumer_wait(pipes.k, k_r, "K stage (consumer)");
       warpgroup_gemm(mma_qk, tSrQ(_, _, _, q_buffer), tSrK(_, _, _, k_r.index()), tSrS, false);
       ping_pong.pass_turn();
+      if constexpr (kDeferTrace) trace_tile_start();
       warpgroup_wait<0>();
       pipes.k.consumer_release(k_r);
       ++k_r;
@@ -490,11 +537,26 @@ __device__ void run_consumer(const Params& p, Storage& smem, Pipelines& pipes) {
       softmax_block<Traits::kFmaExp2Eighths>(tSrS, rs, p.scale_log2, alpha);
       convert_to_p(tSrS, tOrP);
 
-      // Blocks below: S of block j with O += P V of block j + 1 in flight.
+      // O's rescale by the last softmax's alpha, before the PV that accumulates its P.
+      auto rescale_o = [&] {
+        if constexpr (Traits::kSkipUnitRescale) {
+          // Once a row's max settles (long rows: most blocks), alpha is exactly 1.
+          if (__any_sync(0xffffffffu, alpha[0] != 1.f || alpha[1] != 1.f))
+            rescale_rows(tOrO, alpha);
+        } else {
+          rescale_rows(tOrO, alpha);
+        }
+      };
+
+      // Blocks below: S of block j with O += P V of block j + 1 in flight. With
+      // kRescaleUnderQK, O's rescale for block j + 1 runs while the QK^T of block j is in flight
+      // (O is no GEMM's operand then), instead of after the softmax, where it lengthens the
+      // stretch between this warpgroup's GEMM turns.
       for (--block_idx; block_idx >= 0; --block_idx) {
         ping_pong.wait_turn();
         consumer_wait(pipes.k, k_r, "K stage (consumer)");
         warpgroup_gemm(mma_qk, q_operand_in_loop(), tSrK(_, _, _, k_r.index()), tSrS, false);
+        if constexpr (Traits::kRescaleUnderQK) rescale_o();
         consumer_wait(pipes.v, v_r, "V stage (consumer)");
         warpgroup_gemm(mma_pv, tOrP, tOrV(_, _, _, v_r.index()), tOrO, true);
         ping_pong.pass_turn();
@@ -508,21 +570,20 @@ __device__ void run_consumer(const Params& p, Storage& smem, Pipelines& pipes) {
         warpgroup_wait<0>();  // PV done: its P and V stage are free, O may be rescaled
         pipes.v.consumer_release(v_r);
         ++v_r;
-        if constexpr (Traits::kSkipUnitRescale) {
-          // Once a row's max settles (long rows: most blocks), alpha is exactly 1.
-          if (__any_sync(0xffffffffu, alpha[0] != 1.f || alpha[1] != 1.f))
-            rescale_rows(tOrO, alpha);
-        } else {
-          rescale_rows(tOrO, alpha);
-        }
+        if constexpr (!Traits::kRescaleUnderQK) rescale_o();
         convert_to_p(tSrS, tOrP);
       }
 
-      // Block 0's PV.
+      // Block 0's PV (no QK^T left to hide the rescale under: it runs before the turn).
+      if constexpr (Traits::kRescaleUnderQK) rescale_o();
       ping_pong.wait_turn();
       consumer_wait(pipes.v, v_r, "V stage (consumer)");
       warpgroup_gemm(mma_pv, tOrP, tOrV(_, _, _, v_r.index()), tOrO, true);
       ping_pong.pass_turn();
+      if constexpr (Traits::kPrefetchTile) {
+        next = receive_tile(false);
+        received = true;
+      }
       warpgroup_wait<0>();
       pipes.v.consumer_release(v_r);
       ++v_r;
@@ -532,14 +593,13 @@ __device__ void run_consumer(const Params& p, Storage& smem, Pipelines& pipes) {
                          warpgroup * kRows + warp * 16 + lane / 4);
     }
 
-    // Trace: start when the tile is received, end after the epilogue's stores.
-    if (tracing && recorder && trace_slot < p.trace.capacity) {
-      DeviceTraceEvent e = smem.trace_event;
-      e.end_ns = global_timer_ns();
-      p.trace.events[trace_slot] = e;
-    }
+    // Trace: start when the consumer begins the tile, end after the epilogue's stores.
+    trace.stamp_end();
+    if constexpr (!kDeferTrace) trace.flush();
     ++step;
+    work = received ? next : receive_tile(false);
   }
+  trace.flush();  // the last tile's event, when deferred
   ping_pong.finish();
 }
 

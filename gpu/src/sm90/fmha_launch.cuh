@@ -17,29 +17,22 @@ namespace tilesched::gpu::sm90 {
 #ifdef TILESCHED_GPU_EXPERIMENTS
 // Candidate configurations, compiled only into experiment builds (-DTILESCHED_GPU_EXPERIMENTS=ON)
 // and chosen at run time with TILESCHED_GPU_VARIANT=1..3; docs/gpu-performance.md records what
-// each measured. 1: the default with RebuildQOperand switched (on at d = 64 and 128, off at
-// d = 256); 2: a share of the softmax's exp2 on the FMA pipe (2/8 at d = 64, 1/8 at d = 128 and
-// 256); 3: d = 64 1/8 of exp2 on the FMA pipe, d = 128 3 K/V stages with 1 Q buffer, d = 256 BN
-// 64 with the rescale skip.
+// each measured: the default with one switch flipped. 1: PrefetchTile; 2: DeferTrace; 3:
+// RescaleUnderQK.
+template <class Config, bool RescaleUnderQK, bool DeferTrace, bool PrefetchTile>
+struct Rebind;
+template <int D, int BN, int StagesKV, int StagesQ, bool Skip, bool Rebuild, int Fma, bool R0,
+          bool D0, int Registers, bool P0, bool R, bool Df, bool P>
+struct Rebind<KernelConfig<D, BN, StagesKV, StagesQ, Skip, Rebuild, Fma, R0, D0, Registers, P0>, R,
+              Df, P> {
+  using type = KernelConfig<D, BN, StagesKV, StagesQ, Skip, Rebuild, Fma, R, Df, Registers, P>;
+};
 template <int D>
-struct ExperimentConfigs;
-template <>
-struct ExperimentConfigs<64> {
-  using v1 = KernelConfig<64, 128, 3, 2, false, true>;
-  using v2 = KernelConfig<64, 128, 3, 2, false, false, 2>;
-  using v3 = KernelConfig<64, 128, 3, 2, false, false, 1>;
-};
-template <>
-struct ExperimentConfigs<128> {
-  using v1 = KernelConfig<128, 128, 2, 2, false, true>;
-  using v2 = KernelConfig<128, 128, 2, 2, false, false, 1>;
-  using v3 = KernelConfig<128, 128, 3, 1>;
-};
-template <>
-struct ExperimentConfigs<256> {
-  using v1 = KernelConfig<256, 80, 2, 1, true, false>;
-  using v2 = KernelConfig<256, 80, 2, 1, true, true, 1>;
-  using v3 = KernelConfig<256, 64, 2, 1, true, true>;
+struct ExperimentConfigs {
+  using C = typename DefaultConfig<D>::type;
+  using v1 = typename Rebind<C, C::kRescaleUnderQK, C::kDeferTrace, !C::kPrefetchTile>::type;
+  using v2 = typename Rebind<C, C::kRescaleUnderQK, !C::kDeferTrace, C::kPrefetchTile>::type;
+  using v3 = typename Rebind<C, !C::kRescaleUnderQK, C::kDeferTrace, C::kPrefetchTile>::type;
 };
 #endif
 

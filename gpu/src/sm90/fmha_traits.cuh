@@ -26,9 +26,13 @@ using Element = cutlass::bfloat16_t;
 // whether O's rescale is skipped for a warp whose rows' max did not move in a block, whether the
 // main loop rebuilds its QK^T operand's descriptors at every block (run_consumer says why), and
 // how many eighths of the softmax weights are computed on the FMA pipe instead of the exp2 (MUFU)
-// unit.
+// unit, whether O's rescale runs while the next QK^T is in flight (run_consumer), whether the
+// trace recorder's slot claim and stores wait for the next tile's first S (TileTraceRecorder),
+// the consumers' registers after setmaxnreg (the producer gets the rest), and whether the
+// consumers receive their next tile while the current one's last PV runs (run_consumer).
 template <int D, int BN, int StagesKV, int StagesQ, bool SkipUnitRescale = false,
-          bool RebuildQOperand = false, int FmaExp2Eighths = 0>
+          bool RebuildQOperand = false, int FmaExp2Eighths = 0, bool RescaleUnderQK = false,
+          bool DeferTrace = false, int ConsumerRegisters = 232, bool PrefetchTile = false>
 struct KernelConfig {
   static constexpr int kHeadDim = D;
   static constexpr int kBlockN = BN;
@@ -37,6 +41,10 @@ struct KernelConfig {
   static constexpr bool kSkipUnitRescale = SkipUnitRescale;
   static constexpr bool kRebuildQOperand = RebuildQOperand;
   static constexpr int kFmaExp2Eighths = FmaExp2Eighths;
+  static constexpr bool kRescaleUnderQK = RescaleUnderQK;
+  static constexpr bool kDeferTrace = DeferTrace;
+  static constexpr int kConsumerRegisters = ConsumerRegisters;
+  static constexpr bool kPrefetchTile = PrefetchTile;
   static_assert(FmaExp2Eighths >= 0 && FmaExp2Eighths <= 8, "a share in eighths");
 };
 
@@ -50,6 +58,13 @@ struct KernelConfig {
 //            +10-16 % over BN 64 at seq 8192, and skipping O's 128-register rescale in blocks
 //            where no row's max moved another +3-13 % (at d = 64 and 128 the vote costs more than
 //            the rescale it saves).
+// At d = 128, DeferTrace (the trace recorder's slot claim and stores in the next tile's first
+// wait for S) roughly halves what recording costs at short sequences and untraced launches do not
+// notice; at d = 256 it spills (-2..-5 %), at d = 64 it costs untraced launches up to 1 %.
+// PrefetchTile (the next tile received under the last PV) gains 1-4 % at d = 128 seq <= 2048 and
+// nothing longer; at d = 64 and 256 it gains 1-2 % short but loses 1-4 % on long dense rows.
+// Neither 240 consumer registers (the producer spills at 24) nor O's rescale under the next QK^T
+// measured faster anywhere (docs/gpu-performance.md, candidates of 2026-11-30, third session).
 template <int D>
 struct DefaultConfig;
 template <>
@@ -58,7 +73,8 @@ struct DefaultConfig<64> {
 };
 template <>
 struct DefaultConfig<128> {
-  using type = KernelConfig<128, 128, 2, 2>;
+  using type = KernelConfig<128, 128, 2, 2, false, false, 0, false, /*DeferTrace=*/true, 232,
+                            /*Prefetch=*/true>;
 };
 template <>
 struct DefaultConfig<256> {
@@ -76,6 +92,9 @@ struct FmhaTraits {
   static constexpr bool kSkipUnitRescale = Config::kSkipUnitRescale;
   static constexpr bool kRebuildQOperand = Config::kRebuildQOperand;
   static constexpr int kFmaExp2Eighths = Config::kFmaExp2Eighths;
+  static constexpr bool kRescaleUnderQK = Config::kRescaleUnderQK;
+  static constexpr bool kDeferTrace = Config::kDeferTrace;
+  static constexpr bool kPrefetchTile = Config::kPrefetchTile;
 
   // Roles: warpgroup 0 produces (scheduler + TMA), warpgroups 1 and 2 consume, each owning 64 of
   // the tile's 128 query rows.
@@ -84,11 +103,16 @@ struct FmhaTraits {
   static constexpr int kConsumerThreads = kConsumerWarpgroups * kWarpgroupThreads;
   static constexpr int kThreads = kWarpgroupThreads + kConsumerThreads;
   static constexpr int kWarpgroupRows = kBlockM / kConsumerWarpgroups;
-  // Register split after setmaxnreg: 40 * 128 + 232 * 256 = 64512 of the SM's 65536. The producer
-  // needs few (indices, TMA coordinates); the consumers hold O (d / 2 fp32 per thread), S (BN / 2)
-  // and P (BN / 4 packed).
-  static constexpr int kProducerRegisters = 40;
-  static constexpr int kConsumerRegisters = 232;
+  // Register split after setmaxnreg, within the 168 * 384 = 64512 the launch allocates: 40 * 128 +
+  // 232 * 256 by default. The producer needs few (indices, TMA coordinates); the consumers hold O
+  // (d / 2 fp32 per thread), S (BN / 2) and P (BN / 4 packed).
+  static constexpr int kConsumerRegisters = Config::kConsumerRegisters;
+  static constexpr int kLaunchRegisters = 168;  // 65536 / 384, rounded down to a multiple of 8
+  static constexpr int kProducerRegisters =
+      (kLaunchRegisters * (1 + kConsumerWarpgroups)) - kConsumerWarpgroups * kConsumerRegisters;
+  static_assert(kProducerRegisters >= 24 && kProducerRegisters % 8 == 0 &&
+                    kConsumerRegisters % 8 == 0 && kConsumerRegisters <= 256,
+                "setmaxnreg takes multiples of 8 in [24, 256]");
 
   // Shared-memory tiles: rows x d, d contiguous, 128-byte swizzle (the canonical K-major GMMA
   // layout; a TMA box writes it directly).
