@@ -57,6 +57,14 @@ def time_cudnn(torch, batch, seq, heads, d, causal, warmup, iters, cooldown_ms, 
     return statistics.median(times)
 
 
+def same_as_ours(given, ours_value, flag, ours_path):
+    """The value ours was measured with; a different one given on the command line is an error."""
+    if given is None or given == ours_value:
+        return ours_value
+    sys.exit(f"gpu_bench.py: {flag} {given} but {ours_path} was measured with {ours_value} ms: "
+             "both sides must be timed alike")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     src = ap.add_mutually_exclusive_group(required=True)
@@ -92,19 +100,10 @@ def main():
     # cuDNN is timed as ours was unless told otherwise.
     args.warmup = ours.get("warmup", 3) if args.warmup is None else args.warmup
     args.iters = ours.get("iterations", 20) if args.iters is None else args.iters
-    # Both sides pause alike before each shape, or the ratio compares clock states.
-    ours_cooldown = ours.get("cooldown_ms", 0)
-    if args.cooldown_ms is None:
-        args.cooldown_ms = ours_cooldown
-    elif args.cooldown_ms != ours_cooldown:
-        sys.exit(f"gpu_bench.py: --cooldown-ms {args.cooldown_ms} but {ours_path} was measured with "
-                 f"{ours_cooldown} ms: give the same pause to both")
-    ours_heat = ours.get("heat_ms", 0)
-    if args.heat_ms is None:
-        args.heat_ms = ours_heat
-    elif args.heat_ms != ours_heat:
-        sys.exit(f"gpu_bench.py: --heat-ms {args.heat_ms} but {ours_path} was measured with "
-                 f"{ours_heat} ms: heat both alike")
+    # Both sides pause and heat alike before each shape, or the ratio compares clock states.
+    args.cooldown_ms = same_as_ours(args.cooldown_ms, ours.get("cooldown_ms", 0), "--cooldown-ms",
+                                    ours_path)
+    args.heat_ms = same_as_ours(args.heat_ms, ours.get("heat_ms", 0), "--heat-ms", ours_path)
 
     import torch
 

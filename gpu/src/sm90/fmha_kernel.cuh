@@ -43,6 +43,7 @@ struct FmhaParams {
   typename Traits::TmaQ tma_q;
   typename Traits::TmaKV tma_k;
   typename Traits::TmaKV tma_v;
+  typename Traits::TmaO tma_o;  // used with kEpilogueTma only
   Scheduler scheduler;
   TileSummary summary;
   std::int32_t q_rows = 0;   // rows of Q and O (the TMA's bound)
@@ -336,9 +337,10 @@ class TileTraceRecorder {
     e.head_idx = work.head_idx;
     e.prompt_idx = work.prompt_idx;
     e.query_rows = g.rows.query_rows;
-    e.kv_blocks = tile_cost(work.prompt_offset, g.rows.query_rows, g.seq_len, g.kv_len,
-                            Traits::kBlockM, p_.trace_block_n, p_.causal ? Mask::Causal : Mask::None)
-                      .kv_blocks;
+    e.kv_blocks =
+        tile_cost(work.prompt_offset, g.rows.query_rows, g.seq_len, g.kv_len, Traits::kBlockM,
+                  p_.trace_block_n, p_.causal ? Mask::Causal : Mask::None)
+            .kv_blocks;
     e.sm_id = sm_id();
     e.reserved = 0;
     e.start_ns = start_ns_;
@@ -391,6 +393,64 @@ __device__ __forceinline__ void store_tile_outputs(const Params& p, const Fragme
     }
     if (lane % 4 == 0)
       p.lse[row * p.num_q_heads + head_idx] = (rs.max[r] + __log2f(sum)) * 0.69314718055994531f;
+  }
+}
+
+// Epilogue of a warpgroup whose 64 rows all belong to the tile (kEpilogueTma): LSE from
+// registers as above, O / rowsum converted to bf16, written to this warpgroup's staging buffer
+// with stmatrix and stored by one thread with a TMA store, which the warpgroup does not wait for
+// (the next epilogue waits until that store has read the buffer). Fewer, wider shared-memory
+// stores replace d / 4 four-byte global stores per thread, and the global writes leave the
+// warpgroup's path to its next GEMMs. Rows of another sequence never lie in a full warpgroup's
+// 64 rows, so the box writes only the tile's own rows.
+template <class Params, class Storage, class FragmentO>
+__device__ __forceinline__ void store_tile_outputs_tma(const Params& p, Storage& smem,
+                                                       const FragmentO& o, const RowState& rs,
+                                                       const TileRows& rows, u32 head_idx,
+                                                       int warpgroup, int thread) {
+  using namespace cute;
+  using Traits = typename Params::Traits;
+  constexpr int D = Traits::kHeadDim;
+  constexpr int kRows = Traits::kWarpgroupRows;
+  const int lane = thread % 32;
+  const int thread_row = warpgroup * kRows + (thread / 32) * 16 + lane / 4;
+  float inv[2];
+  CUTE_UNROLL
+  for (int r = 0; r < 2; ++r) {
+    float sum = rs.sum[r];
+    sum += __shfl_xor_sync(0xffffffffu, sum, 1);
+    sum += __shfl_xor_sync(0xffffffffu, sum, 2);
+    inv[r] = 1.f / sum;
+    const std::size_t row = std::size_t(rows.first_query_row) + u32(thread_row + 8 * r);
+    if (lane % 4 == 0)
+      p.lse[row * p.num_q_heads + head_idx] = (rs.max[r] + __log2f(sum)) * 0.69314718055994531f;
+  }
+  Tensor o_out = make_tensor_like<Element>(o);
+  CUTE_UNROLL
+  for (int e = 0; e < size(o); ++e) o_out(e) = Element(o(e) * inv[(e / 2) % 2]);
+
+  const NamedBarrier staged =
+      warpgroup == 0 ? NamedBarrier::EpilogueWarpgroup0 : NamedBarrier::EpilogueWarpgroup1;
+  if (thread == 0) tma_store_wait<0>();  // the previous store has read the buffer
+  named_barrier_sync(staged, Traits::kWarpgroupThreads);
+  Tensor sO =
+      make_tensor(make_smem_ptr(smem.o.data() + warpgroup * cosize(typename Traits::SmemLayoutO{})),
+                  typename Traits::SmemLayoutO{});
+  typename Traits::TiledMmaPV mma_pv;
+  auto stage_copy = make_tiled_copy_C(Copy_Atom<SM90_U32x4_STSM_N, Element>{}, mma_pv);
+  auto thr_stage = stage_copy.get_thread_slice(thread);
+  copy(stage_copy, thr_stage.retile_S(o_out), thr_stage.partition_D(sO));
+  tma_store_fence();  // the stmatrix writes, visible to the TMA
+  named_barrier_sync(staged, Traits::kWarpgroupThreads);
+  if (thread == 0) {
+    Tensor mO = p.tma_o.get_tma_tensor(make_shape(p.q_rows, Int<D>{}, int(p.num_q_heads)));
+    Tensor gO = local_tile(
+        domain_offset(make_coord(static_cast<int>(rows.first_query_row) + warpgroup * kRows, _0{}),
+                      mO(_, _, static_cast<int>(head_idx))),
+        Shape<Int<kRows>, Int<D>>{}, make_coord(_0{}, _0{}));
+    auto tma = p.tma_o.get_slice(_0{});
+    copy(p.tma_o, tma.partition_S(sO), tma.partition_D(gO));
+    tma_store_arrive();
   }
 }
 
@@ -589,8 +649,16 @@ __device__ void run_consumer(const Params& p, Storage& smem, Pipelines& pipes) {
       ++v_r;
       ++q_r;
 
-      store_tile_outputs(p, tOrO, rs, g.rows, work->head_idx,
-                         warpgroup * kRows + warp * 16 + lane / 4);
+      bool stored = false;
+      if constexpr (Traits::kEpilogueTma) {
+        if (g.rows.query_rows >= static_cast<u32>((warpgroup + 1) * kRows)) {
+          store_tile_outputs_tma(p, smem, tOrO, rs, g.rows, work->head_idx, warpgroup, thread);
+          stored = true;
+        }
+      }
+      if (!stored)
+        store_tile_outputs(p, tOrO, rs, g.rows, work->head_idx,
+                           warpgroup * kRows + warp * 16 + lane / 4);
     }
 
     // Trace: start when the consumer begins the tile, end after the epilogue's stores.
@@ -600,6 +668,9 @@ __device__ void run_consumer(const Params& p, Storage& smem, Pipelines& pipes) {
     work = received ? next : receive_tile(false);
   }
   trace.flush();  // the last tile's event, when deferred
+  // The warpgroup's last TMA store of O must be done (written, not only read) before it exits.
+  if constexpr (Traits::kEpilogueTma)
+    if (thread == 0) asm volatile("cp.async.bulk.wait_group 0;" ::: "memory");
   ping_pong.finish();
 }
 

@@ -18,21 +18,25 @@ namespace tilesched::gpu::sm90 {
 // Candidate configurations, compiled only into experiment builds (-DTILESCHED_GPU_EXPERIMENTS=ON)
 // and chosen at run time with TILESCHED_GPU_VARIANT=1..3; docs/gpu-performance.md records what
 // each measured: the default with one switch flipped. 1: PrefetchTile; 2: DeferTrace; 3:
-// RescaleUnderQK.
-template <class Config, bool RescaleUnderQK, bool DeferTrace, bool PrefetchTile>
+// EpilogueTma (at d <= 128 only: d = 256 has no room for the staging buffers).
+template <class Config, bool RescaleUnderQK, bool DeferTrace, bool PrefetchTile, bool EpilogueTma>
 struct Rebind;
 template <int D, int BN, int StagesKV, int StagesQ, bool Skip, bool Rebuild, int Fma, bool R0,
-          bool D0, int Registers, bool P0, bool R, bool Df, bool P>
-struct Rebind<KernelConfig<D, BN, StagesKV, StagesQ, Skip, Rebuild, Fma, R0, D0, Registers, P0>, R,
-              Df, P> {
-  using type = KernelConfig<D, BN, StagesKV, StagesQ, Skip, Rebuild, Fma, R, Df, Registers, P>;
+          bool D0, int Registers, bool P0, bool E0, bool R, bool Df, bool P, bool E>
+struct Rebind<KernelConfig<D, BN, StagesKV, StagesQ, Skip, Rebuild, Fma, R0, D0, Registers, P0, E0>,
+              R, Df, P, E> {
+  using type = KernelConfig<D, BN, StagesKV, StagesQ, Skip, Rebuild, Fma, R, Df, Registers, P, E>;
 };
 template <int D>
 struct ExperimentConfigs {
   using C = typename DefaultConfig<D>::type;
-  using v1 = typename Rebind<C, C::kRescaleUnderQK, C::kDeferTrace, !C::kPrefetchTile>::type;
-  using v2 = typename Rebind<C, C::kRescaleUnderQK, !C::kDeferTrace, C::kPrefetchTile>::type;
-  using v3 = typename Rebind<C, !C::kRescaleUnderQK, C::kDeferTrace, C::kPrefetchTile>::type;
+  using v1 = typename Rebind<C, C::kRescaleUnderQK, C::kDeferTrace, !C::kPrefetchTile,
+                             C::kEpilogueTma>::type;
+  using v2 = typename Rebind<C, C::kRescaleUnderQK, !C::kDeferTrace, C::kPrefetchTile,
+                             C::kEpilogueTma>::type;
+  // The staging buffers (2 x 64 rows x d) fit beside the tiles at d <= 128 only.
+  using v3 = typename Rebind<C, C::kRescaleUnderQK, C::kDeferTrace, C::kPrefetchTile,
+                             (D <= 128) != C::kEpilogueTma>::type;
 };
 #endif
 
@@ -88,6 +92,8 @@ Status launch_config(const AttentionArgs& a, const runtime::AnyScheduler& schedu
                           typename Traits::SmemLayoutKV{}(_, _, _0{}));
   p.tma_v = make_tma_copy(SM90_TMA_LOAD{}, gmem(a.v, p.kv_rows, w.num_kv_heads),
                           typename Traits::SmemLayoutKV{}(_, _, _0{}));
+  p.tma_o = make_tma_copy(SM90_TMA_STORE{}, gmem(a.o, p.q_rows, w.num_q_heads),
+                          typename Traits::SmemLayoutO{});
   p.scheduler = scheduler;
   p.summary = summary;
   p.num_q_heads = w.num_q_heads;

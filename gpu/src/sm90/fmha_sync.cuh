@@ -23,6 +23,9 @@ enum class NamedBarrier : std::uint32_t {
   // Consumer warpgroup w may issue its GEMMs (ping-pong between the two consumer warpgroups).
   IssueWarpgroup0 = 2,
   IssueWarpgroup1 = 3,
+  // Consumer warpgroup w's 128 threads around its O staging for the TMA store.
+  EpilogueWarpgroup0 = 4,
+  EpilogueWarpgroup1 = 5,
 };
 static_assert(kSchedulerBarrierId < 2, "the kernel's named barriers start after the scheduler's");
 

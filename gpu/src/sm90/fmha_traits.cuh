@@ -28,11 +28,14 @@ using Element = cutlass::bfloat16_t;
 // how many eighths of the softmax weights are computed on the FMA pipe instead of the exp2 (MUFU)
 // unit, whether O's rescale runs while the next QK^T is in flight (run_consumer), whether the
 // trace recorder's slot claim and stores wait for the next tile's first S (TileTraceRecorder),
-// the consumers' registers after setmaxnreg (the producer gets the rest), and whether the
-// consumers receive their next tile while the current one's last PV runs (run_consumer).
+// the consumers' registers after setmaxnreg (the producer gets the rest), whether the
+// consumers receive their next tile while the current one's last PV runs (run_consumer), and
+// whether a warpgroup whose 64 rows all belong to the tile stores O through shared memory with a
+// TMA store instead of from registers (store_tile_outputs).
 template <int D, int BN, int StagesKV, int StagesQ, bool SkipUnitRescale = false,
           bool RebuildQOperand = false, int FmaExp2Eighths = 0, bool RescaleUnderQK = false,
-          bool DeferTrace = false, int ConsumerRegisters = 232, bool PrefetchTile = false>
+          bool DeferTrace = false, int ConsumerRegisters = 232, bool PrefetchTile = false,
+          bool EpilogueTma = false>
 struct KernelConfig {
   static constexpr int kHeadDim = D;
   static constexpr int kBlockN = BN;
@@ -45,13 +48,14 @@ struct KernelConfig {
   static constexpr bool kDeferTrace = DeferTrace;
   static constexpr int kConsumerRegisters = ConsumerRegisters;
   static constexpr bool kPrefetchTile = PrefetchTile;
+  static constexpr bool kEpilogueTma = EpilogueTma;
   static_assert(FmaExp2Eighths >= 0 && FmaExp2Eighths <= 8, "a share in eighths");
 };
 
 // The configuration each head dim runs, chosen by measurement (docs/gpu-performance.md). Shared
 // memory per CTA is Q_buffers * 128 * d + 2 * stages * BN * d bf16 elements (227 KB at most):
-//   d =  64: BN 128, 2 * 16 KB + 2 * 3 * 16 KB = 128 KB
-//   d = 128: BN 128, 2 * 32 KB + 2 * 2 * 32 KB = 192 KB
+//   d =  64: BN 128, 2 * 16 KB + 2 * 3 * 16 KB = 128 KB, + 16 KB of O staging (EpilogueTma)
+//   d = 128: BN 128, 2 * 32 KB + 2 * 2 * 32 KB = 192 KB, + 32 KB of O staging
 //   d = 256: BN 80,  1 * 64 KB + 2 * 2 * 40 KB = 224 KB. A second Q buffer (64 KB) does not fit
 //            beside two K/V stages, so at d = 256 the next tile's Q load waits until both
 //            consumer warpgroups have issued their last QK^T of the current tile. BN 80 measured
@@ -63,18 +67,22 @@ struct KernelConfig {
 // notice; at d = 256 it spills (-2..-5 %), at d = 64 it costs untraced launches up to 1 %.
 // PrefetchTile (the next tile received under the last PV) gains 1-4 % at d = 128 seq <= 2048 and
 // nothing longer; at d = 64 and 256 it gains 1-2 % short but loses 1-4 % on long dense rows.
-// Neither 240 consumer registers (the producer spills at 24) nor O's rescale under the next QK^T
-// measured faster anywhere (docs/gpu-performance.md, candidates of 2026-11-30, third session).
+// EpilogueTma (a warpgroup whose 64 rows all belong to the tile stages O with stmatrix and
+// stores it with a TMA store) gains 1-8 % at d = 64 and 128; its two 64 x d staging buffers
+// (16 / 32 KB) do not fit beside d = 256's tiles. Neither 240 consumer registers (the producer
+// spills at 24) nor O's rescale under the next QK^T measured faster anywhere
+// (docs/gpu-performance.md, candidates of 2026-11-30, third session).
 template <int D>
 struct DefaultConfig;
 template <>
 struct DefaultConfig<64> {
-  using type = KernelConfig<64, 128, 3, 2>;
+  using type = KernelConfig<64, 128, 3, 2, false, false, 0, false, false, 232, false,
+                            /*EpilogueTma=*/true>;
 };
 template <>
 struct DefaultConfig<128> {
   using type = KernelConfig<128, 128, 2, 2, false, false, 0, false, /*DeferTrace=*/true, 232,
-                            /*Prefetch=*/true>;
+                            /*PrefetchTile=*/true, /*EpilogueTma=*/true>;
 };
 template <>
 struct DefaultConfig<256> {
@@ -95,6 +103,7 @@ struct FmhaTraits {
   static constexpr bool kRescaleUnderQK = Config::kRescaleUnderQK;
   static constexpr bool kDeferTrace = Config::kDeferTrace;
   static constexpr bool kPrefetchTile = Config::kPrefetchTile;
+  static constexpr bool kEpilogueTma = Config::kEpilogueTma;
 
   // Roles: warpgroup 0 produces (scheduler + TMA), warpgroups 1 and 2 consume, each owning 64 of
   // the tile's 128 query rows.
@@ -154,6 +163,14 @@ struct FmhaTraits {
                                             SmemLayoutQ{}(cute::_, cute::_, cute::_0{})));
   using TmaKV = decltype(cute::make_tma_copy(cute::SM90_TMA_LOAD{}, std::declval<GmemTensor>(),
                                              SmemLayoutKV{}(cute::_, cute::_, cute::_0{})));
+  // O of one warpgroup's 64 rows, staged for the TMA store (kEpilogueTma): the K-major swizzled
+  // layout of Q, written with stmatrix from the accumulator layout.
+  using SmemLayoutO = decltype(cute::tile_to_shape(
+      SmemAtom{}, cute::Shape<cute::Int<kWarpgroupRows>, cute::Int<D>>{}));
+  using TmaO = decltype(cute::make_tma_copy(cute::SM90_TMA_STORE{}, std::declval<GmemTensor>(),
+                                            SmemLayoutO{}));
+  static constexpr int kOStageElements =
+      kEpilogueTma ? kConsumerWarpgroups * cute::cosize_v<SmemLayoutO> : 1;
 
   static constexpr std::uint32_t kQBytes = kBlockM * D * sizeof(Element);
   static constexpr std::uint32_t kKVBytes = kBlockN * D * sizeof(Element);
@@ -170,6 +187,7 @@ struct FmhaTraits {
     cute::array_aligned<Element, cute::cosize_v<SmemLayoutQ>, 1024> q;
     cute::array_aligned<Element, cute::cosize_v<SmemLayoutKV>, 1024> k;
     cute::array_aligned<Element, cute::cosize_v<SmemLayoutKV>, 1024> v;
+    cute::array_aligned<Element, kOStageElements, 1024> o;  // each consumer warpgroup's O
     typename PipelineQ::SharedStorage pipe_q;
     typename PipelineKV::SharedStorage pipe_k;
     typename PipelineKV::SharedStorage pipe_v;
