@@ -89,21 +89,16 @@ struct DefaultConfig<256> {
   using type = KernelConfig<256, 80, 2, 1, /*SkipUnitRescale=*/true, /*RebuildQOperand=*/true>;
 };
 
+// The kernel's types and sizes for one configuration. It is the configuration (its switches are
+// reached as Traits::kX), plus what follows from it.
 template <class Config>
-struct FmhaTraits {
-  static constexpr int kHeadDim = Config::kHeadDim;
+struct FmhaTraits : Config {
+  // The configuration's values this struct's own definitions use (a dependent base's members
+  // are not found unqualified).
+  using Config::kBlockN, Config::kConsumerRegisters, Config::kEpilogueTma, Config::kHeadDim,
+      Config::kStagesKV, Config::kStagesQ;
   static constexpr int D = kHeadDim;
   static constexpr int kBlockM = 128;  // query rows per tile (the scheduler's tile shape)
-  static constexpr int kBlockN = Config::kBlockN;
-  static constexpr int kStagesKV = Config::kStagesKV;
-  static constexpr int kStagesQ = Config::kStagesQ;
-  static constexpr bool kSkipUnitRescale = Config::kSkipUnitRescale;
-  static constexpr bool kRebuildQOperand = Config::kRebuildQOperand;
-  static constexpr int kFmaExp2Eighths = Config::kFmaExp2Eighths;
-  static constexpr bool kRescaleUnderQK = Config::kRescaleUnderQK;
-  static constexpr bool kDeferTrace = Config::kDeferTrace;
-  static constexpr bool kPrefetchTile = Config::kPrefetchTile;
-  static constexpr bool kEpilogueTma = Config::kEpilogueTma;
 
   // Roles: warpgroup 0 produces (scheduler + TMA), warpgroups 1 and 2 consume, each owning 64 of
   // the tile's 128 query rows.
@@ -115,7 +110,6 @@ struct FmhaTraits {
   // Register split after setmaxnreg, within the 168 * 384 = 64512 the launch allocates: 40 * 128 +
   // 232 * 256 by default. The producer needs few (indices, TMA coordinates); the consumers hold O
   // (d / 2 fp32 per thread), S (BN / 2) and P (BN / 4 packed).
-  static constexpr int kConsumerRegisters = Config::kConsumerRegisters;
   static constexpr int kLaunchRegisters = 168;  // 65536 / 384, rounded down to a multiple of 8
   static constexpr int kProducerRegisters =
       (kLaunchRegisters * (1 + kConsumerWarpgroups)) - kConsumerWarpgroups * kConsumerRegisters;
