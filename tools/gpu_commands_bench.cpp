@@ -68,8 +68,8 @@ Workload grid_point(u32 d, u32 seq, bool causal, SchedulerKind causal_scheduler)
 }
 
 // Median milliseconds of one launch on random inputs, without trace recording, after the idle
-// pause and the heating launches. A planned scheduler walks the plan the simulator builds with the workload's cost
-// profile.
+// pause and the heating launches. A planned scheduler walks the plan the simulator builds with the
+// workload's cost profile.
 double median_ms(const Workload& w, const BenchCommandOptions& options) {
   gpu::DeviceProblem dev;
   require(dev.create(w, /*record_trace=*/false, sim::plan_schedule(w)));
