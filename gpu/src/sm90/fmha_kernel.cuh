@@ -364,56 +364,15 @@ class TileTraceRecorder {
   std::uint64_t end_ns_ = 0;
 };
 
-// Epilogue: O / rowsum as bf16 and LSE = ln(sum exp(scale s)) = (max + log2 sum) ln 2, from the
-// accumulator layout, for the rows the tile owns only (the rest of a partial tile's 128 rows
-// belong to another sequence or lie past the tensor). thread_row is the thread's first row in the
-// tile (its second is 8 below).
-template <class Params, class FragmentO>
-__device__ __forceinline__ void store_tile_outputs(const Params& p, const FragmentO& o,
-                                                   const RowState& rs, const TileRows& rows,
-                                                   u32 head_idx, int thread_row) {
-  constexpr int D = Params::Traits::kHeadDim;
+// Epilogue, first part: each row's sum across its quad, O / rowsum as bf16 and LSE = ln(sum
+// exp(scale s)) = (max + log2 sum) ln 2 stored for the rows the tile owns (the rest of a partial
+// tile's 128 rows belong to another sequence or lie past the tensor). thread_row is the thread's
+// first row in the tile (its second is 8 below).
+template <class Params, class FragmentO, class FragmentOut>
+__device__ __forceinline__ void normalize_rows(const Params& p, const FragmentO& o,
+                                               const RowState& rs, const TileRows& rows,
+                                               u32 head_idx, int thread_row, FragmentOut& o_out) {
   const int lane = threadIdx.x % 32;
-  const std::size_t q_stride = std::size_t(p.num_q_heads) * D;
-  CUTE_UNROLL
-  for (int r = 0; r < 2; ++r) {
-    float sum = rs.sum[r];
-    sum += __shfl_xor_sync(0xffffffffu, sum, 1);
-    sum += __shfl_xor_sync(0xffffffffu, sum, 2);
-    const u32 row_in_tile = static_cast<u32>(thread_row + 8 * r);
-    if (row_in_tile >= rows.query_rows) continue;
-    const float inv = 1.f / sum;
-    const std::size_t row = std::size_t(rows.first_query_row) + row_in_tile;
-    __nv_bfloat16* o_row = p.o + row * q_stride + std::size_t(head_idx) * D;
-    CUTE_UNROLL
-    for (int e = 2 * r; e < cute::size(o); e += 4) {
-      const int col = 8 * (e / 4) + 2 * (lane % 4);
-      *reinterpret_cast<__nv_bfloat162*>(o_row + col) =
-          __floats2bfloat162_rn(o(e) * inv, o(e + 1) * inv);
-    }
-    if (lane % 4 == 0)
-      p.lse[row * p.num_q_heads + head_idx] = (rs.max[r] + __log2f(sum)) * 0.69314718055994531f;
-  }
-}
-
-// Epilogue of a warpgroup whose 64 rows all belong to the tile (kEpilogueTma): LSE from
-// registers as above, O / rowsum converted to bf16, written to this warpgroup's staging buffer
-// with stmatrix and stored by one thread with a TMA store, which the warpgroup does not wait for
-// (the next epilogue waits until that store has read the buffer). Fewer, wider shared-memory
-// stores replace d / 4 four-byte global stores per thread, and the global writes leave the
-// warpgroup's path to its next GEMMs. Rows of another sequence never lie in a full warpgroup's
-// 64 rows, so the box writes only the tile's own rows.
-template <class Params, class Storage, class FragmentO>
-__device__ __forceinline__ void store_tile_outputs_tma(const Params& p, Storage& smem,
-                                                       const FragmentO& o, const RowState& rs,
-                                                       const TileRows& rows, u32 head_idx,
-                                                       int warpgroup, int thread) {
-  using namespace cute;
-  using Traits = typename Params::Traits;
-  constexpr int D = Traits::kHeadDim;
-  constexpr int kRows = Traits::kWarpgroupRows;
-  const int lane = thread % 32;
-  const int thread_row = warpgroup * kRows + (thread / 32) * 16 + lane / 4;
   float inv[2];
   CUTE_UNROLL
   for (int r = 0; r < 2; ++r) {
@@ -421,17 +380,63 @@ __device__ __forceinline__ void store_tile_outputs_tma(const Params& p, Storage&
     sum += __shfl_xor_sync(0xffffffffu, sum, 1);
     sum += __shfl_xor_sync(0xffffffffu, sum, 2);
     inv[r] = 1.f / sum;
-    const std::size_t row = std::size_t(rows.first_query_row) + u32(thread_row + 8 * r);
-    if (lane % 4 == 0)
+    const u32 row_in_tile = static_cast<u32>(thread_row + 8 * r);
+    if (lane % 4 == 0 && row_in_tile < rows.query_rows) {
+      const std::size_t row = std::size_t(rows.first_query_row) + row_in_tile;
       p.lse[row * p.num_q_heads + head_idx] = (rs.max[r] + __log2f(sum)) * 0.69314718055994531f;
+    }
   }
-  Tensor o_out = make_tensor_like<Element>(o);
   CUTE_UNROLL
-  for (int e = 0; e < size(o); ++e) o_out(e) = Element(o(e) * inv[(e / 2) % 2]);
+  for (int e = 0; e < cute::size(o); ++e) o_out(e) = Element(o(e) * inv[(e / 2) % 2]);
+}
 
+// Epilogue, second part, from registers: O's rows the tile owns, two columns per store.
+template <class Params, class FragmentOut>
+__device__ __forceinline__ void store_tile_outputs(const Params& p, const FragmentOut& o_out,
+                                                   const TileRows& rows, u32 head_idx,
+                                                   int thread_row) {
+  constexpr int D = Params::Traits::kHeadDim;
+  const int lane = threadIdx.x % 32;
+  const std::size_t q_stride = std::size_t(p.num_q_heads) * D;
+  CUTE_UNROLL
+  for (int r = 0; r < 2; ++r) {
+    const u32 row_in_tile = static_cast<u32>(thread_row + 8 * r);
+    if (row_in_tile >= rows.query_rows) continue;
+    const std::size_t row = std::size_t(rows.first_query_row) + row_in_tile;
+    __nv_bfloat16* o_row = p.o + row * q_stride + std::size_t(head_idx) * D;
+    CUTE_UNROLL
+    for (int e = 2 * r; e < cute::size(o_out); e += 4) {
+      const int col = 8 * (e / 4) + 2 * (lane % 4);
+      __nv_bfloat162 two;
+      two.x = __ushort_as_bfloat16(o_out(e).raw());
+      two.y = __ushort_as_bfloat16(o_out(e + 1).raw());
+      *reinterpret_cast<__nv_bfloat162*>(o_row + col) = two;
+    }
+  }
+}
+
+// Epilogue, second part, of a warpgroup whose 64 rows all belong to the tile (kEpilogueTma): O
+// written to this warpgroup's staging buffer with stmatrix and stored by one thread with a TMA
+// store, which the warpgroup does not wait for (the next epilogue waits until that store has read
+// the buffer). Fewer, wider shared-memory stores replace d / 4 four-byte global stores per thread,
+// and the global writes leave the warpgroup's path to its next GEMMs. Rows of another sequence
+// never lie in a full warpgroup's 64 rows, so the box writes only the tile's own rows. The storing
+// thread is warp 1's first (kTmaStoreThread), not warp 0's: warpgroup 1's thread 0 records the
+// trace, and a warp that did both would delay its warpgroup's next GEMM by the sum.
+constexpr int kTmaStoreThread = 32;
+
+template <class Params, class Storage, class FragmentOut>
+__device__ __forceinline__ void store_tile_outputs_tma(const Params& p, Storage& smem,
+                                                       const FragmentOut& o_out,
+                                                       const TileRows& rows, u32 head_idx,
+                                                       int warpgroup, int thread) {
+  using namespace cute;
+  using Traits = typename Params::Traits;
+  constexpr int D = Traits::kHeadDim;
+  constexpr int kRows = Traits::kWarpgroupRows;
   const NamedBarrier staged =
       warpgroup == 0 ? NamedBarrier::EpilogueWarpgroup0 : NamedBarrier::EpilogueWarpgroup1;
-  if (thread == 0) tma_store_wait<0>();  // the previous store has read the buffer
+  if (thread == kTmaStoreThread) tma_store_wait<0>();  // the previous store has read the buffer
   named_barrier_sync(staged, Traits::kWarpgroupThreads);
   Tensor sO =
       make_tensor(make_smem_ptr(smem.o.data() + warpgroup * cosize(typename Traits::SmemLayoutO{})),
@@ -442,7 +447,7 @@ __device__ __forceinline__ void store_tile_outputs_tma(const Params& p, Storage&
   copy(stage_copy, thr_stage.retile_S(o_out), thr_stage.partition_D(sO));
   tma_store_fence();  // the stmatrix writes, visible to the TMA
   named_barrier_sync(staged, Traits::kWarpgroupThreads);
-  if (thread == 0) {
+  if (thread == kTmaStoreThread) {
     Tensor mO = p.tma_o.get_tma_tensor(make_shape(p.q_rows, Int<D>{}, int(p.num_q_heads)));
     Tensor gO = local_tile(
         domain_offset(make_coord(static_cast<int>(rows.first_query_row) + warpgroup * kRows, _0{}),
@@ -519,20 +524,65 @@ __device__ void run_consumer(const Params& p, Storage& smem, Pipelines& pipes) {
     ++tile_r;
     return next;
   };
+  // A tile's first GEMM: wait for its Q, then in this warpgroup's turn QK^T of its last K/V
+  // block into S.
+  int q_buffer = 0;
+  auto issue_first_qk = [&] {
+    consumer_wait(pipes.q, q_r, "Q buffer (consumer)");
+    q_buffer = q_r.index();
+    if constexpr (Traits::kRebuildQOperand) {
+      // The loop's QK^T operand (q_operand_in_loop below) reads the buffer's address from here.
+      Element** const slot =
+          &smem.q_buffer_of_warp[warpgroup * (Traits::kWarpgroupThreads / 32) + warp];
+      __syncwarp();  // the warp's reads of the previous tile's address are done
+      if (lane == 0)
+        *slot = smem.q.data() + q_buffer * cosize(typename Traits::SmemLayoutQBuffer{});
+      __syncwarp();
+    }
+    ping_pong.wait_turn();
+    consumer_wait(pipes.k, k_r, "K stage (consumer)");
+    warpgroup_gemm(mma_qk, tSrQ(_, _, _, q_buffer), tSrK(_, _, _, k_r.index()), tSrS, false);
+    ping_pong.pass_turn();
+  };
+  // The epilogue: O / rowsum and LSE of the tile's rows.
+  // The epilogue's second part, O's stores (normalize_rows is the first).
+  const int thread_row = warpgroup * kRows + warp * 16 + lane / 4;
+  Tensor tOrOut = make_tensor_like<Element>(tOrO);  // O / rowsum, bf16
+  auto store_outputs = [&](const auto& o_out, const TileRows& rows, u32 head_idx) {
+    if constexpr (Traits::kEpilogueTma) {
+      if (rows.query_rows >= static_cast<u32>((warpgroup + 1) * kRows)) {
+        store_tile_outputs_tma(p, smem, o_out, rows, head_idx, warpgroup, thread);
+        return;
+      }
+    }
+    store_tile_outputs(p, o_out, rows, head_idx, thread_row);
+  };
   // With kPrefetchTile, a tile's last PV hides the receipt of the next tile (the hand-off wait,
-  // the scheduler's advance), which otherwise sits between two tiles' GEMMs.
+  // the scheduler's advance), which otherwise sits between two tiles' GEMMs. With kCrossTileQK,
+  // when the next tile has work, this tile's O stores wait until the next tile's first QK^T is
+  // issued and run while it computes: normalized O stays in registers meanwhile (tOrOut), and
+  // pending_* say whose it is. ptxas allows no more: issuing that QK^T before this tile's last
+  // PV is done puts a wgmma in flight across a branch, and reading O (a wgmma's accumulator)
+  // after it is issued makes ptxas wait for it there; both serialize the kernel's wgmmas. The
+  // trace's end of such a tile is after its deferred stores, and the next tile's start right
+  // after that, so a CTA's tiles still follow one another.
+  bool epilogue_pending = false;
+  TileRows pending_rows{};
+  u32 pending_head = 0;
   for (Optional<SeqInfo> work = receive_tile(true); work;) {
     Optional<SeqInfo> next{};
     bool received = false;
     const TileGeometry g = tile_geometry(p, *work);
-    trace.stamp_start();
     // The event: staged now, or (deferred) in this tile's first wait for S, after the previous
     // tile's event is stored; a tile with no GEMM has no such wait.
     auto trace_tile_start = [&] {
       trace.flush();
       trace.stage(cta, step, st.idx, *work, g);
     };
-    if (!kDeferTrace || !has_work(g)) trace_tile_start();
+    if (!epilogue_pending) {  // else after the previous tile's epilogue, below
+      trace.stamp_start();
+      if (!kDeferTrace || !has_work(g)) trace_tile_start();
+    }
 
     if (has_work(g)) {
       // Row positions in key space for the causal mask (bottom-right aligned): the thread's rows
@@ -552,24 +602,17 @@ __device__ void run_consumer(const Params& p, Storage& smem, Pipelines& pipes) {
       float alpha[2];
       clear(tOrO);
 
-      consumer_wait(pipes.q, q_r, "Q buffer (consumer)");
-      const int q_buffer = q_r.index();
       // The loop's QK^T operand. By default its descriptors (a register pair per k slice) are
       // made once, before the loop, in uniform registers. With kRebuildQOperand the loop builds
       // them at every block (in ordinary registers, one integer op per k slice) from this Q
-      // buffer's address, read back from shared memory (volatile, so that it cannot be hoisted):
-      // at d = 256 the 16 hoisted pairs pushed the loop into local memory (184 bytes of
-      // spills), while at d = 64 and 128 the rebuild only adds instructions (measured slower).
-      Element** const q_buffer_slot =
-          &smem.q_buffer_of_warp[warpgroup * (Traits::kWarpgroupThreads / 32) + warp];
-      if constexpr (Traits::kRebuildQOperand) {
-        __syncwarp();  // the warp's reads of the previous tile's address are done
-        if (lane == 0)
-          *q_buffer_slot = smem.q.data() + q_buffer * cosize(typename Traits::SmemLayoutQBuffer{});
-        __syncwarp();
-      }
+      // buffer's address, which issue_first_qk wrote to shared memory, read back (volatile, so
+      // that it cannot be hoisted): at d = 256 the 16 hoisted pairs pushed the loop into local
+      // memory (184 bytes of spills), while at d = 64 and 128 the rebuild only adds
+      // instructions (measured slower).
       auto q_operand_in_loop = [&] {
         if constexpr (Traits::kRebuildQOperand) {
+          Element* const* const q_buffer_slot =
+              &smem.q_buffer_of_warp[warpgroup * (Traits::kWarpgroupThreads / 32) + warp];
           Element* const buffer = *static_cast<Element* const volatile*>(q_buffer_slot);
           Tensor q = make_tensor(make_smem_ptr(buffer), typename Traits::SmemLayoutQBuffer{});
           return thr_qk.partition_fragment_A(
@@ -581,10 +624,19 @@ __device__ void run_consumer(const Params& p, Storage& smem, Pipelines& pipes) {
       int block_idx = static_cast<int>(g.kv_blocks) - 1;
 
       // Block kv_blocks - 1: S only.
-      ping_pong.wait_turn();
-      consumer_wait(pipes.k, k_r, "K stage (consumer)");
-      warpgroup_gemm(mma_qk, tSrQ(_, _, _, q_buffer), tSrK(_, _, _, k_r.index()), tSrS, false);
-      ping_pong.pass_turn();
+      issue_first_qk();
+      if constexpr (Traits::kCrossTileQK) {
+        // A vote, so that ptxas sees a warp-uniform branch: reading O in a branch it cannot
+        // prove uniform while a wgmma is in flight makes it serialize every wgmma of the kernel.
+        if (__any_sync(0xffffffffu, epilogue_pending)) {  // the previous tile's, under this QK^T
+          store_outputs(tOrOut, pending_rows, pending_head);
+          trace.stamp_end();
+          if constexpr (!kDeferTrace) trace.flush();
+          epilogue_pending = false;
+          trace.stamp_start();
+          if constexpr (!kDeferTrace) trace_tile_start();
+        }
+      }
       if constexpr (kDeferTrace) trace_tile_start();
       warpgroup_wait<0>();
       pipes.k.consumer_release(k_r);
@@ -649,28 +701,29 @@ __device__ void run_consumer(const Params& p, Storage& smem, Pipelines& pipes) {
       ++v_r;
       ++q_r;
 
-      bool stored = false;
-      if constexpr (Traits::kEpilogueTma) {
-        if (g.rows.query_rows >= static_cast<u32>((warpgroup + 1) * kRows)) {
-          store_tile_outputs_tma(p, smem, tOrO, rs, g.rows, work->head_idx, warpgroup, thread);
-          stored = true;
+      if constexpr (Traits::kCrossTileQK) {
+        if (next && has_work(tile_geometry(p, *next))) {
+          epilogue_pending = true;
+          pending_rows = g.rows;
+          pending_head = work->head_idx;
         }
       }
-      if (!stored)
-        store_tile_outputs(p, tOrO, rs, g.rows, work->head_idx,
-                           warpgroup * kRows + warp * 16 + lane / 4);
+      normalize_rows(p, tOrO, rs, g.rows, work->head_idx, thread_row, tOrOut);
+      if (!epilogue_pending) store_outputs(tOrOut, g.rows, work->head_idx);
     }
 
     // Trace: start when the consumer begins the tile, end after the epilogue's stores.
-    trace.stamp_end();
-    if constexpr (!kDeferTrace) trace.flush();
+    if (!epilogue_pending) {
+      trace.stamp_end();
+      if constexpr (!kDeferTrace) trace.flush();
+    }
     ++step;
     work = received ? next : receive_tile(false);
   }
   trace.flush();  // the last tile's event, when deferred
   // The warpgroup's last TMA store of O must be done (written, not only read) before it exits.
   if constexpr (Traits::kEpilogueTma)
-    if (thread == 0) asm volatile("cp.async.bulk.wait_group 0;" ::: "memory");
+    if (thread == kTmaStoreThread) asm volatile("cp.async.bulk.wait_group 0;" ::: "memory");
   ping_pong.finish();
 }
 

@@ -17,26 +17,29 @@ namespace tilesched::gpu::sm90 {
 #ifdef TILESCHED_GPU_EXPERIMENTS
 // Candidate configurations, compiled only into experiment builds (-DTILESCHED_GPU_EXPERIMENTS=ON)
 // and chosen at run time with TILESCHED_GPU_VARIANT=1..3; docs/gpu-performance.md records what
-// each measured: the default with one switch flipped. 1: PrefetchTile; 2: DeferTrace; 3:
-// EpilogueTma (at d <= 128 only: d = 256 has no room for the staging buffers).
-template <class Config, bool RescaleUnderQK, bool DeferTrace, bool PrefetchTile, bool EpilogueTma>
+// each measured: the default with one switch flipped. 1: CrossTileQK (with PrefetchTile, which
+// it needs); 2: DeferTrace; 3: EpilogueTma (at d <= 128 only: d = 256 has no room for the
+// staging buffers).
+template <class Config, bool DeferTrace, bool PrefetchTile, bool EpilogueTma, bool CrossTileQK>
 struct Rebind;
-template <int D, int BN, int StagesKV, int StagesQ, bool Skip, bool Rebuild, int Fma, bool R0,
-          bool D0, int Registers, bool P0, bool E0, bool R, bool Df, bool P, bool E>
-struct Rebind<KernelConfig<D, BN, StagesKV, StagesQ, Skip, Rebuild, Fma, R0, D0, Registers, P0, E0>,
-              R, Df, P, E> {
-  using type = KernelConfig<D, BN, StagesKV, StagesQ, Skip, Rebuild, Fma, R, Df, Registers, P, E>;
+template <int D, int BN, int StagesKV, int StagesQ, bool Skip, bool Rebuild, int Fma, bool R,
+          bool D0, int Registers, bool P0, bool E0, bool X0, bool Df, bool P, bool E, bool X>
+struct Rebind<
+    KernelConfig<D, BN, StagesKV, StagesQ, Skip, Rebuild, Fma, R, D0, Registers, P0, E0, X0>, Df,
+    P, E, X> {
+  using type =
+      KernelConfig<D, BN, StagesKV, StagesQ, Skip, Rebuild, Fma, R, Df, Registers, P, E, X>;
 };
 template <int D>
 struct ExperimentConfigs {
   using C = typename DefaultConfig<D>::type;
-  using v1 = typename Rebind<C, C::kRescaleUnderQK, C::kDeferTrace, !C::kPrefetchTile,
-                             C::kEpilogueTma>::type;
-  using v2 = typename Rebind<C, C::kRescaleUnderQK, !C::kDeferTrace, C::kPrefetchTile,
-                             C::kEpilogueTma>::type;
+  using v1 = typename Rebind<C, C::kDeferTrace, C::kPrefetchTile || !C::kCrossTileQK,
+                             C::kEpilogueTma, !C::kCrossTileQK>::type;
+  using v2 = typename Rebind<C, !C::kDeferTrace, C::kPrefetchTile, C::kEpilogueTma,
+                             C::kCrossTileQK>::type;
   // The staging buffers (2 x 64 rows x d) fit beside the tiles at d <= 128 only.
-  using v3 = typename Rebind<C, C::kRescaleUnderQK, C::kDeferTrace, C::kPrefetchTile,
-                             (D <= 128) != C::kEpilogueTma>::type;
+  using v3 = typename Rebind<C, C::kDeferTrace, C::kPrefetchTile, (D <= 128) != C::kEpilogueTma,
+                             C::kCrossTileQK>::type;
 };
 #endif
 

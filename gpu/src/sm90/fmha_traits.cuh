@@ -31,11 +31,13 @@ using Element = cutlass::bfloat16_t;
 // the consumers' registers after setmaxnreg (the producer gets the rest), whether the
 // consumers receive their next tile while the current one's last PV runs (run_consumer), and
 // whether a warpgroup whose 64 rows all belong to the tile stores O through shared memory with a
-// TMA store instead of from registers (store_tile_outputs).
+// TMA store instead of from registers (store_tile_outputs), and whether a warpgroup issues the next
+// tile's first QK^T before this tile's epilogue (run_consumer; it receives the next tile under the
+// last PV as PrefetchTile does).
 template <int D, int BN, int StagesKV, int StagesQ, bool SkipUnitRescale = false,
           bool RebuildQOperand = false, int FmaExp2Eighths = 0, bool RescaleUnderQK = false,
           bool DeferTrace = false, int ConsumerRegisters = 232, bool PrefetchTile = false,
-          bool EpilogueTma = false>
+          bool EpilogueTma = false, bool CrossTileQK = false>
 struct KernelConfig {
   static constexpr int kHeadDim = D;
   static constexpr int kBlockN = BN;
@@ -49,6 +51,8 @@ struct KernelConfig {
   static constexpr int kConsumerRegisters = ConsumerRegisters;
   static constexpr bool kPrefetchTile = PrefetchTile;
   static constexpr bool kEpilogueTma = EpilogueTma;
+  static constexpr bool kCrossTileQK = CrossTileQK;
+  static_assert(!CrossTileQK || PrefetchTile, "the next tile's QK^T needs the tile received early");
   static_assert(FmaExp2Eighths >= 0 && FmaExp2Eighths <= 8, "a share in eighths");
 };
 
