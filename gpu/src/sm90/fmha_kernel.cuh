@@ -15,7 +15,8 @@
 //     P from registers and V from shared memory. The QK^T of block j is issued together with the
 //     PV of block j + 1, so this warpgroup's softmax of block j runs while its PV is in flight,
 //     and the two warpgroups take turns issuing (PingPong), so one's softmax runs under the
-//     other's GEMMs. Epilogue: O / rowsum and LSE stored from registers, only rows the tile owns.
+//     other's GEMMs. Epilogue: O / rowsum and LSE, only rows the tile owns; O from registers or,
+//     with kEpilogueTma, through shared memory and a TMA store.
 //
 // Every role walks the same tile sequence, including tiles with no work and the final "none":
 // the producer commits every hand-off slot it acquires and consumers wait for every one, so no
@@ -139,6 +140,11 @@ __device__ void run_producer(const Params& p, Storage& smem, Pipelines& pipes) {
 
   const BlockIndex block{blockIdx.x, blockIdx.y, blockIdx.z};
   TileState st = p.scheduler.initial_state(smem.sidx, p.summary, block);
+  // kProducerTrace: warp 1's first thread writes each tile's trace event but its times and arrives
+  // on the hand-off as a second producer (the mbarrier then counts two arrivals).
+  const bool tracer = Traits::kProducerTrace && p.trace.events != nullptr && threadIdx.x == 32;
+  const u32 cta = blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z);
+  u32 step = 0;
   for (bool first = true;; first = false) {
     // The hand-off slot must be free: consumers have read what it held two tiles ago.
     producer_acquire(pipes.tile, tile_w, "tile hand-off (producer)");
@@ -149,6 +155,17 @@ __device__ void run_producer(const Params& p, Storage& smem, Pipelines& pipes) {
     // Thread 0 wrote the slot (counter schedulers) before the named barrier inside advance; its
     // arrive releases that write to the consumers, who acquire it by waiting on the same mbarrier.
     if (loader) pipes.tile.producer_commit(tile_w);
+    if (tracer) {
+      if (work) {
+        const u32 event = atomicAdd(p.trace.count, 1u);
+        if (event < p.trace.capacity)
+          fill_event_head(p, p.trace.events[event], cta, step, st.idx, *work,
+                          tile_geometry(p, *work));
+        smem.trace_slot[slot] = event;
+        ++step;
+      }
+      pipes.tile.producer_commit(tile_w);  // releases trace_slot[slot] as thread 0's does sidx
+    }
     ++tile_w;
     if (!work) break;
     if (loader) {
@@ -301,6 +318,27 @@ __device__ __forceinline__ void warpgroup_gemm(TiledMma& mma, const TA& a, const
   warpgroup_fence_operand(c);
 }
 
+// Everything of a trace event but its start and end times (SPEC §7): which CTA, its step, the
+// tile, its KV-block count in the workload's BN, the SM.
+template <class Params>
+__device__ __forceinline__ void fill_event_head(const Params& p, DeviceTraceEvent& e, u32 cta,
+                                                u32 step, u32 linear_idx, const SeqInfo& work,
+                                                const TileGeometry& g) {
+  using Traits = typename Params::Traits;
+  e.cta = cta;
+  e.step = step;
+  e.linear_idx = linear_idx;
+  e.prompt_offset = work.prompt_offset;
+  e.head_idx = work.head_idx;
+  e.prompt_idx = work.prompt_idx;
+  e.query_rows = g.rows.query_rows;
+  e.kv_blocks = tile_cost(work.prompt_offset, g.rows.query_rows, g.seq_len, g.kv_len,
+                          Traits::kBlockM, p.trace_block_n, p.causal ? Mask::Causal : Mask::None)
+                    .kv_blocks;
+  e.sm_id = sm_id();
+  e.reserved = 0;
+}
+
 // Trace recording, done by one consumer thread (the recorder): the tile's start time when its
 // warpgroup receives it, its end time after the epilogue's stores. Everything else (claiming the
 // event's slot with an atomic, filling the event, storing it) is work that would delay the
@@ -309,44 +347,49 @@ __device__ __forceinline__ void warpgroup_gemm(TiledMma& mma, const TA& a, const
 // Where the consumer calls them is the kernel configuration's choice (kDeferTrace): at the tile's
 // start and end, or both in the next tile's first wait for S, where the warpgroup idles anyway
 // (docs/gpu-performance.md measures both).
+// With kProducerTrace the recorder does less: the producer warpgroup claims each tile's slot and
+// writes the event but its times (run_producer) before the tile's hand-off, and publishes the
+// slot beside the tile; the recorder takes it when its warpgroup receives the tile (receive) and
+// only stores the two times, each as one 8-byte store; stage() and flush() do nothing.
 template <class Params>
 class TileTraceRecorder {
+  static constexpr bool kFromProducer = Params::Traits::kProducerTrace;
+
  public:
   __device__ TileTraceRecorder(const Params& p, DeviceTraceEvent& staged, bool recorder)
       : p_(p), staged_(staged), active_(p.trace.events != nullptr && recorder) {}
 
+  __device__ __forceinline__ void receive(const u32& published_slot) {
+    if constexpr (kFromProducer)
+      if (active_) next_slot_ = published_slot;
+  }
   __device__ __forceinline__ void stamp_start() {
-    if (active_) start_ns_ = global_timer_ns();
+    if (!active_) return;
+    if constexpr (kFromProducer) {
+      slot_ = next_slot_;
+      if (slot_ < p_.trace.capacity) p_.trace.events[slot_].start_ns = global_timer_ns();
+    } else {
+      start_ns_ = global_timer_ns();
+    }
   }
   __device__ __forceinline__ void stamp_end() {
-    if (active_) {
+    if (!active_) return;
+    if constexpr (kFromProducer) {
+      if (slot_ < p_.trace.capacity) p_.trace.events[slot_].end_ns = global_timer_ns();
+    } else {
       end_ns_ = global_timer_ns();
       pending_ = true;
     }
   }
   __device__ __forceinline__ void stage(u32 cta, u32 step, u32 linear_idx, const SeqInfo& work,
                                         const TileGeometry& g) {
-    if (!active_) return;
-    using Traits = typename Params::Traits;
+    if (kFromProducer || !active_) return;
     slot_ = atomicAdd(p_.trace.count, 1u);
-    DeviceTraceEvent& e = staged_;
-    e.cta = cta;
-    e.step = step;
-    e.linear_idx = linear_idx;
-    e.prompt_offset = work.prompt_offset;
-    e.head_idx = work.head_idx;
-    e.prompt_idx = work.prompt_idx;
-    e.query_rows = g.rows.query_rows;
-    e.kv_blocks =
-        tile_cost(work.prompt_offset, g.rows.query_rows, g.seq_len, g.kv_len, Traits::kBlockM,
-                  p_.trace_block_n, p_.causal ? Mask::Causal : Mask::None)
-            .kv_blocks;
-    e.sm_id = sm_id();
-    e.reserved = 0;
-    e.start_ns = start_ns_;
+    fill_event_head(p_, staged_, cta, step, linear_idx, work, g);
+    staged_.start_ns = start_ns_;
   }
   __device__ __forceinline__ void flush() {
-    if (!active_ || !pending_) return;
+    if (kFromProducer || !active_ || !pending_) return;
     pending_ = false;
     if (slot_ >= p_.trace.capacity) return;
     DeviceTraceEvent e = staged_;
@@ -360,6 +403,7 @@ class TileTraceRecorder {
   bool active_;
   bool pending_ = false;
   u32 slot_ = 0;
+  u32 next_slot_ = 0;
   std::uint64_t start_ns_ = 0;
   std::uint64_t end_ns_ = 0;
 };
@@ -520,6 +564,7 @@ __device__ void run_consumer(const Params& p, Storage& smem, Pipelines& pipes) {
     const Optional<SeqInfo> next =
         first ? p.scheduler.template first_work<false, SchedulerSync::Producer>(p.summary, st, slot)
               : p.scheduler.template advance<false, SchedulerSync::Producer>(p.summary, st, slot);
+    trace.receive(smem.trace_slot[slot]);
     pipes.tile.consumer_release(tile_r);
     ++tile_r;
     return next;
@@ -544,8 +589,8 @@ __device__ void run_consumer(const Params& p, Storage& smem, Pipelines& pipes) {
     warpgroup_gemm(mma_qk, tSrQ(_, _, _, q_buffer), tSrK(_, _, _, k_r.index()), tSrS, false);
     ping_pong.pass_turn();
   };
-  // The epilogue: O / rowsum and LSE of the tile's rows.
-  // The epilogue's second part, O's stores (normalize_rows is the first).
+  // The epilogue's second part, O's stores (normalize_rows is the first): with a TMA store when the
+  // configuration has one and the warpgroup's 64 rows all belong to the tile, else from registers.
   const int thread_row = warpgroup * kRows + warp * 16 + lane / 4;
   Tensor tOrOut = make_tensor_like<Element>(tOrO);  // O / rowsum, bf16
   auto store_outputs = [&](const auto& o_out, const TileRows& rows, u32 head_idx) {
@@ -558,17 +603,7 @@ __device__ void run_consumer(const Params& p, Storage& smem, Pipelines& pipes) {
     store_tile_outputs(p, o_out, rows, head_idx, thread_row);
   };
   // With kPrefetchTile, a tile's last PV hides the receipt of the next tile (the hand-off wait,
-  // the scheduler's advance), which otherwise sits between two tiles' GEMMs. With kCrossTileQK,
-  // when the next tile has work, this tile's O stores wait until the next tile's first QK^T is
-  // issued and run while it computes: normalized O stays in registers meanwhile (tOrOut), and
-  // pending_* say whose it is. ptxas allows no more: issuing that QK^T before this tile's last
-  // PV is done puts a wgmma in flight across a branch, and reading O (a wgmma's accumulator)
-  // after it is issued makes ptxas wait for it there; both serialize the kernel's wgmmas. The
-  // trace's end of such a tile is after its deferred stores, and the next tile's start right
-  // after that, so a CTA's tiles still follow one another.
-  bool epilogue_pending = false;
-  TileRows pending_rows{};
-  u32 pending_head = 0;
+  // the scheduler's advance), which otherwise sits between two tiles' GEMMs.
   for (Optional<SeqInfo> work = receive_tile(true); work;) {
     Optional<SeqInfo> next{};
     bool received = false;
@@ -579,10 +614,8 @@ __device__ void run_consumer(const Params& p, Storage& smem, Pipelines& pipes) {
       trace.flush();
       trace.stage(cta, step, st.idx, *work, g);
     };
-    if (!epilogue_pending) {  // else after the previous tile's epilogue, below
-      trace.stamp_start();
-      if (!kDeferTrace || !has_work(g)) trace_tile_start();
-    }
+    trace.stamp_start();
+    if (!kDeferTrace || !has_work(g)) trace_tile_start();
 
     if (has_work(g)) {
       // Row positions in key space for the causal mask (bottom-right aligned): the thread's rows
@@ -625,18 +658,6 @@ __device__ void run_consumer(const Params& p, Storage& smem, Pipelines& pipes) {
 
       // Block kv_blocks - 1: S only.
       issue_first_qk();
-      if constexpr (Traits::kCrossTileQK) {
-        // A vote, so that ptxas sees a warp-uniform branch: reading O in a branch it cannot
-        // prove uniform while a wgmma is in flight makes it serialize every wgmma of the kernel.
-        if (__any_sync(0xffffffffu, epilogue_pending)) {  // the previous tile's, under this QK^T
-          store_outputs(tOrOut, pending_rows, pending_head);
-          trace.stamp_end();
-          if constexpr (!kDeferTrace) trace.flush();
-          epilogue_pending = false;
-          trace.stamp_start();
-          if constexpr (!kDeferTrace) trace_tile_start();
-        }
-      }
       if constexpr (kDeferTrace) trace_tile_start();
       warpgroup_wait<0>();
       pipes.k.consumer_release(k_r);
@@ -701,22 +722,13 @@ __device__ void run_consumer(const Params& p, Storage& smem, Pipelines& pipes) {
       ++v_r;
       ++q_r;
 
-      if constexpr (Traits::kCrossTileQK) {
-        if (next && has_work(tile_geometry(p, *next))) {
-          epilogue_pending = true;
-          pending_rows = g.rows;
-          pending_head = work->head_idx;
-        }
-      }
       normalize_rows(p, tOrO, rs, g.rows, work->head_idx, thread_row, tOrOut);
-      if (!epilogue_pending) store_outputs(tOrOut, g.rows, work->head_idx);
+      store_outputs(tOrOut, g.rows, work->head_idx);
     }
 
     // Trace: start when the consumer begins the tile, end after the epilogue's stores.
-    if (!epilogue_pending) {
-      trace.stamp_end();
-      if constexpr (!kDeferTrace) trace.flush();
-    }
+    trace.stamp_end();
+    if constexpr (!kDeferTrace) trace.flush();
     ++step;
     work = received ? next : receive_tile(false);
   }
@@ -771,7 +783,8 @@ __global__ void __launch_bounds__(FmhaTraits<Config>::kThreads, 1)
   typename PipelineTile::Params tile_params;
   tile_params.role =
       producer ? PipelineTile::ThreadCategory::Producer : PipelineTile::ThreadCategory::Consumer;
-  tile_params.producer_arv_count = 1;  // the producer's thread 0
+  // The producer's thread 0, and with kProducerTrace while recording also its trace writer.
+  tile_params.producer_arv_count = Traits::kProducerTrace && p.trace.events != nullptr ? 2 : 1;
   tile_params.consumer_arv_count = Traits::kConsumerThreads;
 
   // Warp 0 initialises every barrier; the CTA barrier below publishes them.

@@ -17,29 +17,26 @@ namespace tilesched::gpu::sm90 {
 #ifdef TILESCHED_GPU_EXPERIMENTS
 // Candidate configurations, compiled only into experiment builds (-DTILESCHED_GPU_EXPERIMENTS=ON)
 // and chosen at run time with TILESCHED_GPU_VARIANT=1..3; docs/gpu-performance.md records what
-// each measured: the default with one switch flipped. 1: CrossTileQK (with PrefetchTile, which
-// it needs); 2: DeferTrace; 3: EpilogueTma (at d <= 128 only: d = 256 has no room for the
-// staging buffers).
-template <class Config, bool DeferTrace, bool PrefetchTile, bool EpilogueTma, bool CrossTileQK>
+// each measured: the default with one switch flipped. 1: ProducerTrace; 2: DeferTrace; 3:
+// EpilogueTma (at d <= 128 only: d = 256 has no room for the staging buffers).
+template <class Config, bool DeferTrace, bool EpilogueTma, bool ProducerTrace>
 struct Rebind;
 template <int D, int BN, int StagesKV, int StagesQ, bool Skip, bool Rebuild, int Fma, bool R,
-          bool D0, int Registers, bool P0, bool E0, bool X0, bool Df, bool P, bool E, bool X>
+          bool D0, int Registers, bool P, bool E0, bool T0, bool Df, bool E, bool T>
 struct Rebind<
-    KernelConfig<D, BN, StagesKV, StagesQ, Skip, Rebuild, Fma, R, D0, Registers, P0, E0, X0>, Df,
-    P, E, X> {
+    KernelConfig<D, BN, StagesKV, StagesQ, Skip, Rebuild, Fma, R, D0, Registers, P, E0, T0>, Df,
+    E, T> {
   using type =
-      KernelConfig<D, BN, StagesKV, StagesQ, Skip, Rebuild, Fma, R, Df, Registers, P, E, X>;
+      KernelConfig<D, BN, StagesKV, StagesQ, Skip, Rebuild, Fma, R, Df, Registers, P, E, T>;
 };
 template <int D>
 struct ExperimentConfigs {
   using C = typename DefaultConfig<D>::type;
-  using v1 = typename Rebind<C, C::kDeferTrace, C::kPrefetchTile || !C::kCrossTileQK,
-                             C::kEpilogueTma, !C::kCrossTileQK>::type;
-  using v2 = typename Rebind<C, !C::kDeferTrace, C::kPrefetchTile, C::kEpilogueTma,
-                             C::kCrossTileQK>::type;
+  using v1 = typename Rebind<C, C::kDeferTrace, C::kEpilogueTma, !C::kProducerTrace>::type;
+  using v2 = typename Rebind<C, !C::kDeferTrace, C::kEpilogueTma, C::kProducerTrace>::type;
   // The staging buffers (2 x 64 rows x d) fit beside the tiles at d <= 128 only.
-  using v3 = typename Rebind<C, C::kDeferTrace, C::kPrefetchTile, (D <= 128) != C::kEpilogueTma,
-                             C::kCrossTileQK>::type;
+  using v3 = typename Rebind<C, C::kDeferTrace, (D <= 128) != C::kEpilogueTma,
+                             C::kProducerTrace>::type;
 };
 #endif
 

@@ -31,13 +31,12 @@ using Element = cutlass::bfloat16_t;
 // the consumers' registers after setmaxnreg (the producer gets the rest), whether the
 // consumers receive their next tile while the current one's last PV runs (run_consumer), and
 // whether a warpgroup whose 64 rows all belong to the tile stores O through shared memory with a
-// TMA store instead of from registers (store_tile_outputs), and whether a warpgroup issues the next
-// tile's first QK^T before this tile's epilogue (run_consumer; it receives the next tile under the
-// last PV as PrefetchTile does).
+// TMA store instead of from registers (store_tile_outputs), and whether the producer warpgroup
+// writes each trace event but its start and end times (TileTraceRecorder).
 template <int D, int BN, int StagesKV, int StagesQ, bool SkipUnitRescale = false,
           bool RebuildQOperand = false, int FmaExp2Eighths = 0, bool RescaleUnderQK = false,
           bool DeferTrace = false, int ConsumerRegisters = 232, bool PrefetchTile = false,
-          bool EpilogueTma = false, bool CrossTileQK = false>
+          bool EpilogueTma = false, bool ProducerTrace = false>
 struct KernelConfig {
   static constexpr int kHeadDim = D;
   static constexpr int kBlockN = BN;
@@ -51,8 +50,7 @@ struct KernelConfig {
   static constexpr int kConsumerRegisters = ConsumerRegisters;
   static constexpr bool kPrefetchTile = PrefetchTile;
   static constexpr bool kEpilogueTma = EpilogueTma;
-  static constexpr bool kCrossTileQK = CrossTileQK;
-  static_assert(!CrossTileQK || PrefetchTile, "the next tile's QK^T needs the tile received early");
+  static constexpr bool kProducerTrace = ProducerTrace;
   static_assert(FmaExp2Eighths >= 0 && FmaExp2Eighths <= 8, "a share in eighths");
 };
 
@@ -192,6 +190,7 @@ struct FmhaTraits : Config {
     typename PipelineTile::SharedStorage pipe_tile;
     u32 sidx[kTileSlots];
     DeviceTraceEvent trace_event;  // the trace recorder's current tile, but for its end time
+    u32 trace_slot[kTileSlots];    // kProducerTrace: the event slot of the tile in sidx[slot]
     // The Q buffer each consumer warp's current tile reads (written by its lane 0): the main loop
     // reads it back at every block (run_consumer says why).
     Element* q_buffer_of_warp[kConsumerThreads / 32];
