@@ -140,9 +140,10 @@ __device__ void run_producer(const Params& p, Storage& smem, Pipelines& pipes) {
 
   const BlockIndex block{blockIdx.x, blockIdx.y, blockIdx.z};
   TileState st = p.scheduler.initial_state(smem.sidx, p.summary, block);
-  // kProducerTrace: warp 1's first thread writes each tile's trace event but its times and arrives
-  // on the hand-off as a second producer (the mbarrier then counts two arrivals).
-  const bool tracer = Traits::kProducerTrace && p.trace.events != nullptr && threadIdx.x == 32;
+  // While recording, warp 1's first thread (the trace writer, see TileTraceRecorder) writes each
+  // tile's event but its times and arrives on the hand-off as a second producer (the mbarrier then
+  // counts two arrivals).
+  const bool tracer = p.trace.events != nullptr && threadIdx.x == 32;
   const u32 cta = blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z);
   u32 step = 0;
   for (bool first = true;; first = false) {
@@ -339,73 +340,40 @@ __device__ __forceinline__ void fill_event_head(const Params& p, DeviceTraceEven
   e.reserved = 0;
 }
 
-// Trace recording, done by one consumer thread (the recorder): the tile's start time when its
-// warpgroup receives it, its end time after the epilogue's stores. Everything else (claiming the
-// event's slot with an atomic, filling the event, storing it) is work that would delay the
-// recorder's warpgroup and, through the ping-pong, the other one. stage() claims the slot and
-// fills the whole event but its end time in shared memory; flush() stores a finished event.
-// Where the consumer calls them is the kernel configuration's choice (kDeferTrace): at the tile's
-// start and end, or both in the next tile's first wait for S, where the warpgroup idles anyway
-// (docs/gpu-performance.md measures both).
-// With kProducerTrace the recorder does less: the producer warpgroup claims each tile's slot and
-// writes the event but its times (run_producer) before the tile's hand-off, and publishes the
-// slot beside the tile; the recorder takes it when its warpgroup receives the tile (receive) and
-// only stores the two times, each as one 8-byte store; stage() and flush() do nothing.
+// Trace recording is split between the roles so that the consumers, whose every stall delays
+// their GEMMs (and through the ping-pong the other warpgroup's), do as little as possible. The
+// producer warpgroup's thread 32 (the trace writer, run_producer) claims each tile's event slot
+// with an atomic, writes the event but its times, and publishes the slot beside the tile in the
+// hand-off. One consumer thread (the recorder) takes the slot when its warpgroup receives the
+// tile and stores the tile's start time (when the warpgroup begins it) and end time (after the
+// epilogue's stores), each with one 8-byte store. Before this split the recorder claimed and
+// filled the event itself: 2-4 % at d = 128 seq <= 2048 against 1-2 % now
+// (docs/gpu-performance.md).
 template <class Params>
 class TileTraceRecorder {
-  static constexpr bool kFromProducer = Params::Traits::kProducerTrace;
-
  public:
-  __device__ TileTraceRecorder(const Params& p, DeviceTraceEvent& staged, bool recorder)
-      : p_(p), staged_(staged), active_(p.trace.events != nullptr && recorder) {}
+  __device__ TileTraceRecorder(const Params& p, bool recorder)
+      : p_(p), active_(p.trace.events != nullptr && recorder) {}
 
+  // The slot published with the tile just received (read before the hand-off slot is released).
   __device__ __forceinline__ void receive(const u32& published_slot) {
-    if constexpr (kFromProducer)
-      if (active_) next_slot_ = published_slot;
+    if (active_) next_slot_ = published_slot;
   }
+  // The received tile begins.
   __device__ __forceinline__ void stamp_start() {
     if (!active_) return;
-    if constexpr (kFromProducer) {
-      slot_ = next_slot_;
-      if (slot_ < p_.trace.capacity) p_.trace.events[slot_].start_ns = global_timer_ns();
-    } else {
-      start_ns_ = global_timer_ns();
-    }
+    slot_ = next_slot_;
+    if (slot_ < p_.trace.capacity) p_.trace.events[slot_].start_ns = global_timer_ns();
   }
   __device__ __forceinline__ void stamp_end() {
-    if (!active_) return;
-    if constexpr (kFromProducer) {
-      if (slot_ < p_.trace.capacity) p_.trace.events[slot_].end_ns = global_timer_ns();
-    } else {
-      end_ns_ = global_timer_ns();
-      pending_ = true;
-    }
-  }
-  __device__ __forceinline__ void stage(u32 cta, u32 step, u32 linear_idx, const SeqInfo& work,
-                                        const TileGeometry& g) {
-    if (kFromProducer || !active_) return;
-    slot_ = atomicAdd(p_.trace.count, 1u);
-    fill_event_head(p_, staged_, cta, step, linear_idx, work, g);
-    staged_.start_ns = start_ns_;
-  }
-  __device__ __forceinline__ void flush() {
-    if (kFromProducer || !active_ || !pending_) return;
-    pending_ = false;
-    if (slot_ >= p_.trace.capacity) return;
-    DeviceTraceEvent e = staged_;
-    e.end_ns = end_ns_;
-    p_.trace.events[slot_] = e;
+    if (active_ && slot_ < p_.trace.capacity) p_.trace.events[slot_].end_ns = global_timer_ns();
   }
 
  private:
   const Params& p_;
-  DeviceTraceEvent& staged_;
   bool active_;
-  bool pending_ = false;
-  u32 slot_ = 0;
-  u32 next_slot_ = 0;
-  std::uint64_t start_ns_ = 0;
-  std::uint64_t end_ns_ = 0;
+  u32 slot_ = 0;       // the current tile's event
+  u32 next_slot_ = 0;  // the last received tile's (one ahead with kPrefetchTile)
 };
 
 // Epilogue, first part: each row's sum across its quad, O / rowsum as bf16 and LSE = ln(sum
@@ -550,13 +518,9 @@ __device__ void run_consumer(const Params& p, Storage& smem, Pipelines& pipes) {
   // Consumer warpgroup 1's first thread records the trace: both warpgroups receive a tile at the
   // same hand-off, and the ping-pong runs warpgroup 1 behind warpgroup 0, so its epilogue ends
   // the tile. (A barrier of both warpgroups per tile cost 8-11 % at d = 128, measured.)
-  TileTraceRecorder<Params> trace(p, smem.trace_event,
-                                  threadIdx.x == 2 * Traits::kWarpgroupThreads);
-  constexpr bool kDeferTrace = Traits::kDeferTrace;
-  const u32 cta = blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z);
+  TileTraceRecorder<Params> trace(p, threadIdx.x == 2 * Traits::kWarpgroupThreads);
   const BlockIndex block{blockIdx.x, blockIdx.y, blockIdx.z};
   TileState st = p.scheduler.initial_state(smem.sidx, p.summary, block);
-  u32 step = 0;
   // The next tile from the producer's hand-off slot (SPEC §4.2).
   auto receive_tile = [&](bool first) {
     consumer_wait(pipes.tile, tile_r, "tile hand-off (consumer)");
@@ -608,14 +572,7 @@ __device__ void run_consumer(const Params& p, Storage& smem, Pipelines& pipes) {
     Optional<SeqInfo> next{};
     bool received = false;
     const TileGeometry g = tile_geometry(p, *work);
-    // The event: staged now, or (deferred) in this tile's first wait for S, after the previous
-    // tile's event is stored; a tile with no GEMM has no such wait.
-    auto trace_tile_start = [&] {
-      trace.flush();
-      trace.stage(cta, step, st.idx, *work, g);
-    };
     trace.stamp_start();
-    if (!kDeferTrace || !has_work(g)) trace_tile_start();
 
     if (has_work(g)) {
       // Row positions in key space for the causal mask (bottom-right aligned): the thread's rows
@@ -658,7 +615,6 @@ __device__ void run_consumer(const Params& p, Storage& smem, Pipelines& pipes) {
 
       // Block kv_blocks - 1: S only.
       issue_first_qk();
-      if constexpr (kDeferTrace) trace_tile_start();
       warpgroup_wait<0>();
       pipes.k.consumer_release(k_r);
       ++k_r;
@@ -728,11 +684,8 @@ __device__ void run_consumer(const Params& p, Storage& smem, Pipelines& pipes) {
 
     // Trace: start when the consumer begins the tile, end after the epilogue's stores.
     trace.stamp_end();
-    if constexpr (!kDeferTrace) trace.flush();
-    ++step;
     work = received ? next : receive_tile(false);
   }
-  trace.flush();  // the last tile's event, when deferred
   // The warpgroup's last TMA store of O must be done (written, not only read) before it exits.
   if constexpr (Traits::kEpilogueTma)
     if (thread == kTmaStoreThread) asm volatile("cp.async.bulk.wait_group 0;" ::: "memory");
@@ -783,8 +736,8 @@ __global__ void __launch_bounds__(FmhaTraits<Config>::kThreads, 1)
   typename PipelineTile::Params tile_params;
   tile_params.role =
       producer ? PipelineTile::ThreadCategory::Producer : PipelineTile::ThreadCategory::Consumer;
-  // The producer's thread 0, and with kProducerTrace while recording also its trace writer.
-  tile_params.producer_arv_count = Traits::kProducerTrace && p.trace.events != nullptr ? 2 : 1;
+  // The producer's thread 0, and while recording also its trace writer.
+  tile_params.producer_arv_count = p.trace.events != nullptr ? 2 : 1;
   tile_params.consumer_arv_count = Traits::kConsumerThreads;
 
   // Warp 0 initialises every barrier; the CTA barrier below publishes them.

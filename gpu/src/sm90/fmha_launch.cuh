@@ -17,26 +17,24 @@ namespace tilesched::gpu::sm90 {
 #ifdef TILESCHED_GPU_EXPERIMENTS
 // Candidate configurations, compiled only into experiment builds (-DTILESCHED_GPU_EXPERIMENTS=ON)
 // and chosen at run time with TILESCHED_GPU_VARIANT=1..3; docs/gpu-performance.md records what
-// each measured: the default with one switch flipped. 1: ProducerTrace; 2: DeferTrace; 3:
-// EpilogueTma (at d <= 128 only: d = 256 has no room for the staging buffers).
-template <class Config, bool DeferTrace, bool EpilogueTma, bool ProducerTrace>
+// each measured: the default with one switch flipped. 1: PrefetchTile; 2: EpilogueTma (at
+// d <= 128 only: d = 256 has no room for the staging buffers); 3: SkipUnitRescale.
+template <class Config, bool SkipUnitRescale, bool PrefetchTile, bool EpilogueTma>
 struct Rebind;
-template <int D, int BN, int StagesKV, int StagesQ, bool Skip, bool Rebuild, int Fma, bool R,
-          bool D0, int Registers, bool P, bool E0, bool T0, bool Df, bool E, bool T>
-struct Rebind<
-    KernelConfig<D, BN, StagesKV, StagesQ, Skip, Rebuild, Fma, R, D0, Registers, P, E0, T0>, Df,
-    E, T> {
-  using type =
-      KernelConfig<D, BN, StagesKV, StagesQ, Skip, Rebuild, Fma, R, Df, Registers, P, E, T>;
+template <int D, int BN, int StagesKV, int StagesQ, bool S0, bool Rebuild, int Fma, bool R,
+          int Registers, bool P0, bool E0, bool S, bool P, bool E>
+struct Rebind<KernelConfig<D, BN, StagesKV, StagesQ, S0, Rebuild, Fma, R, Registers, P0, E0>, S, P,
+              E> {
+  using type = KernelConfig<D, BN, StagesKV, StagesQ, S, Rebuild, Fma, R, Registers, P, E>;
 };
 template <int D>
 struct ExperimentConfigs {
   using C = typename DefaultConfig<D>::type;
-  using v1 = typename Rebind<C, C::kDeferTrace, C::kEpilogueTma, !C::kProducerTrace>::type;
-  using v2 = typename Rebind<C, !C::kDeferTrace, C::kEpilogueTma, C::kProducerTrace>::type;
+  using v1 = typename Rebind<C, C::kSkipUnitRescale, !C::kPrefetchTile, C::kEpilogueTma>::type;
   // The staging buffers (2 x 64 rows x d) fit beside the tiles at d <= 128 only.
-  using v3 = typename Rebind<C, C::kDeferTrace, (D <= 128) != C::kEpilogueTma,
-                             C::kProducerTrace>::type;
+  using v2 = typename Rebind<C, C::kSkipUnitRescale, C::kPrefetchTile,
+                             (D <= 128) != C::kEpilogueTma>::type;
+  using v3 = typename Rebind<C, !C::kSkipUnitRescale, C::kPrefetchTile, C::kEpilogueTma>::type;
 };
 #endif
 

@@ -26,17 +26,14 @@ using Element = cutlass::bfloat16_t;
 // whether O's rescale is skipped for a warp whose rows' max did not move in a block, whether the
 // main loop rebuilds its QK^T operand's descriptors at every block (run_consumer says why), and
 // how many eighths of the softmax weights are computed on the FMA pipe instead of the exp2 (MUFU)
-// unit, whether O's rescale runs while the next QK^T is in flight (run_consumer), whether the
-// trace recorder's slot claim and stores wait for the next tile's first S (TileTraceRecorder),
-// the consumers' registers after setmaxnreg (the producer gets the rest), whether the
-// consumers receive their next tile while the current one's last PV runs (run_consumer), and
-// whether a warpgroup whose 64 rows all belong to the tile stores O through shared memory with a
-// TMA store instead of from registers (store_tile_outputs), and whether the producer warpgroup
-// writes each trace event but its start and end times (TileTraceRecorder).
+// unit, whether O's rescale runs while the next QK^T is in flight (run_consumer), the consumers'
+// registers after setmaxnreg (the producer gets the rest), whether the consumers receive their
+// next tile while the current one's last PV runs (run_consumer), and whether a warpgroup whose 64
+// rows all belong to the tile stores O through shared memory with a TMA store instead of from
+// registers (store_tile_outputs).
 template <int D, int BN, int StagesKV, int StagesQ, bool SkipUnitRescale = false,
           bool RebuildQOperand = false, int FmaExp2Eighths = 0, bool RescaleUnderQK = false,
-          bool DeferTrace = false, int ConsumerRegisters = 232, bool PrefetchTile = false,
-          bool EpilogueTma = false, bool ProducerTrace = false>
+          int ConsumerRegisters = 232, bool PrefetchTile = false, bool EpilogueTma = false>
 struct KernelConfig {
   static constexpr int kHeadDim = D;
   static constexpr int kBlockN = BN;
@@ -46,11 +43,9 @@ struct KernelConfig {
   static constexpr bool kRebuildQOperand = RebuildQOperand;
   static constexpr int kFmaExp2Eighths = FmaExp2Eighths;
   static constexpr bool kRescaleUnderQK = RescaleUnderQK;
-  static constexpr bool kDeferTrace = DeferTrace;
   static constexpr int kConsumerRegisters = ConsumerRegisters;
   static constexpr bool kPrefetchTile = PrefetchTile;
   static constexpr bool kEpilogueTma = EpilogueTma;
-  static constexpr bool kProducerTrace = ProducerTrace;
   static_assert(FmaExp2Eighths >= 0 && FmaExp2Eighths <= 8, "a share in eighths");
 };
 
@@ -64,9 +59,6 @@ struct KernelConfig {
 //            +10-16 % over BN 64 at seq 8192, and skipping O's 128-register rescale in blocks
 //            where no row's max moved another +3-13 % (at d = 64 and 128 the vote costs more than
 //            the rescale it saves).
-// At d = 128, DeferTrace (the trace recorder's slot claim and stores in the next tile's first
-// wait for S) roughly halves what recording costs at short sequences and untraced launches do not
-// notice; at d = 256 it spills (-2..-5 %), at d = 64 it costs untraced launches up to 1 %.
 // PrefetchTile (the next tile received under the last PV) gains 1-4 % at d = 128 seq <= 2048 and
 // nothing longer; at d = 64 and 256 it gains 1-2 % short but loses 1-4 % on long dense rows.
 // EpilogueTma (a warpgroup whose 64 rows all belong to the tile stages O with stmatrix and
@@ -78,13 +70,13 @@ template <int D>
 struct DefaultConfig;
 template <>
 struct DefaultConfig<64> {
-  using type = KernelConfig<64, 128, 3, 2, false, false, 0, false, false, 232, false,
+  using type = KernelConfig<64, 128, 3, 2, false, false, 0, false, 232, false,
                             /*EpilogueTma=*/true>;
 };
 template <>
 struct DefaultConfig<128> {
-  using type = KernelConfig<128, 128, 2, 2, false, false, 0, false, /*DeferTrace=*/true, 232,
-                            /*PrefetchTile=*/true, /*EpilogueTma=*/true>;
+  using type = KernelConfig<128, 128, 2, 2, false, false, 0, false, 232, /*PrefetchTile=*/true,
+                            /*EpilogueTma=*/true>;
 };
 template <>
 struct DefaultConfig<256> {
@@ -189,8 +181,7 @@ struct FmhaTraits : Config {
     typename PipelineKV::SharedStorage pipe_v;
     typename PipelineTile::SharedStorage pipe_tile;
     u32 sidx[kTileSlots];
-    DeviceTraceEvent trace_event;  // the trace recorder's current tile, but for its end time
-    u32 trace_slot[kTileSlots];    // kProducerTrace: the event slot of the tile in sidx[slot]
+    u32 trace_slot[kTileSlots];  // while recording: the event slot of the tile in sidx[slot]
     // The Q buffer each consumer warp's current tile reads (written by its lane 0): the main loop
     // reads it back at every block (run_consumer says why).
     Element* q_buffer_of_warp[kConsumerThreads / 32];
