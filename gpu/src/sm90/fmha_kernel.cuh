@@ -5,7 +5,8 @@
 //     first_work / advance<producer = true, SchedulerSync::Producer> (a counter scheduler's
 //     thread 0 fetches and publishes the index in sidx[slot], then the 128-thread named barrier
 //     kSchedulerBarrierId; the planned schedulers read their host-built arrays from global
-//     memory), and thread 0 arrives on the tile hand-off mbarrier of that slot.
+//     memory), and thread 0 arrives on the tile hand-off mbarrier of that slot (while a trace is
+//     recorded, thread 32 too, after writing the tile's event: TileTraceRecorder).
 //     Thread 0 then issues the tile's TMA loads: Q into one of the Q buffers, K and V blocks into
 //     their stage rings, each stage guarded by a full/empty mbarrier pair (PipelineTmaAsync).
 //   warpgroups 1 and 2, the consumers (registers raised): each owns 64 of the tile's 128 query
