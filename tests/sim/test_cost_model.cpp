@@ -93,9 +93,9 @@ TEST_CASE("the built-in h200 table and the kernel of the fifth session") {
   // tests/data/h200_sm90_s5: record_cost_traces.sh's six traces re-recorded (2026-11-30, fifth
   // session) on another machine: d = 128 and 256 on the kernel with EpilogueTma and
   // producer-side trace recording, d = 64 on the third session's (a stale object in that build,
-  // docs/gpu-verification.md). The table, fitted to the second session's traces, predicts d = 256 dense within
-  // 0.1 % and the rest 1.3-4.8 % short (d = 64 the most); docs/gpu-performance.md says why it was
-  // not refitted.
+  // docs/gpu-verification.md). The table, fitted to the second session's traces, predicts d = 256
+  // dense within 0.1 % and the rest 1.3-4.8 % short (d = 64 the most); docs/gpu-performance.md says
+  // why it was not refitted.
   check_predicts_measured("h200_sm90_s5",
                           {"h200_d64_causal", "h200_d64_none", "h200_d128_causal", "h200_d128_none",
                            "h200_d256_causal", "h200_d256_none"},
