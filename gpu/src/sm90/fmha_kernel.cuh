@@ -534,39 +534,6 @@ __device__ void run_consumer(const Params& p, Storage& smem, Pipelines& pipes) {
     ++tile_r;
     return next;
   };
-  // A tile's first GEMM: wait for its Q, then in this warpgroup's turn QK^T of its last K/V
-  // block into S.
-  int q_buffer = 0;
-  auto issue_first_qk = [&] {
-    consumer_wait(pipes.q, q_r, "Q buffer (consumer)");
-    q_buffer = q_r.index();
-    if constexpr (Traits::kRebuildQOperand) {
-      // The loop's QK^T operand (q_operand_in_loop below) reads the buffer's address from here.
-      Element** const slot =
-          &smem.q_buffer_of_warp[warpgroup * (Traits::kWarpgroupThreads / 32) + warp];
-      __syncwarp();  // the warp's reads of the previous tile's address are done
-      if (lane == 0)
-        *slot = smem.q.data() + q_buffer * cosize(typename Traits::SmemLayoutQBuffer{});
-      __syncwarp();
-    }
-    ping_pong.wait_turn();
-    consumer_wait(pipes.k, k_r, "K stage (consumer)");
-    warpgroup_gemm(mma_qk, tSrQ(_, _, _, q_buffer), tSrK(_, _, _, k_r.index()), tSrS, false);
-    ping_pong.pass_turn();
-  };
-  // The epilogue's second part, O's stores (normalize_rows is the first): with a TMA store when the
-  // configuration has one and the warpgroup's 64 rows all belong to the tile, else from registers.
-  const int thread_row = warpgroup * kRows + warp * 16 + lane / 4;
-  Tensor tOrOut = make_tensor_like<Element>(tOrO);  // O / rowsum, bf16
-  auto store_outputs = [&](const auto& o_out, const TileRows& rows, u32 head_idx) {
-    if constexpr (Traits::kEpilogueTma) {
-      if (rows.query_rows >= static_cast<u32>((warpgroup + 1) * kRows)) {
-        store_tile_outputs_tma(p, smem, o_out, rows, head_idx, warpgroup, thread);
-        return;
-      }
-    }
-    store_tile_outputs(p, o_out, rows, head_idx, thread_row);
-  };
   // With kPrefetchTile, a tile's last PV hides the receipt of the next tile (the hand-off wait,
   // the scheduler's advance), which otherwise sits between two tiles' GEMMs.
   for (Optional<SeqInfo> work = receive_tile(true); work;) {
@@ -595,15 +562,16 @@ __device__ void run_consumer(const Params& p, Storage& smem, Pipelines& pipes) {
 
       // The loop's QK^T operand. By default its descriptors (a register pair per k slice) are
       // made once, before the loop, in uniform registers. With kRebuildQOperand the loop builds
-      // them at every block (in ordinary registers, one integer op per k slice) from this Q
-      // buffer's address, which issue_first_qk wrote to shared memory, read back (volatile, so
-      // that it cannot be hoisted): at d = 256 the 16 hoisted pairs pushed the loop into local
+      // them at every block (in ordinary registers, one integer op per k slice) from the tile's
+      // Q buffer address, which the warp writes to shared memory below and reads back (volatile,
+      // so that it cannot be hoisted): at d = 256 the 16 hoisted pairs pushed the loop into local
       // memory (184 bytes of spills), while at d = 64 and 128 the rebuild only adds
       // instructions (measured slower).
+      Element** const q_buffer_slot =
+          &smem.q_buffer_of_warp[warpgroup * (Traits::kWarpgroupThreads / 32) + warp];
+      int q_buffer = 0;
       auto q_operand_in_loop = [&] {
         if constexpr (Traits::kRebuildQOperand) {
-          Element* const* const q_buffer_slot =
-              &smem.q_buffer_of_warp[warpgroup * (Traits::kWarpgroupThreads / 32) + warp];
           Element* const buffer = *static_cast<Element* const volatile*>(q_buffer_slot);
           Tensor q = make_tensor(make_smem_ptr(buffer), typename Traits::SmemLayoutQBuffer{});
           return thr_qk.partition_fragment_A(
@@ -614,8 +582,19 @@ __device__ void run_consumer(const Params& p, Storage& smem, Pipelines& pipes) {
       };
       int block_idx = static_cast<int>(g.kv_blocks) - 1;
 
-      // Block kv_blocks - 1: S only.
-      issue_first_qk();
+      // Block kv_blocks - 1: S only, once the tile's Q has arrived, in this warpgroup's turn.
+      consumer_wait(pipes.q, q_r, "Q buffer (consumer)");
+      q_buffer = q_r.index();
+      if constexpr (Traits::kRebuildQOperand) {
+        __syncwarp();  // the warp's reads of the previous tile's address are done
+        if (lane == 0)
+          *q_buffer_slot = smem.q.data() + q_buffer * cosize(typename Traits::SmemLayoutQBuffer{});
+        __syncwarp();
+      }
+      ping_pong.wait_turn();
+      consumer_wait(pipes.k, k_r, "K stage (consumer)");
+      warpgroup_gemm(mma_qk, tSrQ(_, _, _, q_buffer), tSrK(_, _, _, k_r.index()), tSrS, false);
+      ping_pong.pass_turn();
       warpgroup_wait<0>();
       pipes.k.consumer_release(k_r);
       ++k_r;
@@ -679,8 +658,20 @@ __device__ void run_consumer(const Params& p, Storage& smem, Pipelines& pipes) {
       ++v_r;
       ++q_r;
 
+      // Epilogue: O / rowsum as bf16 and LSE, then O's stores, with a TMA store when the
+      // configuration has one and the warpgroup's 64 rows all belong to the tile, else from
+      // registers.
+      const int thread_row = warpgroup * kRows + warp * 16 + lane / 4;
+      Tensor tOrOut = make_tensor_like<Element>(tOrO);
       normalize_rows(p, tOrO, rs, g.rows, work->head_idx, thread_row, tOrOut);
-      store_outputs(tOrOut, g.rows, work->head_idx);
+      if constexpr (Traits::kEpilogueTma) {
+        if (g.rows.query_rows >= static_cast<u32>((warpgroup + 1) * kRows))
+          store_tile_outputs_tma(p, smem, tOrOut, g.rows, work->head_idx, warpgroup, thread);
+        else
+          store_tile_outputs(p, tOrOut, g.rows, work->head_idx, thread_row);
+      } else {
+        store_tile_outputs(p, tOrOut, g.rows, work->head_idx, thread_row);
+      }
     }
 
     // Trace: start when the consumer begins the tile, end after the epilogue's stores.

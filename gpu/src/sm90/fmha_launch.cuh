@@ -16,25 +16,23 @@ namespace tilesched::gpu::sm90 {
 
 #ifdef TILESCHED_GPU_EXPERIMENTS
 // Candidate configurations, compiled only into experiment builds (-DTILESCHED_GPU_EXPERIMENTS=ON)
-// and chosen at run time with TILESCHED_GPU_VARIANT=1..3; docs/gpu-performance.md records what
-// each measured: the default with one switch flipped. 1: PrefetchTile; 2: EpilogueTma (at
-// d <= 128 only: d = 256 has no room for the staging buffers); 3: SkipUnitRescale.
-template <class Config, bool SkipUnitRescale, bool PrefetchTile, bool EpilogueTma>
+// and chosen at run time with TILESCHED_GPU_VARIANT=1; docs/gpu-performance.md records what each
+// measured: the default with one switch flipped. 1: 224 consumer registers (the producer gets 56)
+// where the default has 232, 232 where it has 224, at d <= 128; d = 256's consumers would spill
+// at 224, so there it is the default.
+template <class Config, int ConsumerRegisters>
 struct Rebind;
-template <int D, int BN, int StagesKV, int StagesQ, bool S0, bool Rebuild, int Fma, bool R,
-          int Registers, bool P0, bool E0, bool S, bool P, bool E>
-struct Rebind<KernelConfig<D, BN, StagesKV, StagesQ, S0, Rebuild, Fma, R, Registers, P0, E0>, S, P,
-              E> {
+template <int D, int BN, int StagesKV, int StagesQ, bool S, bool Rebuild, int Fma, bool R,
+          int Registers0, bool P, bool E, int Registers>
+struct Rebind<KernelConfig<D, BN, StagesKV, StagesQ, S, Rebuild, Fma, R, Registers0, P, E>,
+              Registers> {
   using type = KernelConfig<D, BN, StagesKV, StagesQ, S, Rebuild, Fma, R, Registers, P, E>;
 };
 template <int D>
 struct ExperimentConfigs {
   using C = typename DefaultConfig<D>::type;
-  using v1 = typename Rebind<C, C::kSkipUnitRescale, !C::kPrefetchTile, C::kEpilogueTma>::type;
-  // The staging buffers (2 x 64 rows x d) fit beside the tiles at d <= 128 only.
-  using v2 = typename Rebind<C, C::kSkipUnitRescale, C::kPrefetchTile,
-                             (D <= 128) != C::kEpilogueTma>::type;
-  using v3 = typename Rebind<C, !C::kSkipUnitRescale, C::kPrefetchTile, C::kEpilogueTma>::type;
+  static constexpr int kOtherRegisters = C::kConsumerRegisters == 224 ? 232 : 224;
+  using v1 = typename Rebind<C, D <= 128 ? kOtherRegisters : C::kConsumerRegisters>::type;
 };
 #endif
 
@@ -46,8 +44,6 @@ Status with_config(F&& f) {
   const char* env = std::getenv("TILESCHED_GPU_VARIANT");
   switch (env != nullptr ? std::atoi(env) : 0) {
     case 1: return f(typename ExperimentConfigs<D>::v1{});
-    case 2: return f(typename ExperimentConfigs<D>::v2{});
-    case 3: return f(typename ExperimentConfigs<D>::v3{});
     default: break;
   }
 #endif

@@ -65,7 +65,9 @@ struct KernelConfig {
 // stores it with a TMA store) gains 1-8 % at d = 64 and 128; its two 64 x d staging buffers
 // (16 / 32 KB) do not fit beside d = 256's tiles. Neither 240 consumer registers (the producer
 // spills at 24) nor O's rescale under the next QK^T measured faster anywhere
-// (docs/gpu-performance.md, candidates of 2026-11-30, third session).
+// (docs/gpu-performance.md, candidates of 2026-11-30, third session). At d = 128, 224 consumer
+// registers (the producer gets 56 and no longer spills around the trace writer) measured
+// +1-2 % over 232 at every point; at d = 64 (no spills at 232) 0-2 % slower (sixth session).
 template <int D>
 struct DefaultConfig;
 template <>
@@ -75,8 +77,8 @@ struct DefaultConfig<64> {
 };
 template <>
 struct DefaultConfig<128> {
-  using type = KernelConfig<128, 128, 2, 2, false, false, 0, false, 232, /*PrefetchTile=*/true,
-                            /*EpilogueTma=*/true>;
+  using type = KernelConfig<128, 128, 2, 2, false, false, 0, false, /*ConsumerRegisters=*/224,
+                            /*PrefetchTile=*/true, /*EpilogueTma=*/true>;
 };
 template <>
 struct DefaultConfig<256> {
@@ -102,7 +104,7 @@ struct FmhaTraits : Config {
   static constexpr int kThreads = kWarpgroupThreads + kConsumerThreads;
   static constexpr int kWarpgroupRows = kBlockM / kConsumerWarpgroups;
   // Register split after setmaxnreg, within the 168 * 384 = 64512 the launch allocates: 40 * 128 +
-  // 232 * 256 by default. The producer needs few (indices, TMA coordinates); the consumers hold O
+  // 232 * 256 at d = 64 and 256, 56 * 128 + 224 * 256 at d = 128. The producer needs few (indices, TMA coordinates); the consumers hold O
   // (d / 2 fp32 per thread), S (BN / 2) and P (BN / 4 packed).
   static constexpr int kLaunchRegisters = 168;  // 65536 / 384, rounded down to a multiple of 8
   static constexpr int kProducerRegisters =
