@@ -427,11 +427,26 @@ CostFit fit_cost(const std::vector<Trace>& traces, u32 head_dim) {
         head_dim, undetermined_coefficient(A, masks)));
   const Eigen::Vector3d x = qr.solve(y);
   CostFit fit;
-  fit.coefficients = CostCoefficients{x(0), x(1), x(2)};
   fit.rms_residual_us = std::sqrt((A * x - y).squaredNorm() / double(n));
   const double rms_measured = std::sqrt(y.squaredNorm() / double(n));
   fit.relative_rms_error = rms_measured > 0 ? fit.rms_residual_us / rms_measured : 0;
   fit.samples = n;
+  // The hand-off: per CTA, each tile's end to its next tile's start.
+  double gaps = 0;
+  for (const Trace* tp : solo) {
+    std::vector<const TraceEvent*> by_cta;
+    for (const TraceEvent& e : tp->events) by_cta.push_back(&e);
+    std::stable_sort(by_cta.begin(), by_cta.end(), [](const TraceEvent* a, const TraceEvent* b) {
+      return a->cta != b->cta ? a->cta < b->cta : a->start_us < b->start_us;
+    });
+    for (std::size_t i = 1; i < by_cta.size(); ++i) {
+      if (by_cta[i]->cta != by_cta[i - 1]->cta) continue;
+      gaps += by_cta[i]->start_us - by_cta[i - 1]->end_us;
+      ++fit.handoff_samples;
+    }
+  }
+  fit.handoff_us = fit.handoff_samples > 0 ? gaps / double(fit.handoff_samples) : 0.0;
+  fit.coefficients = CostCoefficients{x(0) + fit.handoff_us, x(1), x(2)};
   return fit;
 }
 

@@ -142,15 +142,18 @@ namespace {
 
 std::string format_tile_costs(const CostFitReport& r) {
   std::string out =
-      fmt::format("  {:>8} {:>10} {:>12} {:>13} {:>12} {:>8} {:>9}\n", "head_dim", "fixed us",
-                  "us/block", "us/masked", "RMS res us", "samples", "rel RMS %");
+      fmt::format("  {:>8} {:>10} {:>12} {:>13} {:>12} {:>8} {:>9} {:>12}\n", "head_dim",
+                  "fixed us", "us/block", "us/masked", "RMS res us", "samples", "rel RMS %",
+                  "hand-off us");
   for (const HeadDimFit& f : r.fits) {
     const sim::CostCoefficients& k = f.fit.coefficients;
-    out += fmt::format("  {:>8} {:>10.4f} {:>12.4f} {:>13.4f} {:>12.4f} {:>8} {:>9.2f}\n",
+    out += fmt::format("  {:>8} {:>10.4f} {:>12.4f} {:>13.4f} {:>12.4f} {:>8} {:>9.2f} {:>12.4f}\n",
                        f.head_dim, k.fixed_us, k.us_per_block, k.us_per_masked_block,
-                       f.fit.rms_residual_us, f.fit.samples, 100.0 * f.fit.relative_rms_error);
+                       f.fit.rms_residual_us, f.fit.samples, 100.0 * f.fit.relative_rms_error,
+                       f.fit.handoff_us);
   }
   out += "\n  rel RMS = RMS of (predicted - measured) tile time / RMS of measured tile time\n";
+  out += "  fixed includes the hand-off: the mean gap between a CTA's consecutive tiles\n";
   out += "  (tile costs from the traces that ran one CTA per SM)\n\n";
   out += "sharing an SM (rate(k): speed of each of k busy CTAs on one SM, relative to alone):\n";
   for (const HeadDimSharing& h : r.sharing) {

@@ -126,11 +126,18 @@ struct CostFit {
   // predicted tile time as a fraction of a typical tile time (0 = exact).
   double relative_rms_error = 0;
   std::size_t samples = 0;
+  // The mean gap between a CTA's consecutive tiles (the next tile's start minus this one's end:
+  // the hand-off, which no event's own time holds), included in coefficients.fixed_us; 0 when no
+  // CTA ran two tiles (transient grids).
+  double handoff_us = 0;
+  std::size_t handoff_samples = 0;  // consecutive tile pairs it was measured on
 };
 
 // Fits fixed_us, us_per_block and us_per_masked_block for `head_dim` by least squares over every
 // event (end_us - start_us) of the traces whose workload has that head_dim and that ran one CTA
-// per SM (max_busy_per_sm == 1): a tile that shared its SM took longer than its cost. Throws
+// per SM (max_busy_per_sm == 1): a tile that shared its SM took longer than its cost. The replay
+// runs a CTA's tiles back to back, so fixed_us then gets the mean gap between a CTA's consecutive
+// tiles in those traces added (CostFit::handoff_us). Throws
 // std::invalid_argument when there are fewer than 3 samples (naming the traces skipped for
 // sharing their SMs) or the counts do not determine the three coefficients; the message names
 // the coefficient left open (e.g. us_per_masked_block when no tile has masked blocks).
