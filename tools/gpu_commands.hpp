@@ -29,6 +29,9 @@ struct RunCommandOptions {
 struct BenchCommandOptions {
   std::string out_json;  // where to write the results table as JSON ("" = none)
   bool quick = false;    // a reduced grid
+  // Only these head dims / sequence lengths of the grid (empty = all of them).
+  std::vector<u32> head_dims;
+  std::vector<u32> seq_lens;
   int warmup = 3;
   int iterations = 20;
   // Idle milliseconds before each point's timing. A GPU under a power cap lowers its clocks after

@@ -139,9 +139,12 @@ int bench_gpu_command(const BenchCommandOptions& options) {
   std::string device;
   int sms = 0;
   require(gpu::device_info(device, sms));
-  const std::vector<u32> seqs = options.quick
-                                    ? std::vector<u32>{1024, 8192}
-                                    : std::vector<u32>{512, 1024, 2048, 4096, 8192, 16384};
+  const std::vector<u32> seqs =
+      !options.seq_lens.empty() ? options.seq_lens
+      : options.quick           ? std::vector<u32>{1024, 8192}
+                                : std::vector<u32>{512, 1024, 2048, 4096, 8192, 16384};
+  const std::vector<u32> head_dims =
+      options.head_dims.empty() ? std::vector<u32>{64, 128, 256} : options.head_dims;
   fmt::print(
       "device: {} ({} SMs); bf16, hidden {}, batch x seq = {} tokens; median of {} after {} "
       "warm-up, {} ms idle and {} ms of launches before each point\n",
@@ -150,7 +153,7 @@ int bench_gpu_command(const BenchCommandOptions& options) {
   fmt::print("{:>5} {:>6} {:>5} {:>4} {:>7} {:<14} {:>5} {:>10} {:>9} {:>9}\n", "d", "seq", "batch",
              "H", "causal", "scheduler", "CTAs", "median ms", "TFLOP/s", "trace %");
   nlohmann::json rows = nlohmann::json::array();
-  for (u32 d : {64u, 128u, 256u})
+  for (u32 d : head_dims)
     for (u32 seq : seqs)
       for (bool causal : {false, true})
         rows.push_back(bench_point(
