@@ -88,25 +88,23 @@ double median_ms(const Workload& w, const BenchCommandOptions& options) {
   return sim::median(std::vector<double>(ms.begin(), ms.end()));
 }
 
-// What recording the trace costs, in percent: the same buffers and inputs launched in
-// alternating rounds with and without recording (so clock drift between two separate timings
-// cannot pass for overhead), the ratio of the two medians.
+// What recording the trace costs, in percent: the same buffers and inputs launched back to back in
+// pairs, one launch of each pair recording and one not, in a random order per pair, the ratio of
+// the two kinds' medians. (Rounds of several launches each, alternating, measured 4-6 % at one
+// point in one process and 0.1-0.4 % at the same point in the next: the GPU's clock changes line
+// up with such rounds often enough to pass for overhead; docs/gpu-performance.md.)
 double trace_overhead_pct(const Workload& w, const BenchCommandOptions& options) {
   gpu::DeviceProblem dev;
   require(dev.create(w, /*record_trace=*/true, sim::plan_schedule(w)));
   require(dev.fill_random(w.q_lens.front() * 31 + w.head_dim));
-  constexpr int kRounds = 8;
-  const int per_round = std::max(1, options.iterations / kRounds * 2);
-  std::vector<double> plain, traced;
-  std::vector<float> ms;
-  for (int round = 0; round < kRounds; ++round) {
-    for (const bool on : {false, true}) {
-      dev.set_tracing(on);
-      require(dev.time(round == 0 ? options.warmup : 1, per_round, ms));
-      (on ? traced : plain).insert((on ? traced : plain).end(), ms.begin(), ms.end());
-    }
-  }
-  return (sim::median(traced) / sim::median(plain) - 1.0) * 100.0;
+  std::vector<float> plain, traced;
+  require(dev.time_tracing_pairs(std::max(1, options.warmup), 1, plain, traced));  // warm-up
+  require(dev.time_tracing_pairs(2 * options.iterations, w.q_lens.front() * 7919u + 1, plain,
+                                 traced));
+  return (sim::median(std::vector<double>(traced.begin(), traced.end())) /
+              sim::median(std::vector<double>(plain.begin(), plain.end())) -
+          1.0) *
+         100.0;
 }
 
 // Times one point, prints its row and returns it as JSON.

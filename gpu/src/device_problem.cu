@@ -202,6 +202,45 @@ Status DeviceProblem::download_raw_trace(std::vector<DeviceTraceEvent>& out) con
   return recorder_.download_raw(out);
 }
 
+Status DeviceProblem::time_tracing_pairs(int pairs, std::uint64_t seed,
+                                         std::vector<float>& plain_ms,
+                                         std::vector<float>& traced_ms) {
+  plain_ms.clear();
+  traced_ms.clear();
+  if (!record_trace_)
+    return Status::error("timing traced launches needs buffers created to record a trace");
+  const auto stream = static_cast<cudaStream_t>(stream_);
+  const int launches = 2 * pairs;
+  std::vector<cudaEvent_t> events(2 * static_cast<std::size_t>(launches));
+  for (auto& e : events)
+    if (Status s = cuda_status(cudaEventCreate(&e), "cudaEventCreate"); !s) return s;
+  std::vector<bool> traced(static_cast<std::size_t>(launches));
+  std::uint64_t state = seed;
+  Status result = Status::success();
+  for (int p = 0; p < pairs && result; ++p) {
+    state = state * 6364136223846793005ull + 1442695040888963407ull;  // an LCG step
+    const bool traced_first = (state >> 63) != 0;
+    for (int k = 0; k < 2 && result; ++k) {
+      const int i = 2 * p + k;
+      traced[static_cast<std::size_t>(i)] = (k == 0) == traced_first;
+      set_tracing(traced[static_cast<std::size_t>(i)]);
+      result = cuda_status(cudaEventRecord(events[2 * i], stream), "cudaEventRecord");
+      if (result) result = run();
+      if (result) result = cuda_status(cudaEventRecord(events[2 * i + 1], stream), "cudaEventRecord");
+    }
+  }
+  set_tracing(false);
+  if (result) result = synchronize();
+  for (int i = 0; i < launches && result; ++i) {
+    float t = 0;
+    result = cuda_status(cudaEventElapsedTime(&t, events[2 * i], events[2 * i + 1]),
+                         "cudaEventElapsedTime");
+    (traced[static_cast<std::size_t>(i)] ? traced_ms : plain_ms).push_back(t);
+  }
+  for (auto& e : events) (void)cudaEventDestroy(e);
+  return result;
+}
+
 Status DeviceProblem::time(int warmup, int iterations, std::vector<float>& ms) {
   ms.clear();
   const auto stream = static_cast<cudaStream_t>(stream_);

@@ -314,6 +314,35 @@ TEST_CASE("a counter scheduler's launch is graph-capturable and replays with a f
   }
 }
 
+TEST_CASE("paired timing of traced and plain launches (the benchmark's trace cost)") {
+  Workload w = ragged_base();
+  gpu::DeviceProblem untraced;
+  REQUIRE(untraced.create(w, false).ok);
+  std::vector<float> plain, traced;
+  const gpu::Status refused = untraced.time_tracing_pairs(3, 1, plain, traced);
+  CHECK_FALSE(refused.ok);
+  CHECK(refused.message.find("needs buffers created to record a trace") != std::string::npos);
+
+  gpu::DeviceProblem dev;
+  REQUIRE(dev.create(w, true).ok);
+  REQUIRE(dev.fill_random(5).ok);
+  REQUIRE(dev.time_tracing_pairs(6, 42, plain, traced).ok);
+  CHECK(plain.size() == 6);
+  CHECK(traced.size() == 6);
+  for (const float ms : plain) CHECK(ms > 0.f);
+  for (const float ms : traced) CHECK(ms > 0.f);
+  // The traced launches recorded the workload's tiles; tracing is off afterwards.
+  std::vector<gpu::DeviceTraceEvent> raw;
+  REQUIRE(dev.download_raw_trace(raw).ok);
+  CHECK(raw.size() == gpu::processed_tile_count(w));
+  REQUIRE(dev.poison_outputs().ok);
+  REQUIRE(dev.run().ok);
+  std::uint64_t o_unwritten = 0, lse_unwritten = 0;
+  REQUIRE(dev.count_unwritten(o_unwritten, lse_unwritten).ok);
+  CHECK(o_unwritten == 0);
+  CHECK(lse_unwritten == 0);
+}
+
 int main(int argc, char** argv) {
   int devices = 0;
   const cudaError_t e = cudaGetDeviceCount(&devices);

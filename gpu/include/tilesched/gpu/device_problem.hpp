@@ -51,6 +51,13 @@ class DeviceProblem {
   // per-launch milliseconds.
   Status time(int warmup, int iterations, std::vector<float>& ms);
 
+  // With buffers created to record a trace: times `pairs` pairs of launches back to back, one
+  // launch of each pair recording the trace and one not, in an order drawn per pair from `seed`
+  // (so that no periodic change of the GPU's clock can line up with one of the two), one event
+  // pair per launch. Tracing is left off.
+  Status time_tracing_pairs(int pairs, std::uint64_t seed, std::vector<float>& plain_ms,
+                            std::vector<float>& traced_ms);
+
   const Workload& workload() const { return workload_; }
 
  private:
