@@ -104,8 +104,9 @@ struct FmhaTraits : Config {
   static constexpr int kThreads = kWarpgroupThreads + kConsumerThreads;
   static constexpr int kWarpgroupRows = kBlockM / kConsumerWarpgroups;
   // Register split after setmaxnreg, within the 168 * 384 = 64512 the launch allocates: 40 * 128 +
-  // 232 * 256 at d = 64 and 256, 56 * 128 + 224 * 256 at d = 128. The producer needs few (indices, TMA coordinates); the consumers hold O
-  // (d / 2 fp32 per thread), S (BN / 2) and P (BN / 4 packed).
+  // 232 * 256 at d = 64 and 256, 56 * 128 + 224 * 256 at d = 128. The producer needs few (indices,
+  // TMA coordinates); the consumers hold O (d / 2 fp32 per thread), S (BN / 2) and P (BN / 4
+  // packed).
   static constexpr int kLaunchRegisters = 168;  // 65536 / 384, rounded down to a multiple of 8
   static constexpr int kProducerRegisters =
       (kLaunchRegisters * (1 + kConsumerWarpgroups)) - kConsumerWarpgroups * kConsumerRegisters;
