@@ -33,7 +33,8 @@ using Element = cutlass::bfloat16_t;
 // registers (store_tile_outputs).
 template <int D, int BN, int StagesKV, int StagesQ, bool SkipUnitRescale = false,
           bool RebuildQOperand = false, int FmaExp2Eighths = 0, bool RescaleUnderQK = false,
-          int ConsumerRegisters = 232, bool PrefetchTile = false, bool EpilogueTma = false>
+          int ConsumerRegisters = 232, bool PrefetchTile = false, bool EpilogueTma = false,
+          bool TwoScores = false>
 struct KernelConfig {
   static constexpr int kHeadDim = D;
   static constexpr int kBlockN = BN;
@@ -46,6 +47,7 @@ struct KernelConfig {
   static constexpr int kConsumerRegisters = ConsumerRegisters;
   static constexpr bool kPrefetchTile = PrefetchTile;
   static constexpr bool kEpilogueTma = EpilogueTma;
+  static constexpr bool kTwoScores = TwoScores;
   static_assert(FmaExp2Eighths >= 0 && FmaExp2Eighths <= 8, "a share in eighths");
 };
 
