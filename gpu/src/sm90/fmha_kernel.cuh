@@ -582,7 +582,7 @@ __device__ void run_consumer(const Params& p, Storage& smem, Pipelines& pipes) {
       };
       int block_idx = static_cast<int>(g.kv_blocks) - 1;
 
-      // The tile's Q.
+      // Block kv_blocks - 1: S only, once the tile's Q has arrived, in this warpgroup's turn.
       consumer_wait(pipes.q, q_r, "Q buffer (consumer)");
       q_buffer = q_r.index();
       if constexpr (Traits::kRebuildQOperand) {
@@ -591,170 +591,60 @@ __device__ void run_consumer(const Params& p, Storage& smem, Pipelines& pipes) {
           *q_buffer_slot = smem.q.data() + q_buffer * cosize(typename Traits::SmemLayoutQBuffer{});
         __syncwarp();
       }
-      if constexpr (!Traits::kTwoScores) {
-        // Block kv_blocks - 1: S only, in this warpgroup's turn.
+      ping_pong.wait_turn();
+      consumer_wait(pipes.k, k_r, "K stage (consumer)");
+      warpgroup_gemm(mma_qk, tSrQ(_, _, _, q_buffer), tSrK(_, _, _, k_r.index()), tSrS, false);
+      ping_pong.pass_turn();
+      warpgroup_wait<0>();
+      pipes.k.consumer_release(k_r);
+      ++k_r;
+      if (block_idx == 0) pipes.q.consumer_release(q_r);
+      {
+        const u32 key0 = static_cast<u32>(block_idx) * kBlockN;
+        if (needs_mask(key0)) mask_scores(tSrS, key0, g.kv_len, p.causal, key_limit);
+      }
+      softmax_block<Traits::kFmaExp2Eighths>(tSrS, rs, p.scale_log2, alpha);
+      convert_to_p(tSrS, tOrP);
+
+      // O's rescale by the last softmax's alpha, before the PV that accumulates its P.
+      auto rescale_o = [&] {
+        if constexpr (Traits::kSkipUnitRescale) {
+          // Once a row's max settles (long rows: most blocks), alpha is exactly 1.
+          if (__any_sync(0xffffffffu, alpha[0] != 1.f || alpha[1] != 1.f))
+            rescale_rows(tOrO, alpha);
+        } else {
+          rescale_rows(tOrO, alpha);
+        }
+      };
+
+      // Blocks below: S of block j with O += P V of block j + 1 in flight. With
+      // kRescaleUnderQK, O's rescale for block j + 1 runs while the QK^T of block j is in flight
+      // (O is no GEMM's operand then), instead of after the softmax, where it lengthens the
+      // stretch between this warpgroup's GEMM turns.
+      for (--block_idx; block_idx >= 0; --block_idx) {
         ping_pong.wait_turn();
         consumer_wait(pipes.k, k_r, "K stage (consumer)");
-        warpgroup_gemm(mma_qk, tSrQ(_, _, _, q_buffer), tSrK(_, _, _, k_r.index()), tSrS, false);
+        warpgroup_gemm(mma_qk, q_operand_in_loop(), tSrK(_, _, _, k_r.index()), tSrS, false);
+        if constexpr (Traits::kRescaleUnderQK) rescale_o();
+        consumer_wait(pipes.v, v_r, "V stage (consumer)");
+        warpgroup_gemm(mma_pv, tOrP, tOrV(_, _, _, v_r.index()), tOrO, true);
         ping_pong.pass_turn();
-        warpgroup_wait<0>();
+        warpgroup_wait<1>();  // S ready; PV may still run
         pipes.k.consumer_release(k_r);
         ++k_r;
         if (block_idx == 0) pipes.q.consumer_release(q_r);
-        {
-          const u32 key0 = static_cast<u32>(block_idx) * kBlockN;
-          if (needs_mask(key0)) mask_scores(tSrS, key0, g.kv_len, p.causal, key_limit);
-        }
+        const u32 key0 = static_cast<u32>(block_idx) * kBlockN;
+        if (needs_mask(key0)) mask_scores(tSrS, key0, g.kv_len, p.causal, key_limit);
         softmax_block<Traits::kFmaExp2Eighths>(tSrS, rs, p.scale_log2, alpha);
+        warpgroup_wait<0>();  // PV done: its P and V stage are free, O may be rescaled
+        pipes.v.consumer_release(v_r);
+        ++v_r;
+        if constexpr (!Traits::kRescaleUnderQK) rescale_o();
         convert_to_p(tSrS, tOrP);
-
-        // O's rescale by the last softmax's alpha, before the PV that accumulates its P.
-        auto rescale_o = [&] {
-          if constexpr (Traits::kSkipUnitRescale) {
-            // Once a row's max settles (long rows: most blocks), alpha is exactly 1.
-            if (__any_sync(0xffffffffu, alpha[0] != 1.f || alpha[1] != 1.f))
-              rescale_rows(tOrO, alpha);
-          } else {
-            rescale_rows(tOrO, alpha);
-          }
-        };
-
-        // Blocks below: S of block j with O += P V of block j + 1 in flight. With
-        // kRescaleUnderQK, O's rescale for block j + 1 runs while the QK^T of block j is in flight
-        // (O is no GEMM's operand then), instead of after the softmax, where it lengthens the
-        // stretch between this warpgroup's GEMM turns.
-        for (--block_idx; block_idx >= 0; --block_idx) {
-          ping_pong.wait_turn();
-          consumer_wait(pipes.k, k_r, "K stage (consumer)");
-          warpgroup_gemm(mma_qk, q_operand_in_loop(), tSrK(_, _, _, k_r.index()), tSrS, false);
-          if constexpr (Traits::kRescaleUnderQK) rescale_o();
-          consumer_wait(pipes.v, v_r, "V stage (consumer)");
-          warpgroup_gemm(mma_pv, tOrP, tOrV(_, _, _, v_r.index()), tOrO, true);
-          ping_pong.pass_turn();
-          warpgroup_wait<1>();  // S ready; PV may still run
-          pipes.k.consumer_release(k_r);
-          ++k_r;
-          if (block_idx == 0) pipes.q.consumer_release(q_r);
-          const u32 key0 = static_cast<u32>(block_idx) * kBlockN;
-          if (needs_mask(key0)) mask_scores(tSrS, key0, g.kv_len, p.causal, key_limit);
-          softmax_block<Traits::kFmaExp2Eighths>(tSrS, rs, p.scale_log2, alpha);
-          warpgroup_wait<0>();  // PV done: its P and V stage are free, O may be rescaled
-          pipes.v.consumer_release(v_r);
-          ++v_r;
-          if constexpr (!Traits::kRescaleUnderQK) rescale_o();
-          convert_to_p(tSrS, tOrP);
-        }
-        // Block 0's PV follows (no QK^T left to hide the rescale under: it runs before the turn).
-        if constexpr (Traits::kRescaleUnderQK) rescale_o();
-      } else {
-        // Two score buffers: block j's softmax runs while the PV of block j + 1 and the QK^T of
-        // block j - 1 are both in flight (one QK^T ahead of the single-buffer loop). The PV is
-        // issued first, so that waiting for it leaves the QK^T in flight; the K stage of block
-        // j is released once its QK^T is done, with the next one's still held.
-        Tensor tSrS2 = partition_fragment_C(mma_qk, Shape<Int<kRows>, Int<kBlockN>>{});
-        alpha[0] = alpha[1] = 1.f;  // (set by every softmax before any rescale reads it)
-        // O's rescale by the last softmax's alpha, before the PV that accumulates its P.
-        auto rescale_o = [&] {
-          if constexpr (Traits::kSkipUnitRescale) {
-            // Once a row's max settles (long rows: most blocks), alpha is exactly 1.
-            if (__any_sync(0xffffffffu, alpha[0] != 1.f || alpha[1] != 1.f))
-              rescale_rows(tOrO, alpha);
-          } else {
-            rescale_rows(tOrO, alpha);
-          }
-        };
-
-        auto k_next = k_r;  // the next K stage to wait for (k_r: the oldest one held)
-        auto score_block = [&](auto& s, int j) {
-          const u32 key0 = static_cast<u32>(j) * kBlockN;
-          if (needs_mask(key0)) mask_scores(s, key0, g.kv_len, p.causal, key_limit);
-          softmax_block<Traits::kFmaExp2Eighths>(s, rs, p.scale_log2, alpha);
-        };
-        // Block 0, its scores in s_cur: PV of block 1 only (with kv_blocks >= 2).
-        auto block_zero = [&](auto& s_cur) {
-          ping_pong.wait_turn();
-          consumer_wait(pipes.v, v_r, "V stage (consumer)");
-          warpgroup_gemm(mma_pv, tOrP, tOrV(_, _, _, v_r.index()), tOrO, true);
-          ping_pong.pass_turn();
-          warpgroup_wait<1>();  // block 0's QK^T done
-          pipes.k.consumer_release(k_r);
-          ++k_r;
-          pipes.q.consumer_release(q_r);
-          score_block(s_cur, 0);
-          warpgroup_wait<0>();
-          pipes.v.consumer_release(v_r);
-          ++v_r;
-          rescale_o();
-          convert_to_p(s_cur, tOrP);
-        };
-        // Block j (1 <= j <= kv_blocks - 2), its scores in s_cur: PV of block j + 1 and QK^T of
-        // block j - 1 into s_next.
-        auto middle_block = [&](auto& s_cur, auto& s_next, int j) {
-          ping_pong.wait_turn();
-          consumer_wait(pipes.v, v_r, "V stage (consumer)");
-          warpgroup_gemm(mma_pv, tOrP, tOrV(_, _, _, v_r.index()), tOrO, true);
-          consumer_wait(pipes.k, k_next, "K stage (consumer)");
-          warpgroup_gemm(mma_qk, q_operand_in_loop(), tSrK(_, _, _, k_next.index()), s_next, false);
-          ++k_next;
-          ping_pong.pass_turn();
-          warpgroup_wait<2>();  // block j's QK^T done
-          pipes.k.consumer_release(k_r);
-          ++k_r;
-          score_block(s_cur, j);
-          warpgroup_wait<1>();  // block j + 1's PV done: its P and V stage are free
-          pipes.v.consumer_release(v_r);
-          ++v_r;
-          rescale_o();
-          convert_to_p(s_cur, tOrP);
-        };
-        if (block_idx == 0) {
-          // One block: S only.
-          ping_pong.wait_turn();
-          consumer_wait(pipes.k, k_next, "K stage (consumer)");
-          warpgroup_gemm(mma_qk, tSrQ(_, _, _, q_buffer), tSrK(_, _, _, k_next.index()), tSrS,
-                         false);
-          ++k_next;
-          ping_pong.pass_turn();
-          warpgroup_wait<0>();
-          pipes.k.consumer_release(k_r);
-          ++k_r;
-          pipes.q.consumer_release(q_r);
-          score_block(tSrS, 0);
-          convert_to_p(tSrS, tOrP);
-        } else {
-          // Blocks kv_blocks - 1 and kv_blocks - 2: both QK^T in one turn.
-          ping_pong.wait_turn();
-          consumer_wait(pipes.k, k_next, "K stage (consumer)");
-          warpgroup_gemm(mma_qk, tSrQ(_, _, _, q_buffer), tSrK(_, _, _, k_next.index()), tSrS,
-                         false);
-          ++k_next;
-          consumer_wait(pipes.k, k_next, "K stage (consumer)");
-          warpgroup_gemm(mma_qk, tSrQ(_, _, _, q_buffer), tSrK(_, _, _, k_next.index()), tSrS2,
-                         false);
-          ++k_next;
-          ping_pong.pass_turn();
-          warpgroup_wait<1>();
-          pipes.k.consumer_release(k_r);
-          ++k_r;
-          score_block(tSrS, block_idx);
-          convert_to_p(tSrS, tOrP);
-          // Middle blocks two at a time, so that each pair starts and ends with the next block's
-          // scores in tSrS2; an odd one left over goes last, and block 0 follows.
-          int j = block_idx - 1;
-          for (; j >= 2; j -= 2) {
-            middle_block(tSrS2, tSrS, j);
-            middle_block(tSrS, tSrS2, j - 1);
-          }
-          if (j == 1) {
-            middle_block(tSrS2, tSrS, 1);
-            block_zero(tSrS);
-          } else {
-            block_zero(tSrS2);
-          }
-        }
       }
 
-      // Block 0's PV.
+      // Block 0's PV (no QK^T left to hide the rescale under: it runs before the turn).
+      if constexpr (Traits::kRescaleUnderQK) rescale_o();
       ping_pong.wait_turn();
       consumer_wait(pipes.v, v_r, "V stage (consumer)");
       warpgroup_gemm(mma_pv, tOrP, tOrV(_, _, _, v_r.index()), tOrO, true);

@@ -20,21 +20,19 @@ namespace tilesched::gpu::sm90 {
 // measured: the default with one switch flipped. 1: 224 consumer registers (the producer gets 56)
 // where the default has 232, 232 where it has 224, at d <= 128; d = 256's consumers would spill
 // at 224, so there it is the default.
-template <class Config, bool TwoScores, int ConsumerRegisters>
+template <class Config, int ConsumerRegisters>
 struct Rebind;
 template <int D, int BN, int StagesKV, int StagesQ, bool S, bool Rebuild, int Fma, bool R,
-          int Registers0, bool P, bool E, bool T0, bool T, int Registers>
-struct Rebind<KernelConfig<D, BN, StagesKV, StagesQ, S, Rebuild, Fma, R, Registers0, P, E, T0>, T,
+          int Registers0, bool P, bool E, int Registers>
+struct Rebind<KernelConfig<D, BN, StagesKV, StagesQ, S, Rebuild, Fma, R, Registers0, P, E>,
               Registers> {
-  using type = KernelConfig<D, BN, StagesKV, StagesQ, S, Rebuild, Fma, R, Registers, P, E, T>;
+  using type = KernelConfig<D, BN, StagesKV, StagesQ, S, Rebuild, Fma, R, Registers, P, E>;
 };
 template <int D>
 struct ExperimentConfigs {
   using C = typename DefaultConfig<D>::type;
-  // Two score buffers need BN / 2 more registers per thread: d = 64 only, with 240 consumer
-  // registers (v1) or the default's (v2).
-  using v1 = typename Rebind<C, D == 64, D == 64 ? 240 : C::kConsumerRegisters>::type;
-  using v2 = typename Rebind<C, D == 64, C::kConsumerRegisters>::type;
+  static constexpr int kOtherRegisters = C::kConsumerRegisters == 224 ? 232 : 224;
+  using v1 = typename Rebind<C, D <= 128 ? kOtherRegisters : C::kConsumerRegisters>::type;
 };
 #endif
 
@@ -46,7 +44,6 @@ Status with_config(F&& f) {
   const char* env = std::getenv("TILESCHED_GPU_VARIANT");
   switch (env != nullptr ? std::atoi(env) : 0) {
     case 1: return f(typename ExperimentConfigs<D>::v1{});
-    case 2: return f(typename ExperimentConfigs<D>::v2{});
     default: break;
   }
 #endif

@@ -33,8 +33,7 @@ using Element = cutlass::bfloat16_t;
 // registers (store_tile_outputs).
 template <int D, int BN, int StagesKV, int StagesQ, bool SkipUnitRescale = false,
           bool RebuildQOperand = false, int FmaExp2Eighths = 0, bool RescaleUnderQK = false,
-          int ConsumerRegisters = 232, bool PrefetchTile = false, bool EpilogueTma = false,
-          bool TwoScores = false>
+          int ConsumerRegisters = 232, bool PrefetchTile = false, bool EpilogueTma = false>
 struct KernelConfig {
   static constexpr int kHeadDim = D;
   static constexpr int kBlockN = BN;
@@ -47,7 +46,6 @@ struct KernelConfig {
   static constexpr int kConsumerRegisters = ConsumerRegisters;
   static constexpr bool kPrefetchTile = PrefetchTile;
   static constexpr bool kEpilogueTma = EpilogueTma;
-  static constexpr bool kTwoScores = TwoScores;
   static_assert(FmaExp2Eighths >= 0 && FmaExp2Eighths <= 8, "a share in eighths");
 };
 
