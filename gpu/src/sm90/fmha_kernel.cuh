@@ -28,6 +28,7 @@
 #include <cutlass/arch/reg_reconfig.h>
 
 #include <cstdint>
+#include <type_traits>
 
 #include "sm90/fmha_sync.cuh"
 #include "sm90/fmha_traits.cuh"
@@ -515,7 +516,7 @@ __device__ void run_consumer(const Params& p, Storage& smem, Pipelines& pipes) {
   typename PipelineKV::PipelineState k_r;
   typename PipelineKV::PipelineState v_r;
 
-  const PingPong ping_pong(warpgroup);
+  const std::conditional_t<Traits::kPingPong, PingPong, NoPingPong> ping_pong(warpgroup);
   // Consumer warpgroup 1's first thread records the trace: both warpgroups receive a tile at the
   // same hand-off, and the ping-pong runs warpgroup 1 behind warpgroup 0, so its epilogue ends
   // the tile. (A barrier of both warpgroups per tile cost 8-11 % at d = 128, measured.)

@@ -17,22 +17,19 @@ namespace tilesched::gpu::sm90 {
 #ifdef TILESCHED_GPU_EXPERIMENTS
 // Candidate configurations, compiled only into experiment builds (-DTILESCHED_GPU_EXPERIMENTS=ON)
 // and chosen at run time with TILESCHED_GPU_VARIANT=1; docs/gpu-performance.md records what each
-// measured: the default with one switch flipped. 1: 224 consumer registers (the producer gets 56)
-// where the default has 232, 232 where it has 224, at d <= 128; d = 256's consumers would spill
-// at 224, so there it is the default.
-template <class Config, int ConsumerRegisters>
+// measured: the default with one switch flipped. 1: the consumer warpgroups' GEMM turns
+// (PingPong) off.
+template <class Config, bool PingPongTurns>
 struct Rebind;
 template <int D, int BN, int StagesKV, int StagesQ, bool S, bool Rebuild, int Fma, bool R,
-          int Registers0, bool P, bool E, int Registers>
-struct Rebind<KernelConfig<D, BN, StagesKV, StagesQ, S, Rebuild, Fma, R, Registers0, P, E>,
-              Registers> {
-  using type = KernelConfig<D, BN, StagesKV, StagesQ, S, Rebuild, Fma, R, Registers, P, E>;
+          int Registers, bool P, bool E, bool T0, bool T>
+struct Rebind<KernelConfig<D, BN, StagesKV, StagesQ, S, Rebuild, Fma, R, Registers, P, E, T0>, T> {
+  using type = KernelConfig<D, BN, StagesKV, StagesQ, S, Rebuild, Fma, R, Registers, P, E, T>;
 };
 template <int D>
 struct ExperimentConfigs {
   using C = typename DefaultConfig<D>::type;
-  static constexpr int kOtherRegisters = C::kConsumerRegisters == 224 ? 232 : 224;
-  using v1 = typename Rebind<C, D <= 128 ? kOtherRegisters : C::kConsumerRegisters>::type;
+  using v1 = typename Rebind<C, !C::kPingPong>::type;
 };
 #endif
 

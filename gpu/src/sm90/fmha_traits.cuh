@@ -30,10 +30,12 @@ using Element = cutlass::bfloat16_t;
 // registers after setmaxnreg (the producer gets the rest), whether the consumers receive their
 // next tile while the current one's last PV runs (run_consumer), and whether a warpgroup whose 64
 // rows all belong to the tile stores O through shared memory with a TMA store instead of from
-// registers (store_tile_outputs).
+// registers (store_tile_outputs), and whether the two consumer warpgroups take turns issuing their
+// GEMMs (PingPong; off, each issues whenever it is ready).
 template <int D, int BN, int StagesKV, int StagesQ, bool SkipUnitRescale = false,
           bool RebuildQOperand = false, int FmaExp2Eighths = 0, bool RescaleUnderQK = false,
-          int ConsumerRegisters = 232, bool PrefetchTile = false, bool EpilogueTma = false>
+          int ConsumerRegisters = 232, bool PrefetchTile = false, bool EpilogueTma = false,
+          bool PingPongTurns = true>
 struct KernelConfig {
   static constexpr int kHeadDim = D;
   static constexpr int kBlockN = BN;
@@ -46,6 +48,7 @@ struct KernelConfig {
   static constexpr int kConsumerRegisters = ConsumerRegisters;
   static constexpr bool kPrefetchTile = PrefetchTile;
   static constexpr bool kEpilogueTma = EpilogueTma;
+  static constexpr bool kPingPong = PingPongTurns;
   static_assert(FmaExp2Eighths >= 0 && FmaExp2Eighths <= 8, "a share in eighths");
 };
 
@@ -67,7 +70,9 @@ struct KernelConfig {
 // spills at 24) nor O's rescale under the next QK^T measured faster anywhere
 // (docs/gpu-performance.md, candidates of 2026-11-30, third session). At d = 128, 224 consumer
 // registers (the producer gets 56 and no longer spills around the trace writer) measured
-// +1-2 % over 232 at every point; at d = 64 (no spills at 232) 0-2 % slower (sixth session).
+// +1-2 % over 232 at every point; at d = 64 (no spills at 232) 0-2 % slower. Without the GEMM
+// turns d = 64 ran 1-5 % slower, d = 128 and 256 dense up to 4-6 % slower, causal within -1..+2 %
+// (sixth session).
 template <int D>
 struct DefaultConfig;
 template <>
