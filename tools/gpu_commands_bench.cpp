@@ -99,8 +99,8 @@ double trace_overhead_pct(const Workload& w, const BenchCommandOptions& options)
   require(dev.fill_random(w.q_lens.front() * 31 + w.head_dim));
   std::vector<float> plain, traced;
   require(dev.time_tracing_pairs(std::max(1, options.warmup), 1, plain, traced));  // warm-up
-  require(dev.time_tracing_pairs(2 * options.iterations, w.q_lens.front() * 7919u + 1, plain,
-                                 traced));
+  require(
+      dev.time_tracing_pairs(2 * options.iterations, w.q_lens.front() * 7919u + 1, plain, traced));
   return (sim::median(std::vector<double>(traced.begin(), traced.end())) /
               sim::median(std::vector<double>(plain.begin(), plain.end())) -
           1.0) *
@@ -137,10 +137,10 @@ int bench_gpu_command(const BenchCommandOptions& options) {
   std::string device;
   int sms = 0;
   require(gpu::device_info(device, sms));
-  const std::vector<u32> seqs =
-      !options.seq_lens.empty() ? options.seq_lens
-      : options.quick           ? std::vector<u32>{1024, 8192}
-                                : std::vector<u32>{512, 1024, 2048, 4096, 8192, 16384};
+  const std::vector<u32> seqs = !options.seq_lens.empty() ? options.seq_lens
+                                : options.quick
+                                    ? std::vector<u32>{1024, 8192}
+                                    : std::vector<u32>{512, 1024, 2048, 4096, 8192, 16384};
   const std::vector<u32> head_dims =
       options.head_dims.empty() ? std::vector<u32>{64, 128, 256} : options.head_dims;
   fmt::print(

@@ -226,7 +226,8 @@ Status DeviceProblem::time_tracing_pairs(int pairs, std::uint64_t seed,
       set_tracing(traced[static_cast<std::size_t>(i)]);
       result = cuda_status(cudaEventRecord(events[2 * i], stream), "cudaEventRecord");
       if (result) result = run();
-      if (result) result = cuda_status(cudaEventRecord(events[2 * i + 1], stream), "cudaEventRecord");
+      if (result)
+        result = cuda_status(cudaEventRecord(events[2 * i + 1], stream), "cudaEventRecord");
     }
   }
   set_tracing(false);

@@ -76,9 +76,8 @@ TEST_CASE("the built-in h200 table predicts the shipped kernel's traces measured
   // tests/data/h200_sm90_s6: the six traces of the warp-specialized sm90 kernel that
   // tools/bench/record_cost_traces.sh recorded (2026-11-30, sixth session) and the table was
   // fitted to (the replay lands 0.0-1.3 % short).
-  const std::vector<std::string> names = {"h200_d64_causal",  "h200_d64_none",
-                                          "h200_d128_causal", "h200_d128_none",
-                                          "h200_d256_causal", "h200_d256_none"};
+  const std::vector<std::string> names = {"h200_d64_causal", "h200_d64_none",    "h200_d128_causal",
+                                          "h200_d128_none",  "h200_d256_causal", "h200_d256_none"};
   check_predicts_measured("h200_sm90_s6", names, sim::CostModel::builtin("h200"), 0.02);
 
   // The table is what `tilesched fit` derives from those traces, hand-off included, to the four

@@ -141,10 +141,9 @@ CostFitReport fit_cost_model(const std::vector<LabelledTrace>& traces, const sim
 namespace {
 
 std::string format_tile_costs(const CostFitReport& r) {
-  std::string out =
-      fmt::format("  {:>8} {:>10} {:>12} {:>13} {:>12} {:>8} {:>9} {:>12}\n", "head_dim",
-                  "fixed us", "us/block", "us/masked", "RMS res us", "samples", "rel RMS %",
-                  "hand-off us");
+  std::string out = fmt::format("  {:>8} {:>10} {:>12} {:>13} {:>12} {:>8} {:>9} {:>12}\n",
+                                "head_dim", "fixed us", "us/block", "us/masked", "RMS res us",
+                                "samples", "rel RMS %", "hand-off us");
   for (const HeadDimFit& f : r.fits) {
     const sim::CostCoefficients& k = f.fit.coefficients;
     out += fmt::format("  {:>8} {:>10.4f} {:>12.4f} {:>13.4f} {:>12.4f} {:>8} {:>9.2f} {:>12.4f}\n",
