@@ -91,8 +91,8 @@ double median_ms(const Workload& w, const BenchCommandOptions& options) {
 // What recording the trace costs, in percent: the same buffers and inputs launched back to back in
 // pairs, one launch of each pair recording and one not, in a random order per pair, the ratio of
 // the two kinds' medians. (Rounds of several launches each, alternating, measured 4-6 % at one
-// point in one process and 0.1-0.4 % at the same point in the next: the GPU's clock changes line
-// up with such rounds often enough to pass for overhead; docs/gpu-performance.md.)
+// point in one process and 0.1-0.4 % at the same point in the next, with the same binary: most
+// likely clock changes lining up with the rounds; docs/gpu-performance.md.)
 double trace_overhead_pct(const Workload& w, const BenchCommandOptions& options) {
   gpu::DeviceProblem dev;
   require(dev.create(w, /*record_trace=*/true, sim::plan_schedule(w)));
