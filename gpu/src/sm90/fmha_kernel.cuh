@@ -561,16 +561,26 @@ __device__ void run_consumer(const Params& p, Storage& smem, Pipelines& pipes) {
       float alpha[2];
       clear(tOrO);
 
+      int block_idx = static_cast<int>(g.kv_blocks) - 1;
+
+      // Block kv_blocks - 1: S only, once the tile's Q has arrived, in this warpgroup's turn.
+      consumer_wait(pipes.q, q_r, "Q buffer (consumer)");
+      const int q_buffer = q_r.index();
       // The loop's QK^T operand. By default its descriptors (a register pair per k slice) are
       // made once, before the loop, in uniform registers. With kRebuildQOperand the loop builds
       // them at every block (in ordinary registers, one integer op per k slice) from the tile's
-      // Q buffer address, which the warp writes to shared memory below and reads back (volatile,
+      // Q buffer address, which the warp writes to shared memory here and reads back (volatile,
       // so that it cannot be hoisted): at d = 256 the 16 hoisted pairs pushed the loop into local
       // memory (184 bytes of spills), while at d = 64 and 128 the rebuild only adds
       // instructions (measured slower).
       Element** const q_buffer_slot =
           &smem.q_buffer_of_warp[warpgroup * (Traits::kWarpgroupThreads / 32) + warp];
-      int q_buffer = 0;
+      if constexpr (Traits::kRebuildQOperand) {
+        __syncwarp();  // the warp's reads of the previous tile's address are done
+        if (lane == 0)
+          *q_buffer_slot = smem.q.data() + q_buffer * cosize(typename Traits::SmemLayoutQBuffer{});
+        __syncwarp();
+      }
       auto q_operand_in_loop = [&] {
         if constexpr (Traits::kRebuildQOperand) {
           Element* const buffer = *static_cast<Element* const volatile*>(q_buffer_slot);
@@ -581,17 +591,6 @@ __device__ void run_consumer(const Params& p, Storage& smem, Pipelines& pipes) {
           return tSrQ(_, _, _, q_buffer);
         }
       };
-      int block_idx = static_cast<int>(g.kv_blocks) - 1;
-
-      // Block kv_blocks - 1: S only, once the tile's Q has arrived, in this warpgroup's turn.
-      consumer_wait(pipes.q, q_r, "Q buffer (consumer)");
-      q_buffer = q_r.index();
-      if constexpr (Traits::kRebuildQOperand) {
-        __syncwarp();  // the warp's reads of the previous tile's address are done
-        if (lane == 0)
-          *q_buffer_slot = smem.q.data() + q_buffer * cosize(typename Traits::SmemLayoutQBuffer{});
-        __syncwarp();
-      }
       ping_pong.wait_turn();
       consumer_wait(pipes.k, k_r, "K stage (consumer)");
       warpgroup_gemm(mma_qk, tSrQ(_, _, _, q_buffer), tSrK(_, _, _, k_r.index()), tSrS, false);
