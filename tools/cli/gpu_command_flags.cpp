@@ -1,13 +1,8 @@
 // `tilesched run` and `tilesched bench`: flags parsed here, the work done by the GPU half
 // (tools/gpu_commands_run.cpp, gpu_commands_bench.cpp) or refused by
 // tools/gpu_commands_unavailable.cpp.
-#include <fmt/format.h>
-#include <fmt/ranges.h>
-
-#include <algorithm>
 #include <memory>
 #include <string>
-#include <vector>
 
 #include "cli/commands.hpp"
 #include "cli/typed_flags.hpp"
@@ -65,30 +60,12 @@ void add_bench_command(CLI::App& app, Action& action) {
   CLI::Option* quick = cmd->add_flag("--quick", bench->quick, "A reduced grid");
   // A part of the grid: each list's entries must be the grid's own (one point per head dim, length
   // and mask), so that the results stay comparable with the full table and gpu_bench.py.
-  const auto grid_subset = [&](const std::string& name, std::vector<u32>& values,
-                               const std::vector<u32>& allowed, const std::string& help) {
-    return cmd
-        ->add_option_function<std::string>(
-            name,
-            [name, &values, allowed](const std::string& text) {
-              try {
-                values = parse_u32_list(text);
-              } catch (const std::invalid_argument& e) {
-                throw CLI::ValidationError(name, e.what());
-              }
-              for (const u32 v : values)
-                if (std::find(allowed.begin(), allowed.end(), v) == allowed.end())
-                  throw CLI::ValidationError(
-                      name, fmt::format("{} is not one of the grid's values ({})", v,
-                                        fmt::join(allowed, ", ")));
-            },
-            help)
-        ->type_name("LIST");
-  };
-  grid_subset("--head-dims", bench->head_dims, {64, 128, 256},
-              "Only these head dims, comma-separated (default: 64,128,256)");
-  grid_subset("--seq-lens", bench->seq_lens, {512, 1024, 2048, 4096, 8192, 16384},
-              "Only these sequence lengths, comma-separated (default: 512 to 16384)")
+  add_u32_list_flag(*cmd, "--head-dims", bench->head_dims,
+                    "Only these head dims, comma-separated (default: 64,128,256)", {64, 128, 256},
+                    "the grid's values");
+  add_u32_list_flag(*cmd, "--seq-lens", bench->seq_lens,
+                    "Only these sequence lengths, comma-separated (default: 512 to 16384)",
+                    {512, 1024, 2048, 4096, 8192, 16384}, "the grid's values")
       ->excludes(quick);
   add_number_flag(*cmd, "--warmup", bench->warmup, "Warm-up launches per point")
       ->capture_default_str();

@@ -2,6 +2,7 @@
 
 #include <fmt/ranges.h>
 
+#include <algorithm>
 #include <stdexcept>
 
 #include "tilesched/sim/cost_model.hpp"
@@ -84,18 +85,24 @@ CLI::Option* add_cost_profile_flag(CLI::App& command, const std::string& name, s
 }
 
 CLI::Option* add_u32_list_flag(CLI::App& command, const std::string& name, std::vector<u32>& values,
-                               const std::string& help) {
+                               const std::string& help, const std::vector<u32>& allowed,
+                               const std::string& allowed_what) {
   // A list is one argument split here rather than by CLI11, whose delimiter option silently
   // drops empty entries ("512,,1").
   return command
       .add_option_function<std::string>(
           name,
-          [name, &values](const std::string& text) {
+          [name, &values, allowed, allowed_what](const std::string& text) {
             try {
               values = parse_u32_list(text);
             } catch (const std::invalid_argument& e) {
               throw CLI::ValidationError(name, e.what());
             }
+            for (const u32 v : values)
+              if (!allowed.empty() && std::find(allowed.begin(), allowed.end(), v) == allowed.end())
+                throw CLI::ValidationError(name,
+                                           fmt::format("{} is not one of {} ({})", v, allowed_what,
+                                                       fmt::join(allowed, ", ")));
           },
           help)
       ->type_name("LIST");

@@ -83,9 +83,11 @@ CLI::Option* add_number_flag(CLI::App& command, const std::string& name, T& valu
 }
 
 // A comma-separated list of u32 (parse_u32_list), one command-line argument. Stays empty when
-// the flag is not given; a given list has at least one entry.
+// the flag is not given; a given list has at least one entry. With `allowed` non-empty, every
+// entry must be one of those ("V is not one of <allowed_what> (A, B, ...)" otherwise).
 CLI::Option* add_u32_list_flag(CLI::App& command, const std::string& name, std::vector<u32>& values,
-                               const std::string& help);
+                               const std::string& help, const std::vector<u32>& allowed = {},
+                               const std::string& allowed_what = "the allowed values");
 
 // A choice flag stored in `value` (an enum with a table, or a std::optional of one). The help
 // text gets the names appended ("Attention mask: none | causal") and, for a plain enum, the
