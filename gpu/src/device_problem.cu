@@ -202,63 +202,22 @@ Status DeviceProblem::download_raw_trace(std::vector<DeviceTraceEvent>& out) con
   return recorder_.download_raw(out);
 }
 
-Status DeviceProblem::time_tracing_pairs(int pairs, std::uint64_t seed,
-                                         std::vector<float>& plain_ms,
-                                         std::vector<float>& traced_ms) {
-  plain_ms.clear();
-  traced_ms.clear();
-  if (!record_trace_)
-    return Status::error("timing traced launches needs buffers created to record a trace");
+Status DeviceProblem::time_launches(int launches, const std::vector<bool>* tracing,
+                                    std::vector<float>& ms) {
+  ms.clear();
   const auto stream = static_cast<cudaStream_t>(stream_);
-  const int launches = 2 * pairs;
   std::vector<cudaEvent_t> events(2 * static_cast<std::size_t>(launches));
   for (auto& e : events)
     if (Status s = cuda_status(cudaEventCreate(&e), "cudaEventCreate"); !s) return s;
-  std::vector<bool> traced(static_cast<std::size_t>(launches));
-  std::uint64_t state = seed;
   Status result = Status::success();
-  for (int p = 0; p < pairs && result; ++p) {
-    state = state * 6364136223846793005ull + 1442695040888963407ull;  // an LCG step
-    const bool traced_first = (state >> 63) != 0;
-    for (int k = 0; k < 2 && result; ++k) {
-      const int i = 2 * p + k;
-      traced[static_cast<std::size_t>(i)] = (k == 0) == traced_first;
-      set_tracing(traced[static_cast<std::size_t>(i)]);
-      result = cuda_status(cudaEventRecord(events[2 * i], stream), "cudaEventRecord");
-      if (result) result = run();
-      if (result)
-        result = cuda_status(cudaEventRecord(events[2 * i + 1], stream), "cudaEventRecord");
-    }
-  }
-  set_tracing(false);
-  if (result) result = synchronize();
   for (int i = 0; i < launches && result; ++i) {
-    float t = 0;
-    result = cuda_status(cudaEventElapsedTime(&t, events[2 * i], events[2 * i + 1]),
-                         "cudaEventElapsedTime");
-    (traced[static_cast<std::size_t>(i)] ? traced_ms : plain_ms).push_back(t);
-  }
-  for (auto& e : events) (void)cudaEventDestroy(e);
-  return result;
-}
-
-Status DeviceProblem::time(int warmup, int iterations, std::vector<float>& ms) {
-  ms.clear();
-  const auto stream = static_cast<cudaStream_t>(stream_);
-  for (int i = 0; i < warmup; ++i)
-    if (Status s = run(); !s) return s;
-  if (Status s = synchronize(); !s) return s;
-  std::vector<cudaEvent_t> events(2 * static_cast<std::size_t>(iterations));
-  for (auto& e : events)
-    if (Status s = cuda_status(cudaEventCreate(&e), "cudaEventCreate"); !s) return s;
-  Status result = Status::success();
-  for (int i = 0; i < iterations && result; ++i) {
+    if (tracing != nullptr) set_tracing((*tracing)[static_cast<std::size_t>(i)]);
     result = cuda_status(cudaEventRecord(events[2 * i], stream), "cudaEventRecord");
     if (result) result = run();
     if (result) result = cuda_status(cudaEventRecord(events[2 * i + 1], stream), "cudaEventRecord");
   }
   if (result) result = synchronize();
-  for (int i = 0; i < iterations && result; ++i) {
+  for (int i = 0; i < launches && result; ++i) {
     float t = 0;
     result = cuda_status(cudaEventElapsedTime(&t, events[2 * i], events[2 * i + 1]),
                          "cudaEventElapsedTime");
@@ -266,6 +225,36 @@ Status DeviceProblem::time(int warmup, int iterations, std::vector<float>& ms) {
   }
   for (auto& e : events) (void)cudaEventDestroy(e);
   return result;
+}
+
+Status DeviceProblem::time_tracing_pairs(int pairs, std::uint64_t seed,
+                                         std::vector<float>& plain_ms,
+                                         std::vector<float>& traced_ms) {
+  plain_ms.clear();
+  traced_ms.clear();
+  if (!record_trace_)
+    return Status::error("timing traced launches needs buffers created to record a trace");
+  std::vector<bool> traced(2 * static_cast<std::size_t>(pairs));
+  std::uint64_t state = seed;
+  for (std::size_t p = 0; p < traced.size() / 2; ++p) {
+    state = state * 6364136223846793005ull + 1442695040888963407ull;  // an LCG step
+    const bool traced_first = (state >> 63) != 0;
+    traced[2 * p] = traced_first;
+    traced[2 * p + 1] = !traced_first;
+  }
+  std::vector<float> ms;
+  const Status result = time_launches(2 * pairs, &traced, ms);
+  set_tracing(false);
+  for (std::size_t i = 0; i < ms.size(); ++i) (traced[i] ? traced_ms : plain_ms).push_back(ms[i]);
+  return result;
+}
+
+Status DeviceProblem::time(int warmup, int iterations, std::vector<float>& ms) {
+  ms.clear();
+  for (int i = 0; i < warmup; ++i)
+    if (Status s = run(); !s) return s;
+  if (Status s = synchronize(); !s) return s;
+  return time_launches(iterations, nullptr, ms);
 }
 
 Status run_recorded(const Workload& w, const DeviceInputs& inputs, bool warm_up, DeviceRun& out,

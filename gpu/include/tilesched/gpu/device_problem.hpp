@@ -61,6 +61,10 @@ class DeviceProblem {
   const Workload& workload() const { return workload_; }
 
  private:
+  // `launches` launches back to back, each between two CUDA events, with recording set per launch
+  // from `tracing` when given; the per-launch milliseconds.
+  Status time_launches(int launches, const std::vector<bool>* tracing, std::vector<float>& ms);
+
   struct Buffers;
   std::unique_ptr<Buffers> buffers_;
   Workload workload_;
