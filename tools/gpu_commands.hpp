@@ -24,6 +24,9 @@ struct RunCommandOptions {
   std::string out_dir = "out";  // measured trace + pictures are written here
   bool check = true;            // compare against the simulator tile by tile
   bool ctas_given = false;      // --ctas was given: keep the workload's num_ctas
+  // --bm or a workload file gave BM: keep it (a BM the kernel does not run is refused); otherwise
+  // the workload takes the kernel's BM for its head dim.
+  bool block_m_given = false;
 };
 
 struct BenchCommandOptions {
@@ -44,6 +47,8 @@ struct BenchCommandOptions {
   // The scheduler of the causal points, queued if unset (dense points use the static stride:
   // their tiles cost the same).
   std::optional<SchedulerKind> causal_scheduler;
+  // Tile height (BM) of every point; 0: the kernel's recommended_block_m for each point.
+  u32 block_m = 0;
 };
 
 // Both return the process exit code; a device or file failure is thrown as std::runtime_error.

@@ -2,6 +2,7 @@
 // 16384 tokens, d 64/128/256, causal and not), each point timed with CUDA events; the median per
 // point, its TFLOP/s and, at d = 128, what recording a trace costs.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <chrono>
@@ -14,6 +15,7 @@
 #include <thread>
 #include <vector>
 
+#include "cli/errors.hpp"
 #include "cuda_driver.hpp"
 #include "gpu_commands.hpp"
 #include "tilesched/gpu/attention.hpp"
@@ -52,14 +54,14 @@ std::string today_utc() {
 
 // One point of the grid. Dense tiles cost the same, so a static stride is balanced; causal tiles
 // differ by up to seq/BN blocks, so a dynamic scheduler (queued by default) balances them.
-Workload grid_point(u32 d, u32 seq, bool causal, SchedulerKind causal_scheduler) {
+Workload grid_point(u32 d, u32 seq, bool causal, SchedulerKind causal_scheduler, u32 block_m) {
   Workload w;
   w.padded = true;
   w.q_lens.assign(kTokens / seq, seq);
   w.num_q_heads = w.num_kv_heads = kHidden / d;
   w.head_dim = d;
   w.mask = causal ? Mask::Causal : Mask::None;
-  w.block_m = gpu::kKernelBlockM;
+  w.block_m = block_m != 0 ? block_m : gpu::recommended_block_m(w);
   w.block_n = gpu::kernel_block_n(d);
   w.scheduler = causal ? causal_scheduler : SchedulerKind::Tile;
   require(gpu::resident_ctas(w, w.num_ctas));
@@ -116,16 +118,22 @@ nlohmann::json bench_point(const Workload& w, const BenchCommandOptions& options
   std::optional<double> trace_pct;
   if (w.head_dim == 128) trace_pct = trace_overhead_pct(w, options);
   const bool causal = w.mask == Mask::Causal;
-  fmt::print("{:>5} {:>6} {:>5} {:>4} {:>7} {:<14} {:>5} {:>10.3f} {:>9.1f} {:>9}\n", w.head_dim,
-             w.q_lens.front(), w.batch_size(), w.num_q_heads, causal ? "yes" : "no",
-             strategy_name(w), w.num_ctas, med, tflops,
+  fmt::print("{:>5} {:>6} {:>5} {:>4} {:>7} {:>4} {:<14} {:>5} {:>10.3f} {:>9.1f} {:>9}\n",
+             w.head_dim, w.q_lens.front(), w.batch_size(), w.num_q_heads, causal ? "yes" : "no",
+             w.block_m, strategy_name(w), w.num_ctas, med, tflops,
              trace_pct ? fmt::format("{:.2f}", *trace_pct) : "-");
   std::fflush(stdout);
-  nlohmann::json row = {{"d", w.head_dim},         {"seq", w.q_lens.front()},
-                        {"batch", w.batch_size()}, {"heads", w.num_q_heads},
-                        {"causal", causal},        {"scheduler", strategy_name(w)},
-                        {"num_ctas", w.num_ctas},  {"median_ms", med},
-                        {"flops", flops},          {"tflops", tflops}};
+  nlohmann::json row = {{"d", w.head_dim},
+                        {"seq", w.q_lens.front()},
+                        {"batch", w.batch_size()},
+                        {"heads", w.num_q_heads},
+                        {"causal", causal},
+                        {"block_m", w.block_m},
+                        {"scheduler", strategy_name(w)},
+                        {"num_ctas", w.num_ctas},
+                        {"median_ms", med},
+                        {"flops", flops},
+                        {"tflops", tflops}};
   if (trace_pct) row["trace_overhead_pct"] = *trace_pct;
   return row;
 }
@@ -133,6 +141,17 @@ nlohmann::json bench_point(const Workload& w, const BenchCommandOptions& options
 }  // namespace
 
 int bench_gpu_command(const BenchCommandOptions& options) {
+  const std::vector<u32> head_dims =
+      options.head_dims.empty() ? std::vector<u32>{64, 128, 256} : options.head_dims;
+  // A BM the kernel does not run at one of the head dims is refused before the device is touched.
+  if (options.block_m != 0)
+    for (u32 d : head_dims) {
+      const std::vector<u32> bms = gpu::kernel_block_ms(d);
+      if (std::find(bms.begin(), bms.end(), options.block_m) == bms.end())
+        throw cli::UsageError(
+            fmt::format("--bm {}: the kernel runs tiles of {} query rows at head dim {}",
+                        options.block_m, fmt::join(bms, " or "), d));
+    }
   require_cuda_driver();
   std::string device;
   int sms = 0;
@@ -141,21 +160,20 @@ int bench_gpu_command(const BenchCommandOptions& options) {
                                 : options.quick
                                     ? std::vector<u32>{1024, 8192}
                                     : std::vector<u32>{512, 1024, 2048, 4096, 8192, 16384};
-  const std::vector<u32> head_dims =
-      options.head_dims.empty() ? std::vector<u32>{64, 128, 256} : options.head_dims;
   fmt::print(
       "device: {} ({} SMs); bf16, hidden {}, batch x seq = {} tokens; median of {} after {} "
       "warm-up, {} ms idle and {} ms of launches before each point\n",
       device, sms, kHidden, kTokens, options.iterations, options.warmup, options.cooldown_ms,
       options.heat_ms);
-  fmt::print("{:>5} {:>6} {:>5} {:>4} {:>7} {:<14} {:>5} {:>10} {:>9} {:>9}\n", "d", "seq", "batch",
-             "H", "causal", "scheduler", "CTAs", "median ms", "TFLOP/s", "trace %");
+  fmt::print("{:>5} {:>6} {:>5} {:>4} {:>7} {:>4} {:<14} {:>5} {:>10} {:>9} {:>9}\n", "d", "seq",
+             "batch", "H", "causal", "BM", "scheduler", "CTAs", "median ms", "TFLOP/s", "trace %");
   nlohmann::json rows = nlohmann::json::array();
   for (u32 d : head_dims)
     for (u32 seq : seqs)
       for (bool causal : {false, true})
         rows.push_back(bench_point(
-            grid_point(d, seq, causal, options.causal_scheduler.value_or(SchedulerKind::Queued)),
+            grid_point(d, seq, causal, options.causal_scheduler.value_or(SchedulerKind::Queued),
+                       options.block_m),
             options));
   if (options.out_json.empty()) return 0;
   const nlohmann::json doc = {{"device", device},

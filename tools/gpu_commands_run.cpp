@@ -87,6 +87,7 @@ int run_gpu_command(const RunCommandOptions& options) {
   Workload w = options.workload;
   // Refused before the device is touched: the kernel has no decode path.
   require(gpu::check_kernel_support(w));
+  if (const u32 bm = gpu::recommended_block_m(w); !options.block_m_given && bm != 0) w.block_m = bm;
   require_cuda_driver();
   std::string device;
   int sms = 0;
@@ -100,11 +101,12 @@ int run_gpu_command(const RunCommandOptions& options) {
   const u32 per_sm = sms > 0 ? device_ctas / u32(sms) : 1;
   const std::string rule = viz::device_cta_rule(u32(sms), per_sm, w.head_dim, device);
   const bool transient = w.scheduler == SchedulerKind::Transient;  // runs what the device holds
-  fmt::print("device: {} ({} SMs)\nworkload: {}, {} sequences, Hq {}, Hkv {}, d {}, {}\n{}\n",
-             device, sms, strategy_name(w), w.batch_size(), w.num_q_heads, w.num_kv_heads,
-             w.head_dim, to_string(w.mask),
-             transient ? viz::describe_cta_choice(true, viz::CtaOrigin::Device, device_ctas, rule)
-                       : viz::describe_cta_choice(false, options.ctas_origin, w.num_ctas, rule));
+  fmt::print(
+      "device: {} ({} SMs)\nworkload: {}, {} sequences, Hq {}, Hkv {}, d {}, {}, BM {}\n{}\n",
+      device, sms, strategy_name(w), w.batch_size(), w.num_q_heads, w.num_kv_heads, w.head_dim,
+      to_string(w.mask), w.block_m,
+      transient ? viz::describe_cta_choice(true, viz::CtaOrigin::Device, device_ctas, rule)
+                : viz::describe_cta_choice(false, options.ctas_origin, w.num_ctas, rule));
 
   const sim::AttentionInputs in = sim::make_inputs(w, options.seed);
   const gpu::DeviceInputs bits{sim::to_bf16_bits(in.q), sim::to_bf16_bits(in.k),

@@ -3,6 +3,7 @@
 // warp-specialized sm90 kernel of sm90/, one translation unit per head dim.
 #include <cuda_runtime.h>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cmath>
@@ -24,17 +25,25 @@ bool supported_head_dim(u32 d) {
   return d == 64 || d == 128 || d == 256;
 }
 
-// Calls f(std::integral_constant<int, d>) for the workload's head dim: the kernel is instantiated
-// once per head dim, everything else is a runtime value.
+// Calls f(std::integral_constant<int, D>{}, std::integral_constant<int, BM>{}) for the kernel of
+// head dim d and tile height bm: one instantiation per pair (kernel_block_ms lists them),
+// everything else is a runtime value.
 template <class F>
-Status with_head_dim(u32 d, F&& f) {
-  switch (d) {
-    case 64: return f(std::integral_constant<int, 64>{});
-    case 128: return f(std::integral_constant<int, 128>{});
-    case 256: return f(std::integral_constant<int, 256>{});
+Status with_kernel(u32 d, u32 bm, F&& f) {
+  using std::integral_constant;
+  if (!supported_head_dim(d))
+    return Status::error(fmt::format("head dim {} is not supported (64, 128 or 256)", d));
+  switch (d * 1000 + bm) {
+    case 64128: return f(integral_constant<int, 64>{}, integral_constant<int, 128>{});
+    case 64192: return f(integral_constant<int, 64>{}, integral_constant<int, 192>{});
+    case 128128: return f(integral_constant<int, 128>{}, integral_constant<int, 128>{});
+    case 256128: return f(integral_constant<int, 256>{}, integral_constant<int, 128>{});
     default: break;
   }
-  return Status::error(fmt::format("head dim {} is not supported (64, 128 or 256)", d));
+  return Status::error(fmt::format(
+      "BM (block_m) {} is not supported by the GPU kernel at head dim {}: it runs tiles of {} "
+      "query rows",
+      bm, d, fmt::join(kernel_block_ms(d), " or ")));
 }
 
 bool aligned_16(const void* p) {
@@ -75,10 +84,9 @@ Status validate(const AttentionArgs& a) {
   if (!supported_head_dim(w.head_dim))
     return Status::error(
         fmt::format("head dim {} is not supported by the GPU kernel (64, 128 or 256)", w.head_dim));
-  if (w.block_m != kKernelBlockM)
-    return Status::error(fmt::format(
-        "BM (block_m) {} is not supported by the GPU kernel: it processes tiles of {} query rows",
-        w.block_m, kKernelBlockM));
+  if (Status s = with_kernel(w.head_dim, w.block_m, [](auto, auto) { return Status::success(); });
+      !s)
+    return s;
   if (Status s = check_kernel_support(w); !s) return s;
   if (!a.plan.has_arrays_for(w.scheduler))
     return Status::error(
@@ -145,9 +153,28 @@ Status attention_forward(const AttentionArgs& a) {
     reset_counters<<<1, 1, 0, stream>>>(counter, sched.counter_start(), a.trace.count);
     if (Status s = cuda_status(cudaGetLastError(), "launching the counter reset"); !s) return s;
   }
-  return with_head_dim(w.head_dim, [&](auto dim) -> Status {
-    return sm90::launch<decltype(dim)::value>(a, sched, summary);
+  return with_kernel(w.head_dim, w.block_m, [&](auto dim, auto bm) -> Status {
+    return sm90::launch<decltype(dim)::value, decltype(bm)::value>(a, sched, summary);
   });
+}
+
+std::vector<u32> kernel_block_ms(u32 head_dim) {
+  if (head_dim == 64) return {128, 192};
+  if (supported_head_dim(head_dim)) return {128};
+  return {};
+}
+
+u32 recommended_block_m(const Workload& w) {
+  if (w.head_dim != 64) return w.head_dim == 128 || w.head_dim == 256 ? 128 : 0;
+  // Mean query rows of the non-empty sequences (a padded batch's are all S).
+  std::uint64_t rows = 0, sequences = 0;
+  for (const u32 q : w.q_lens)
+    if (q > 0) {
+      rows += q;
+      ++sequences;
+    }
+  const std::uint64_t threshold = w.mask == Mask::Causal ? 4096 : 2048;
+  return sequences > 0 && rows >= threshold * sequences ? 192 : 128;
 }
 
 Status resident_ctas(const Workload& w, u32& out) {
@@ -157,10 +184,11 @@ Status resident_ctas(const Workload& w, u32& out) {
                              "cudaDeviceGetAttribute(multiprocessors)");
       !s)
     return s;
-  if (Status s = with_head_dim(w.head_dim,
-                               [&](auto dim) -> Status {
-                                 return sm90::resident_ctas_per_sm<decltype(dim)::value>(per_sm);
-                               });
+  if (Status s = with_kernel(
+          w.head_dim, w.block_m,
+          [&](auto dim, auto bm) -> Status {
+            return sm90::resident_ctas_per_sm<decltype(dim)::value, decltype(bm)::value>(per_sm);
+          });
       !s)
     return s;
   out = static_cast<u32>(std::max(1, per_sm) * sms);

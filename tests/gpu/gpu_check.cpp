@@ -27,8 +27,9 @@ std::string describe(const Workload& w) {
   std::string s =
       fmt::format("{} q_lens [{}]", w.padded ? "padded" : "ragged", fmt::join(w.q_lens, ","));
   if (!w.kv_lens.empty()) s += fmt::format(" kv_lens [{}]", fmt::join(w.kv_lens, ","));
-  return s + fmt::format(" Hq {} Hkv {} d {} mask {} BN {} {} C {}", w.num_q_heads, w.num_kv_heads,
-                         w.head_dim, to_string(w.mask), w.block_n, strategy_name(w), w.num_ctas);
+  return s + fmt::format(" Hq {} Hkv {} d {} mask {} BM {} BN {} {} C {}", w.num_q_heads,
+                         w.num_kv_heads, w.head_dim, to_string(w.mask), w.block_m, w.block_n,
+                         strategy_name(w), w.num_ctas);
 }
 
 CheckOutcome check_workload(const Workload& w, std::uint64_t seed) {

@@ -54,17 +54,23 @@ u32 work_indices(const Workload& w) {
   return ceil_div(w.max_seq_len(), w.block_m) * w.num_q_heads * w.batch_size();
 }
 
-void expect_ok(const Workload& w, std::uint64_t seed) {
-  const auto r = check_workload(w, seed);
-  INFO(describe(w), " seed ", seed);
-  for (const auto& f : r.failures) FAIL_CHECK(f);
-  CHECK(r.failures.empty());
-  CHECK(r.tiles > 0);
+// Runs `given` at every tile height (BM) the kernel has for its head dim and expects GPU and
+// simulator to agree each time.
+void expect_ok(const Workload& given, std::uint64_t seed) {
+  for (const u32 bm : gpu::kernel_block_ms(given.head_dim)) {
+    Workload w = given;
+    w.block_m = bm;
+    const auto r = check_workload(w, seed);
+    INFO(describe(w), " seed ", seed);
+    for (const auto& f : r.failures) FAIL_CHECK(f);
+    CHECK(r.failures.empty());
+    CHECK(r.tiles > 0);
+  }
 }
 
 Workload ragged_base() {
   Workload w;
-  // Lengths that are not multiples of 128, one of length 1 and an empty sequence.
+  // Lengths that are not multiples of BM, one of length 1 and an empty sequence.
   w.q_lens = {130, 1, 0, 257, 128, 77};
   w.num_q_heads = 4;
   w.num_kv_heads = 1;
@@ -214,6 +220,8 @@ TEST_CASE("random problems") {
     const Strategy& s = kStrategies[pick(kStrategyCount)];
     const u32 ctas_choices[] = {132u, 1u, 7u, 1u + static_cast<u32>(pick(300))};
     w = apply(w, s, ctas_choices[pick(4)]);
+    const std::vector<u32> block_ms = gpu::kernel_block_ms(w.head_dim);  // every tile height
+    w.block_m = block_ms[pick(static_cast<int>(block_ms.size()))];
     // The planned orders group heads into L2 sections: none, a few heads, or the default L2.
     const std::uint64_t l2_choices[] = {0, 64 * 1024, w.l2_bytes};
     w.l2_bytes = l2_choices[pick(3)];

@@ -1,5 +1,5 @@
 // Sequence boundaries under the TMA (label gpu, part of test_gpu). The kernel loads whole boxes:
-// 128 query rows and BN keys from a tile's first row, across the end of its sequence. What lies
+// BM query rows and BN keys from a tile's first row, across the end of its sequence. What lies
 // past the end belongs to the next sequence (or to no one), so
 //   - keys at or past kv_len must never enter the softmax: the next sequence's K and V are made
 //     huge here, so a leaked key would dominate the scores and drag O towards 1000;
@@ -19,9 +19,9 @@ using namespace tilesched;
 
 namespace {
 
-Workload two_sequences(u32 d, Mask mask) {
+Workload two_sequences(u32 d, u32 bm, Mask mask) {
   Workload w;
-  // Sequence 0 ends inside the first 128-row tile and inside every K/V block size of the kernel;
+  // Sequence 0 ends inside the first tile and inside every K/V block size of the kernel;
   // sequence 1 follows it directly in Q, K and V.
   w.q_lens = {100, 200};
   w.kv_lens = mask == Mask::Causal ? std::vector<u32>{130, 200} : std::vector<u32>{100, 260};
@@ -32,6 +32,7 @@ Workload two_sequences(u32 d, Mask mask) {
   w.block_n = 128;
   w.scheduler = SchedulerKind::Tile;
   w.num_ctas = 3;
+  w.block_m = bm;
   return w;
 }
 
@@ -47,21 +48,22 @@ struct DeviceBuffer {
 
 TEST_CASE("keys past a sequence's end never enter its softmax (next sequence's K/V huge)") {
   for (u32 d : {64u, 128u, 256u})
-    for (Mask mask : {Mask::None, Mask::Causal}) {
-      const Workload w = two_sequences(d, mask);
-      sim::AttentionInputs in = sim::make_inputs(w, 7000 + d);
-      const std::vector<u32> kv_off = w.kv_row_offsets();
-      const std::size_t kv_row = std::size_t(w.num_kv_heads) * d;
-      for (std::size_t i = kv_off[1] * kv_row; i < kv_off[2] * kv_row; ++i) {
-        in.k[i] = 8.f;
-        in.v[i] = 1000.f;
+    for (const u32 bm : tilesched::gpu::kernel_block_ms(d))
+      for (Mask mask : {Mask::None, Mask::Causal}) {
+        const Workload w = two_sequences(d, bm, mask);
+        sim::AttentionInputs in = sim::make_inputs(w, 7000 + d);
+        const std::vector<u32> kv_off = w.kv_row_offsets();
+        const std::size_t kv_row = std::size_t(w.num_kv_heads) * d;
+        for (std::size_t i = kv_off[1] * kv_row; i < kv_off[2] * kv_row; ++i) {
+          in.k[i] = 8.f;
+          in.v[i] = 1000.f;
+        }
+        const auto r = tilesched::gpu_test::check_workload(w, in);
+        INFO(tilesched::gpu_test::describe(w));
+        for (const auto& f : r.failures) FAIL_CHECK(f);
+        CHECK(r.failures.empty());
+        CHECK(r.tiles == 2 * (1 + 2));  // heads x (one tile of sequence 0, two of sequence 1)
       }
-      const auto r = tilesched::gpu_test::check_workload(w, in);
-      INFO(tilesched::gpu_test::describe(w));
-      for (const auto& f : r.failures) FAIL_CHECK(f);
-      CHECK(r.failures.empty());
-      CHECK(r.tiles == 2 * (1 + 2));  // heads x (one tile of sequence 0, two of sequence 1)
-    }
 }
 
 namespace {
@@ -71,10 +73,10 @@ struct RowCounts {
   std::size_t foreign_written = 0;  // entries past the sequence's rows that were overwritten
 };
 
-constexpr std::size_t kAllocatedRows = 128;  // the tile's whole box
+constexpr std::size_t kAllocatedRows = 256;  // at least any kernel's whole tile box (BM rows)
 
-// One 100-row sequence in buffers of 128 rows: rows past it hold 1000s in Q, K and V and a
-// sentinel in O and LSE. Runs the kernel and counts what it wrote where.
+// One 100-row sequence in buffers of kAllocatedRows rows: rows past it hold 1000s in Q, K and V and
+// a sentinel in O and LSE. Runs the kernel and counts what it wrote where.
 RowCounts run_partial_tile(const Workload& w) {
   const u32 d = w.head_dim;
   const sim::AttentionInputs in = sim::make_inputs(w, 8000 + d);
@@ -135,19 +137,22 @@ RowCounts run_partial_tile(const Workload& w) {
 
 TEST_CASE("a partial tile stores only its own rows (sentinel past the last sequence survives)") {
   for (u32 d : {64u, 128u, 256u})
-    for (Mask mask : {Mask::None, Mask::Causal}) {
-      Workload w;
-      w.q_lens = {100};
-      w.num_q_heads = 1;
-      w.num_kv_heads = 1;
-      w.head_dim = d;
-      w.mask = mask;
-      w.scheduler = SchedulerKind::Tile;
-      w.num_ctas = 1;
-      REQUIRE(w.validate().empty());
-      const RowCounts counts = run_partial_tile(w);
-      INFO("d ", d, " mask ", to_string(mask));
-      CHECK(counts.owned_unwritten == 0);
-      CHECK(counts.foreign_written == 0);
-    }
+    for (const u32 bm : tilesched::gpu::kernel_block_ms(d))
+      for (Mask mask : {Mask::None, Mask::Causal}) {
+        Workload w;
+        w.block_m = bm;
+        w.q_lens = {100};
+        w.num_q_heads = 1;
+        w.num_kv_heads = 1;
+        w.head_dim = d;
+        w.mask = mask;
+        w.scheduler = SchedulerKind::Tile;
+        w.num_ctas = 1;
+        REQUIRE(w.validate().empty());
+        REQUIRE(bm <= kAllocatedRows);
+        const RowCounts counts = run_partial_tile(w);
+        INFO("d ", d, " BM ", bm, " mask ", to_string(mask));
+        CHECK(counts.owned_unwritten == 0);
+        CHECK(counts.foreign_written == 0);
+      }
 }

@@ -22,6 +22,7 @@ int run_run(RunOptions& o) {
   o.command.workload = resolve_workload(o.workload, &o.command.ctas_origin);
   o.command.check = !o.no_check;
   o.command.ctas_given = o.workload.ctas.has_value();
+  o.command.block_m_given = o.workload.block_m.has_value() || !o.workload.workload_file.empty();
   // The command checks the driver itself, after what needs no GPU (a decode workload is refused
   // first); without the GPU half the stand-in says so.
   return tools::run_gpu_command(o.command);
@@ -67,6 +68,10 @@ void add_bench_command(CLI::App& app, Action& action) {
                     "Only these sequence lengths, comma-separated (default: 512 to 16384)",
                     {512, 1024, 2048, 4096, 8192, 16384}, "the grid's values")
       ->excludes(quick);
+  add_number_flag(*cmd, "--bm", bench->block_m,
+                  "Tile height (BM) at every point (default: the kernel's recommended BM for "
+                  "each point)",
+                  /*min=*/1);
   add_number_flag(*cmd, "--warmup", bench->warmup, "Warm-up launches per point")
       ->capture_default_str();
   add_number_flag(*cmd, "--iters", bench->iterations, "Timed launches per point", /*min=*/1)

@@ -1,9 +1,11 @@
-// The sm90 attention kernel for head dim 256 (one translation unit per head dim: see fmha.hpp).
+// The sm90 attention kernel for head dim 256, tiles of 128 query rows (one translation unit per
+// kernel: see fmha.hpp).
 #include "sm90/fmha_launch.cuh"
 
 namespace tilesched::gpu::sm90 {
 
-template Status launch<256>(const AttentionArgs&, const runtime::AnyScheduler&, const TileSummary&);
-template Status resident_ctas_per_sm<256>(int&);
+template Status launch<256, 128>(const AttentionArgs&, const runtime::AnyScheduler&,
+                                 const TileSummary&);
+template Status resident_ctas_per_sm<256, 128>(int&);
 
 }  // namespace tilesched::gpu::sm90

@@ -1,5 +1,5 @@
 // The warp-specialized Hopper attention forward kernel (TMA + wgmma), driven by a scheduler of
-// common/. One CTA of three warpgroups per SM:
+// common/. One CTA of three or four warpgroups per SM:
 //
 //   warpgroup 0, the producer (registers lowered): owns the scheduler. All 128 threads call
 //     first_work / advance<producer = true, SchedulerSync::Producer> (a counter scheduler's
@@ -9,15 +9,15 @@
 //     recorded, thread 32 too, after writing the tile's event: TileTraceRecorder).
 //     Thread 0 then issues the tile's TMA loads: Q into one of the Q buffers, K and V blocks into
 //     their stage rings, each stage guarded by a full/empty mbarrier pair (PipelineTmaAsync).
-//   warpgroups 1 and 2, the consumers (registers raised): each owns 64 of the tile's 128 query
-//     rows. Per tile: wait on the hand-off mbarrier, advance<producer = false> (reads the slot),
-//     release the slot; then for every K/V block, last to first (masked blocks come first):
-//     S = Q K^T with wgmma from shared memory, the online softmax in fp32 registers, O += P V with
-//     P from registers and V from shared memory. The QK^T of block j is issued together with the
-//     PV of block j + 1, so this warpgroup's softmax of block j runs while its PV is in flight,
-//     and the two warpgroups take turns issuing (PingPong), so one's softmax runs under the
-//     other's GEMMs. Epilogue: O / rowsum and LSE, only rows the tile owns; O from registers or,
-//     with kEpilogueTma, through shared memory and a TMA store.
+//   warpgroups 1.. (two or three: KernelConfig), the consumers (registers raised): each owns 64 of
+//     the tile's BM = 64 * consumers query rows. Per tile: wait on the hand-off mbarrier,
+//     advance<producer = false> (reads the slot), release the slot; then for every K/V block, last
+//     to first (masked blocks come first): S = Q K^T with wgmma from shared memory, the online
+//     softmax in fp32 registers, O += P V with P from registers and V from shared memory. The QK^T
+//     of block j is issued together with the PV of block j + 1, so this warpgroup's softmax of
+//     block j runs while its PV is in flight, and the warpgroups take turns issuing (PingPong), so
+//     one's softmax runs under the others' GEMMs. Epilogue: O / rowsum and LSE, only rows the tile
+//     owns; O from registers or, with kEpilogueTma, through shared memory and a TMA store.
 //
 // Every role walks the same tile sequence, including tiles with no work and the final "none":
 // the producer commits every hand-off slot it acquires and consumers wait for every one, so no
@@ -176,8 +176,8 @@ __device__ void run_producer(const Params& p, Storage& smem, Pipelines& pipes) {
       if (has_work(g)) {
         const int head = static_cast<int>(work->head_idx);
         const int kv_head = static_cast<int>(work->head_idx / p.group);
-        // Q: the tile's 128 rows from its first row (a ragged tile need not start on a multiple
-        // of 128). Rows past the tile's sequence are loaded but never stored; rows past the
+        // Q: the tile's BM rows from its first row (a ragged tile need not start on a multiple
+        // of BM). Rows past the tile's sequence are loaded but never stored; rows past the
         // tensor are zero-filled by the TMA.
         Tensor gQ =
             local_tile(domain_offset(make_coord(static_cast<int>(g.rows.first_query_row), _0{}),
@@ -380,7 +380,7 @@ class TileTraceRecorder {
 
 // Epilogue, first part: each row's sum across its quad, O / rowsum as bf16 and LSE = ln(sum
 // exp(scale s)) = (max + log2 sum) ln 2 stored for the rows the tile owns (the rest of a partial
-// tile's 128 rows belong to another sequence or lie past the tensor). thread_row is the thread's
+// tile's BM rows belong to another sequence or lie past the tensor). thread_row is the thread's
 // first row in the tile (its second is 8 below).
 template <class Params, class FragmentO, class FragmentOut>
 __device__ __forceinline__ void normalize_rows(const Params& p, const FragmentO& o,
@@ -435,8 +435,8 @@ __device__ __forceinline__ void store_tile_outputs(const Params& p, const Fragme
 // the buffer). Fewer, wider shared-memory stores replace d / 4 four-byte global stores per thread,
 // and the global writes leave the warpgroup's path to its next GEMMs. Rows of another sequence
 // never lie in a full warpgroup's 64 rows, so the box writes only the tile's own rows. The storing
-// thread is warp 1's first (kTmaStoreThread), not warp 0's: warpgroup 1's thread 0 records the
-// trace, and a warp that did both would delay its warpgroup's next GEMM by the sum.
+// thread is warp 1's first (kTmaStoreThread), not warp 0's: the last warpgroup's thread 0 records
+// the trace, and a warp that did both would delay its warpgroup's next GEMM by the sum.
 constexpr int kTmaStoreThread = 32;
 
 template <class Params, class Storage, class FragmentOut>
@@ -448,8 +448,7 @@ __device__ __forceinline__ void store_tile_outputs_tma(const Params& p, Storage&
   using Traits = typename Params::Traits;
   constexpr int D = Traits::kHeadDim;
   constexpr int kRows = Traits::kWarpgroupRows;
-  const NamedBarrier staged =
-      warpgroup == 0 ? NamedBarrier::EpilogueWarpgroup0 : NamedBarrier::EpilogueWarpgroup1;
+  const NamedBarrier staged = epilogue_barrier(warpgroup);
   if (thread == kTmaStoreThread) tma_store_wait<0>();  // the previous store has read the buffer
   named_barrier_sync(staged, Traits::kWarpgroupThreads);
   Tensor sO =
@@ -484,7 +483,7 @@ __device__ void run_consumer(const Params& p, Storage& smem, Pipelines& pipes) {
   using PipelineQ = typename Traits::PipelineQ;
   using PipelineKV = typename Traits::PipelineKV;
 
-  const int warpgroup = static_cast<int>(threadIdx.x) / Traits::kWarpgroupThreads - 1;  // 0, 1
+  const int warpgroup = static_cast<int>(threadIdx.x) / Traits::kWarpgroupThreads - 1;  // 0, 1..
   const int thread = static_cast<int>(threadIdx.x) % Traits::kWarpgroupThreads;
   const int warp = thread / 32;
   const int lane = thread % 32;
@@ -516,11 +515,14 @@ __device__ void run_consumer(const Params& p, Storage& smem, Pipelines& pipes) {
   typename PipelineKV::PipelineState k_r;
   typename PipelineKV::PipelineState v_r;
 
-  const std::conditional_t<Traits::kPingPong, PingPong, NoPingPong> ping_pong(warpgroup);
-  // Consumer warpgroup 1's first thread records the trace: both warpgroups receive a tile at the
-  // same hand-off, and the ping-pong runs warpgroup 1 behind warpgroup 0, so its epilogue ends
-  // the tile. (A barrier of both warpgroups per tile cost 8-11 % at d = 128, measured.)
-  TileTraceRecorder<Params> trace(p, threadIdx.x == 2 * Traits::kWarpgroupThreads);
+  const std::conditional_t<Traits::kPingPong, PingPong<Traits::kConsumerWarpgroups>, NoPingPong>
+      ping_pong(warpgroup);
+  // The last consumer warpgroup's first thread records the trace: every consumer warpgroup
+  // receives a tile at the same hand-off, and the turns run the last one behind the others, so
+  // its epilogue ends the tile. (A barrier of both warpgroups per tile cost 8-11 % at d = 128,
+  // measured.)
+  TileTraceRecorder<Params> trace(
+      p, threadIdx.x == Traits::kConsumerWarpgroups * Traits::kWarpgroupThreads);
   const BlockIndex block{blockIdx.x, blockIdx.y, blockIdx.z};
   TileState st = p.scheduler.initial_state(smem.sidx, p.summary, block);
   // The next tile from the producer's hand-off slot (SPEC §4.2).

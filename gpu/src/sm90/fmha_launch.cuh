@@ -1,5 +1,5 @@
-// Host side of the sm90 kernel for one head dim: the TMA descriptors (Arguments -> Params) and the
-// launch. Included once per head dim by fmha_d<D>.cu.
+// Host side of the sm90 kernel for one head dim and tile height: the TMA descriptors (Arguments ->
+// Params) and the launch. Included once per (head dim, BM) by fmha_d<D>*.cu.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -16,35 +16,38 @@ namespace tilesched::gpu::sm90 {
 
 #ifdef TILESCHED_GPU_EXPERIMENTS
 // Candidate configurations, compiled only into experiment builds (-DTILESCHED_GPU_EXPERIMENTS=ON)
-// and chosen at run time with TILESCHED_GPU_VARIANT=1; docs/gpu-performance.md records what each
+// and chosen at run time with TILESCHED_GPU_VARIANT=N; docs/gpu-performance.md records what each
 // measured: the default with one switch flipped. 1: the consumer warpgroups' GEMM turns
 // (PingPong) off.
 template <class Config, bool PingPongTurns>
 struct Rebind;
 template <int D, int BN, int StagesKV, int StagesQ, bool S, bool Rebuild, int Fma, bool R,
-          int Registers, bool P, bool E, bool T0, bool T>
-struct Rebind<KernelConfig<D, BN, StagesKV, StagesQ, S, Rebuild, Fma, R, Registers, P, E, T0>, T> {
-  using type = KernelConfig<D, BN, StagesKV, StagesQ, S, Rebuild, Fma, R, Registers, P, E, T>;
+          int Registers, bool P, bool E, bool T0, int W, bool T>
+struct Rebind<KernelConfig<D, BN, StagesKV, StagesQ, S, Rebuild, Fma, R, Registers, P, E, T0, W>,
+              T> {
+  using type = KernelConfig<D, BN, StagesKV, StagesQ, S, Rebuild, Fma, R, Registers, P, E, T, W>;
 };
-template <int D>
+template <int D, int BM>
 struct ExperimentConfigs {
-  using C = typename DefaultConfig<D>::type;
+  using C = typename DefaultConfig<D, BM>::type;
   using v1 = typename Rebind<C, !C::kPingPong>::type;
 };
 #endif
 
-// Calls f(Config{}) with the configuration head dim D runs: its default, or in an experiment
-// build the variant TILESCHED_GPU_VARIANT names.
-template <int D, class F>
+// Calls f(Config{}) with the configuration head dim D and tile height BM run: its default, or in
+// an experiment build the variant TILESCHED_GPU_VARIANT names.
+template <int D, int BM, class F>
 Status with_config(F&& f) {
 #ifdef TILESCHED_GPU_EXPERIMENTS
   const char* env = std::getenv("TILESCHED_GPU_VARIANT");
   switch (env != nullptr ? std::atoi(env) : 0) {
-    case 1: return f(typename ExperimentConfigs<D>::v1{});
+    case 1: return f(typename ExperimentConfigs<D, BM>::v1{});
     default: break;
   }
 #endif
-  return f(typename DefaultConfig<D>::type{});
+  using Config = typename DefaultConfig<D, BM>::type;
+  static_assert(FmhaTraits<Config>::kBlockM == BM, "the configuration's tiles are BM rows");
+  return f(Config{});
 }
 
 // The kernel's shared memory exceeds the 48 KB default: opt in before launching or asking for
@@ -63,8 +66,10 @@ Status launch_config(const AttentionArgs& a, const runtime::AnyScheduler& schedu
   using namespace cute;
   using Traits = FmhaTraits<Config>;
   constexpr int D = Traits::kHeadDim;
-  static_assert(Traits::kBlockM == kKernelBlockM, "the public BM must be the kernel's");
   const Workload& w = a.workload;
+  // validate() checked BM (kernel_supports_block_m); the scheduler's tiles must be the kernel's.
+  if (w.block_m != static_cast<u32>(Traits::kBlockM))
+    return Status::error(fmt::format("BM {} is not the kernel's {}", w.block_m, Traits::kBlockM));
 
   // (rows, d, heads) views of Q and K/V for the tensor maps; validate() has checked that the row
   // counts fit the TMA's signed 32-bit coordinates and that the pointers are 16-byte aligned.
@@ -108,18 +113,18 @@ Status launch_config(const AttentionArgs& a, const runtime::AnyScheduler& schedu
   return detail::cuda_status(cudaGetLastError(), "launching the attention kernel");
 }
 
-template <int D>
+template <int D, int BM>
 Status launch(const AttentionArgs& a, const runtime::AnyScheduler& scheduler,
               const TileSummary& summary) {
-  static_assert(DefaultConfig<D>::type::kBlockN == kernel_block_n(D),
+  static_assert(DefaultConfig<D, BM>::type::kBlockN == kernel_block_n(D),
                 "the public BN must be the kernel's");
-  return with_config<D>(
+  return with_config<D, BM>(
       [&](auto config) { return launch_config<decltype(config)>(a, scheduler, summary); });
 }
 
-template <int D>
+template <int D, int BM>
 Status resident_ctas_per_sm(int& out) {
-  return with_config<D>([&](auto config) -> Status {
+  return with_config<D, BM>([&](auto config) -> Status {
     using Config = decltype(config);
     using Traits = FmhaTraits<Config>;
     if (Status s = allow_shared_memory<Config>(); !s) return s;

@@ -19,15 +19,21 @@ namespace tilesched::gpu::sm90 {
 
 // Hardware named barriers. 0 is __syncthreads; kSchedulerBarrierId (1) belongs to the producer
 // warpgroup's scheduler hand-off (scheduler.hpp).
-enum class NamedBarrier : std::uint32_t {
-  // Consumer warpgroup w may issue its GEMMs (ping-pong between the two consumer warpgroups).
-  IssueWarpgroup0 = 2,
-  IssueWarpgroup1 = 3,
-  // Consumer warpgroup w's 128 threads around its O staging for the TMA store.
-  EpilogueWarpgroup0 = 4,
-  EpilogueWarpgroup1 = 5,
-};
-static_assert(kSchedulerBarrierId < 2, "the kernel's named barriers start after the scheduler's");
+// kIssueBarrier0 + w: consumer warpgroup w may issue its GEMMs (the turns below);
+// kEpilogueBarrier0 + w: consumer warpgroup w's 128 threads around its O staging for the TMA
+// store. At most three consumer warpgroups: ids 2..7 of the 16.
+enum class NamedBarrier : std::uint32_t {};
+constexpr std::uint32_t kIssueBarrier0 = 2;
+constexpr std::uint32_t kEpilogueBarrier0 = 5;
+constexpr int kMaxConsumerWarpgroups = 3;
+static_assert(kSchedulerBarrierId < kIssueBarrier0,
+              "the kernel's named barriers start after the scheduler's");
+__device__ __forceinline__ NamedBarrier issue_barrier(int warpgroup) {
+  return NamedBarrier(kIssueBarrier0 + static_cast<std::uint32_t>(warpgroup));
+}
+__device__ __forceinline__ NamedBarrier epilogue_barrier(int warpgroup) {
+  return NamedBarrier(kEpilogueBarrier0 + static_cast<std::uint32_t>(warpgroup));
+}
 
 __device__ __forceinline__ void named_barrier_sync(NamedBarrier id, std::uint32_t threads) {
   asm volatile("bar.sync %0, %1;" ::"r"(static_cast<std::uint32_t>(id)), "r"(threads) : "memory");
@@ -36,31 +42,32 @@ __device__ __forceinline__ void named_barrier_arrive(NamedBarrier id, std::uint3
   asm volatile("bar.arrive %0, %1;" ::"r"(static_cast<std::uint32_t>(id)), "r"(threads) : "memory");
 }
 
-// Ping-pong of the two consumer warpgroups: each issues its GEMMs only while it holds the turn and
-// passes it on right after issuing, so one warpgroup's tensor-core work runs while the other
-// does its softmax. Warpgroup 0 gets the first turn (warpgroup 1 hands it over at start); the
-// turn warpgroup 1 passes back after its last GEMMs is absorbed by finish(), so every arrive has
-// its sync when the kernel ends.
+// Turns of the consumer warpgroups, in a ring 0, 1, .., N - 1, 0, ..: each issues its GEMMs only
+// while it holds the turn and passes it to the next right after issuing, so one warpgroup's
+// tensor-core work runs while the others do their softmax (with two, a ping-pong). Every
+// warpgroup takes the same number of turns per tile (one per K/V block and one more), so the
+// ring never skips one. Warpgroup 0 gets the first turn (the last warpgroup hands it over at
+// start); the turn the last warpgroup passes after its last GEMMs is absorbed by finish(), so
+// every arrive has its sync when the kernel ends. Each barrier joins the warpgroup that waits
+// and the one that passes: 256 threads.
+template <int N>
 class PingPong {
  public:
-  static constexpr std::uint32_t kThreads = 256;  // both consumer warpgroups
+  static_assert(N >= 2 && N <= kMaxConsumerWarpgroups, "a ring of two or three warpgroups");
+  static constexpr std::uint32_t kThreads = 256;
 
   __device__ explicit PingPong(int warpgroup) : warpgroup_(warpgroup) {
-    if (warpgroup_ == 1) named_barrier_arrive(NamedBarrier::IssueWarpgroup0, kThreads);
+    if (warpgroup_ == N - 1) named_barrier_arrive(issue_barrier(0), kThreads);
   }
-  __device__ void wait_turn() const { named_barrier_sync(own(), kThreads); }
-  __device__ void pass_turn() const { named_barrier_arrive(other(), kThreads); }
+  __device__ void wait_turn() const { named_barrier_sync(issue_barrier(warpgroup_), kThreads); }
+  __device__ void pass_turn() const {
+    named_barrier_arrive(issue_barrier(warpgroup_ == N - 1 ? 0 : warpgroup_ + 1), kThreads);
+  }
   __device__ void finish() const {
-    if (warpgroup_ == 0) named_barrier_sync(NamedBarrier::IssueWarpgroup0, kThreads);
+    if (warpgroup_ == 0) named_barrier_sync(issue_barrier(0), kThreads);
   }
 
  private:
-  __device__ NamedBarrier own() const {
-    return warpgroup_ == 0 ? NamedBarrier::IssueWarpgroup0 : NamedBarrier::IssueWarpgroup1;
-  }
-  __device__ NamedBarrier other() const {
-    return warpgroup_ == 0 ? NamedBarrier::IssueWarpgroup1 : NamedBarrier::IssueWarpgroup0;
-  }
   int warpgroup_;
 };
 

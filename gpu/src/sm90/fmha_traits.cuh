@@ -30,12 +30,13 @@ using Element = cutlass::bfloat16_t;
 // registers after setmaxnreg (the producer gets the rest), whether the consumers receive their
 // next tile while the current one's last PV runs (run_consumer), and whether a warpgroup whose 64
 // rows all belong to the tile stores O through shared memory with a TMA store instead of from
-// registers (store_tile_outputs), and whether the two consumer warpgroups take turns issuing their
-// GEMMs (PingPong; off, each issues whenever it is ready).
+// registers (store_tile_outputs), whether the consumer warpgroups take turns issuing their GEMMs
+// (PingPong; off, each issues whenever it is ready), and how many consumer warpgroups there are
+// (each owns 64 query rows, so the tile is 64 * ConsumerWarpgroups rows: the scheduler's BM).
 template <int D, int BN, int StagesKV, int StagesQ, bool SkipUnitRescale = false,
           bool RebuildQOperand = false, int FmaExp2Eighths = 0, bool RescaleUnderQK = false,
           int ConsumerRegisters = 232, bool PrefetchTile = false, bool EpilogueTma = false,
-          bool PingPongTurns = true>
+          bool PingPongTurns = true, int ConsumerWarpgroups = 2>
 struct KernelConfig {
   static constexpr int kHeadDim = D;
   static constexpr int kBlockN = BN;
@@ -49,12 +50,16 @@ struct KernelConfig {
   static constexpr bool kPrefetchTile = PrefetchTile;
   static constexpr bool kEpilogueTma = EpilogueTma;
   static constexpr bool kPingPong = PingPongTurns;
+  static constexpr int kConsumerWarpgroups = ConsumerWarpgroups;
+  static_assert(ConsumerWarpgroups == 2 || ConsumerWarpgroups == 3, "two or three consumers");
   static_assert(FmaExp2Eighths >= 0 && FmaExp2Eighths <= 8, "a share in eighths");
 };
 
-// The configuration each head dim runs, chosen by measurement (docs/gpu-performance.md). Shared
-// memory per CTA is Q_buffers * 128 * d + 2 * stages * BN * d bf16 elements (227 KB at most):
-//   d =  64: BN 128, 2 * 16 KB + 2 * 3 * 16 KB = 128 KB, + 16 KB of O staging (EpilogueTma)
+// The configuration each head dim and BM runs, chosen by measurement (docs/gpu-performance.md).
+// Shared memory per CTA is Q_buffers * BM * d + 2 * stages * BN * d bf16 elements (227 KB at
+// most); at BM 128:
+//   d =  64: BN 128, 2 * 16 KB + 2 * 3 * 16 KB = 128 KB, + 16 KB of O staging (EpilogueTma);
+//            at BM 192, 2 * 24 KB + 96 KB + 24 KB
 //   d = 128: BN 128, 2 * 32 KB + 2 * 2 * 32 KB = 192 KB, + 32 KB of O staging
 //   d = 256: BN 80,  1 * 64 KB + 2 * 2 * 40 KB = 224 KB. A second Q buffer (64 KB) does not fit
 //            beside two K/V stages, so at d = 256 the next tile's Q load waits until both
@@ -73,20 +78,31 @@ struct KernelConfig {
 // +1-2 % over 232 at every point; at d = 64 (no spills at 232) 0-2 % slower. Without the GEMM
 // turns d = 64 ran 1-5 % slower, d = 128 and 256 dense up to 4-6 % slower, causal within -1..+2 %
 // (sixth session).
-template <int D>
+template <int D, int BM>
 struct DefaultConfig;
 template <>
-struct DefaultConfig<64> {
+struct DefaultConfig<64, 128> {
   using type = KernelConfig<64, 128, 3, 2, false, false, 0, false, 232, false,
                             /*EpilogueTma=*/true>;
 };
+// d = 64 also runs 192-row tiles: three consumer warpgroups, whose 160 registers each leave the
+// producer 32 (128 * 512 in all; 152 / 56 serializes the wgmma, ptxas C7512). +10-15 % over
+// BM 128 on long dense rows, +3-10 % on long causal ones, but 7-16 % slower at seq <= 1024 (a
+// causal tile's diagonal spans more masked blocks, and short sequences waste more of a 192-row
+// tile), so the workload's block_m picks it (recommended_block_m, docs/gpu-performance.md).
 template <>
-struct DefaultConfig<128> {
+struct DefaultConfig<64, 192> {
+  using type = KernelConfig<64, 128, 3, 2, false, false, 0, false, /*ConsumerRegisters=*/160, false,
+                            /*EpilogueTma=*/true, /*PingPongTurns=*/true,
+                            /*ConsumerWarpgroups=*/3>;
+};
+template <>
+struct DefaultConfig<128, 128> {
   using type = KernelConfig<128, 128, 2, 2, false, false, 0, false, /*ConsumerRegisters=*/224,
                             /*PrefetchTile=*/true, /*EpilogueTma=*/true>;
 };
 template <>
-struct DefaultConfig<256> {
+struct DefaultConfig<256, 128> {
   using type = KernelConfig<256, 80, 2, 1, /*SkipUnitRescale=*/true, /*RebuildQOperand=*/true>;
 };
 
@@ -96,23 +112,23 @@ template <class Config>
 struct FmhaTraits : Config {
   // The configuration's values this struct's own definitions use (a dependent base's members
   // are not found unqualified).
-  using Config::kBlockN, Config::kConsumerRegisters, Config::kEpilogueTma, Config::kHeadDim,
-      Config::kStagesKV, Config::kStagesQ;
+  using Config::kBlockN, Config::kConsumerRegisters, Config::kConsumerWarpgroups,
+      Config::kEpilogueTma, Config::kHeadDim, Config::kStagesKV, Config::kStagesQ;
   static constexpr int D = kHeadDim;
-  static constexpr int kBlockM = 128;  // query rows per tile (the scheduler's tile shape)
 
-  // Roles: warpgroup 0 produces (scheduler + TMA), warpgroups 1 and 2 consume, each owning 64 of
-  // the tile's 128 query rows.
+  // Roles: warpgroup 0 produces (scheduler + TMA), warpgroups 1.. consume, each owning 64 of the
+  // tile's query rows.
   static constexpr int kWarpgroupThreads = 128;
-  static constexpr int kConsumerWarpgroups = 2;
+  static constexpr int kWarpgroupRows = 64;
+  static constexpr int kBlockM = kWarpgroupRows * kConsumerWarpgroups;  // the scheduler's BM
   static constexpr int kConsumerThreads = kConsumerWarpgroups * kWarpgroupThreads;
   static constexpr int kThreads = kWarpgroupThreads + kConsumerThreads;
-  static constexpr int kWarpgroupRows = kBlockM / kConsumerWarpgroups;
-  // Register split after setmaxnreg, within the 168 * 384 = 64512 the launch allocates: 40 * 128 +
-  // 232 * 256 at d = 64 and 256, 56 * 128 + 224 * 256 at d = 128. The producer needs few (indices,
-  // TMA coordinates); the consumers hold O (d / 2 fp32 per thread), S (BN / 2) and P (BN / 4
-  // packed).
-  static constexpr int kLaunchRegisters = 168;  // 65536 / 384, rounded down to a multiple of 8
+  // Register split after setmaxnreg, within what the launch allocates (65536 / threads, rounded
+  // down to a multiple of 8: 168 * 384 with two consumer warpgroups, 128 * 512 with three):
+  // 40 * 128 + 232 * 256 at d = 64 and 256, 56 * 128 + 224 * 256 at d = 128. The producer needs
+  // few (indices, TMA coordinates); the consumers hold O (d / 2 fp32 per thread), S (BN / 2) and
+  // P (BN / 4 packed).
+  static constexpr int kLaunchRegisters = (65536 / kThreads) / 8 * 8;
   static constexpr int kProducerRegisters =
       (kLaunchRegisters * (1 + kConsumerWarpgroups)) - kConsumerWarpgroups * kConsumerRegisters;
   static_assert(kProducerRegisters >= 24 && kProducerRegisters % 8 == 0 &&

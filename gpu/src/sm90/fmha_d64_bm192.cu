@@ -1,0 +1,11 @@
+// The sm90 attention kernel for head dim 64, tiles of 192 query rows (one translation unit per
+// kernel: see fmha.hpp).
+#include "sm90/fmha_launch.cuh"
+
+namespace tilesched::gpu::sm90 {
+
+template Status launch<64, 192>(const AttentionArgs&, const runtime::AnyScheduler&,
+                                const TileSummary&);
+template Status resident_ctas_per_sm<64, 192>(int&);
+
+}  // namespace tilesched::gpu::sm90
