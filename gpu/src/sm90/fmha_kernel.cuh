@@ -448,7 +448,7 @@ __device__ __forceinline__ void store_tile_outputs_tma(const Params& p, Storage&
   using Traits = typename Params::Traits;
   constexpr int D = Traits::kHeadDim;
   constexpr int kRows = Traits::kWarpgroupRows;
-  const NamedBarrier staged = epilogue_barrier(warpgroup);
+  const NamedBarrier staged = epilogue_barrier<Traits::kConsumerWarpgroups>(warpgroup);
   if (thread == kTmaStoreThread) tma_store_wait<0>();  // the previous store has read the buffer
   named_barrier_sync(staged, Traits::kWarpgroupThreads);
   Tensor sO =

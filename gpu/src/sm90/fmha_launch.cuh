@@ -18,7 +18,7 @@ namespace tilesched::gpu::sm90 {
 // Candidate configurations, compiled only into experiment builds (-DTILESCHED_GPU_EXPERIMENTS=ON)
 // and chosen at run time with TILESCHED_GPU_VARIANT=N; docs/gpu-performance.md records what each
 // measured: the default with one switch flipped. 1: the consumer warpgroups' GEMM turns
-// (PingPong) off.
+// (PingPong) off; 2 and 3 below.
 template <class Config, bool PingPongTurns>
 struct Rebind;
 template <int D, int BN, int StagesKV, int StagesQ, bool S, bool Rebuild, int Fma, bool R,
@@ -31,6 +31,17 @@ template <int D, int BM>
 struct ExperimentConfigs {
   using C = typename DefaultConfig<D, BM>::type;
   using v1 = typename Rebind<C, !C::kPingPong>::type;
+  using v2 = C;
+  using v3 = C;
+};
+// BM 192 at d = 64: 2, four K/V stages instead of three; 3, the next tile received under the
+// last PV (PrefetchTile).
+template <>
+struct ExperimentConfigs<64, 192> {
+  using C = typename DefaultConfig<64, 192>::type;
+  using v1 = typename Rebind<C, !C::kPingPong>::type;
+  using v2 = KernelConfig<64, 128, 4, 2, false, false, 0, false, 160, false, true, true, 3>;
+  using v3 = KernelConfig<64, 128, 3, 2, false, false, 0, false, 160, true, true, true, 3>;
 };
 #endif
 
@@ -42,6 +53,8 @@ Status with_config(F&& f) {
   const char* env = std::getenv("TILESCHED_GPU_VARIANT");
   switch (env != nullptr ? std::atoi(env) : 0) {
     case 1: return f(typename ExperimentConfigs<D, BM>::v1{});
+    case 2: return f(typename ExperimentConfigs<D, BM>::v2{});
+    case 3: return f(typename ExperimentConfigs<D, BM>::v3{});
     default: break;
   }
 #endif

@@ -19,20 +19,21 @@ namespace tilesched::gpu::sm90 {
 
 // Hardware named barriers. 0 is __syncthreads; kSchedulerBarrierId (1) belongs to the producer
 // warpgroup's scheduler hand-off (scheduler.hpp).
-// kIssueBarrier0 + w: consumer warpgroup w may issue its GEMMs (the turns below);
-// kEpilogueBarrier0 + w: consumer warpgroup w's 128 threads around its O staging for the TMA
-// store. At most three consumer warpgroups: ids 2..7 of the 16.
+// With N consumer warpgroups (two or three): barrier 2 + w, consumer warpgroup w may issue its
+// GEMMs (the turns below); barrier 2 + N + w, consumer warpgroup w's 128 threads around its O
+// staging for the TMA store. Ids 2..7 of the 16 at most.
 enum class NamedBarrier : std::uint32_t {};
 constexpr std::uint32_t kIssueBarrier0 = 2;
-constexpr std::uint32_t kEpilogueBarrier0 = 5;
 constexpr int kMaxConsumerWarpgroups = 3;
 static_assert(kSchedulerBarrierId < kIssueBarrier0,
               "the kernel's named barriers start after the scheduler's");
-__device__ __forceinline__ NamedBarrier issue_barrier(int warpgroup) {
-  return NamedBarrier(kIssueBarrier0 + static_cast<std::uint32_t>(warpgroup));
-}
+// Written as a choice between constants for two warpgroups (the ids then stay immediates, as
+// the two-consumer kernels had them before the three-consumer one existed: computing them as
+// 2 + w measured 1-2 % slower at d = 128, docs/gpu-performance.md).
+template <int N>
 __device__ __forceinline__ NamedBarrier epilogue_barrier(int warpgroup) {
-  return NamedBarrier(kEpilogueBarrier0 + static_cast<std::uint32_t>(warpgroup));
+  if constexpr (N == 2) return NamedBarrier(warpgroup == 0 ? 4u : 5u);
+  return NamedBarrier(kIssueBarrier0 + N + static_cast<std::uint32_t>(warpgroup));
 }
 
 __device__ __forceinline__ void named_barrier_sync(NamedBarrier id, std::uint32_t threads) {
@@ -57,17 +58,26 @@ class PingPong {
   static constexpr std::uint32_t kThreads = 256;
 
   __device__ explicit PingPong(int warpgroup) : warpgroup_(warpgroup) {
-    if (warpgroup_ == N - 1) named_barrier_arrive(issue_barrier(0), kThreads);
+    if (warpgroup_ == N - 1) named_barrier_arrive(issue(0), kThreads);
   }
-  __device__ void wait_turn() const { named_barrier_sync(issue_barrier(warpgroup_), kThreads); }
-  __device__ void pass_turn() const {
-    named_barrier_arrive(issue_barrier(warpgroup_ == N - 1 ? 0 : warpgroup_ + 1), kThreads);
-  }
+  __device__ void wait_turn() const { named_barrier_sync(own(), kThreads); }
+  __device__ void pass_turn() const { named_barrier_arrive(next(), kThreads); }
   __device__ void finish() const {
-    if (warpgroup_ == 0) named_barrier_sync(issue_barrier(0), kThreads);
+    if (warpgroup_ == 0) named_barrier_sync(issue(0), kThreads);
   }
 
  private:
+  static __device__ NamedBarrier issue(int warpgroup) {
+    return NamedBarrier(kIssueBarrier0 + static_cast<std::uint32_t>(warpgroup));
+  }
+  __device__ NamedBarrier own() const {
+    if constexpr (N == 2) return warpgroup_ == 0 ? issue(0) : issue(1);
+    return issue(warpgroup_);
+  }
+  __device__ NamedBarrier next() const {
+    if constexpr (N == 2) return warpgroup_ == 0 ? issue(1) : issue(0);
+    return warpgroup_ == N - 1 ? issue(0) : issue(warpgroup_ + 1);
+  }
   int warpgroup_;
 };
 
