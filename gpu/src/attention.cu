@@ -33,13 +33,10 @@ Status with_kernel(u32 d, u32 bm, F&& f) {
   using std::integral_constant;
   if (!supported_head_dim(d))
     return Status::error(fmt::format("head dim {} is not supported (64, 128 or 256)", d));
-  switch (d * 1000 + bm) {
-    case 64128: return f(integral_constant<int, 64>{}, integral_constant<int, 128>{});
-    case 64192: return f(integral_constant<int, 64>{}, integral_constant<int, 192>{});
-    case 128128: return f(integral_constant<int, 128>{}, integral_constant<int, 128>{});
-    case 256128: return f(integral_constant<int, 256>{}, integral_constant<int, 128>{});
-    default: break;
-  }
+  if (d == 64 && bm == 128) return f(integral_constant<int, 64>{}, integral_constant<int, 128>{});
+  if (d == 64 && bm == 192) return f(integral_constant<int, 64>{}, integral_constant<int, 192>{});
+  if (d == 128 && bm == 128) return f(integral_constant<int, 128>{}, integral_constant<int, 128>{});
+  if (d == 256 && bm == 128) return f(integral_constant<int, 256>{}, integral_constant<int, 128>{});
   return Status::error(fmt::format(
       "BM (block_m) {} is not supported by the GPU kernel at head dim {}: it runs tiles of {} "
       "query rows",

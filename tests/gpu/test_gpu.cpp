@@ -246,6 +246,12 @@ std::vector<std::pair<ArgsEdit, const char*>> bad_argument_cases() {
       {[](gpu::AttentionArgs& a) { a.lse = nullptr; }, "LSE"},
       {[](gpu::AttentionArgs& a) { a.workload.head_dim = 96; }, "head dim 96"},
       {[](gpu::AttentionArgs& a) { a.workload.block_m = 64; }, "BM"},
+      {[](gpu::AttentionArgs& a) {
+         a.workload.head_dim = 128;
+         a.workload.block_m = 192;
+       },
+       "BM (block_m) 192 is not supported by the GPU kernel at head dim 128: it runs tiles of 128 "
+       "query rows"},
       {[](gpu::AttentionArgs& a) { a.q_row_offsets = nullptr; }, "row-offset"},
       {[](gpu::AttentionArgs& a) {
          a.workload.scheduler = SchedulerKind::Queued;
