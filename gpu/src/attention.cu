@@ -163,15 +163,20 @@ std::vector<u32> kernel_block_ms(u32 head_dim) {
 
 u32 recommended_block_m(const Workload& w) {
   if (w.head_dim != 64) return w.head_dim == 128 || w.head_dim == 256 ? 128 : 0;
-  // Mean query rows of the non-empty sequences (a padded batch's are all S).
-  std::uint64_t rows = 0, sequences = 0;
-  for (const u32 q : w.q_lens)
-    if (q > 0) {
-      rows += q;
-      ++sequences;
-    }
-  const std::uint64_t threshold = w.mask == Mask::Causal ? 4096 : 2048;
-  return sequences > 0 && rows >= threshold * sequences ? 192 : 128;
+  // The keys a query row sees, on average over the batch's rows: the work a 192-row tile's third
+  // warpgroup overlaps. Row i of a causal sequence (bottom-right) sees min(kv, i + kv - q + 1).
+  std::uint64_t rows = 0, keys = 0;
+  for (u32 b = 0; b < w.batch_size(); ++b) {
+    const std::uint64_t q = w.q_lens[b], kv = w.key_len(b);
+    rows += q;
+    if (w.mask != Mask::Causal)
+      keys += q * kv;
+    else if (kv >= q)
+      keys += q * (kv - q + 1) + q * (q - 1) / 2;
+    else
+      keys += kv * (kv + 1) / 2;
+  }
+  return rows > 0 && keys >= 1536 * rows ? 192 : 128;
 }
 
 Status resident_ctas(const Workload& w, u32& out) {

@@ -290,6 +290,39 @@ std::vector<std::pair<ArgsEdit, const char*>> bad_argument_cases() {
   };
 }
 
+TEST_CASE("the recommended BM: 192 at d = 64 once a query row sees 1536 keys on average") {
+  Workload w;
+  w.head_dim = 64;
+  w.padded = true;
+  struct Case {
+    u32 seq;
+    Mask mask;
+    u32 bm;
+  };
+  const Case cases[] = {{1024, Mask::None, 128},
+                        {2048, Mask::None, 192},
+                        {2048, Mask::Causal, 128},   // 1024.5 keys per row
+                        {4096, Mask::Causal, 192}};  // 2048.5
+  for (const Case& c : cases) {
+    w.q_lens.assign(2, c.seq);
+    w.mask = c.mask;
+    CAPTURE(c.seq);
+    CHECK(gpu::recommended_block_m(w) == c.bm);
+  }
+  // Short queries against long caches: a row sees 9393 keys on average.
+  w.padded = false;
+  w.q_lens = {400, 300};
+  w.kv_lens = {10000, 9000};
+  w.mask = Mask::Causal;
+  CHECK(gpu::recommended_block_m(w) == 192);
+  w.kv_lens = {400, 300};  // the same queries alone: 179 keys per row on average
+  CHECK(gpu::recommended_block_m(w) == 128);
+  w.head_dim = 128;
+  CHECK(gpu::recommended_block_m(w) == 128);
+  w.head_dim = 96;
+  CHECK(gpu::recommended_block_m(w) == 0);
+}
+
 TEST_CASE("bad arguments return a clear Status and do not launch") {
   Workload w = ragged_base();
   gpu::DeviceProblem dev;

@@ -32,11 +32,11 @@ struct Status {
 // The kernel's tile sizes. BM is the workload's block_m (the scheduler's tile shape): the kernel
 // runs tiles of 128 query rows at every head dim and of 192 at d = 64 (kernel_block_ms; none for
 // an unsupported head dim). recommended_block_m picks the faster for a workload (measured,
-// docs/gpu-performance.md): 192 at d = 64 when the non-empty sequences average at least 2048
-// query rows (4096 under a causal mask), else 128; 0 for an unsupported head dim. BN (keys per
-// shared-memory K/V block) is the kernel's own choice per head dim; a trace still counts KV
-// blocks with the workload's block_n, so GPU and simulator traces speak of the same cost
-// whatever BN the kernel uses.
+// docs/gpu-performance.md): 192 at d = 64 when a query row sees 1536 keys or more on average
+// over the batch (a causal row only those up to its diagonal), else 128; 0 for an unsupported
+// head dim. BN (keys per shared-memory K/V block) is the kernel's own choice per head dim; a
+// trace still counts KV blocks with the workload's block_n, so GPU and simulator traces speak of
+// the same cost whatever BN the kernel uses.
 std::vector<u32> kernel_block_ms(u32 head_dim);
 u32 recommended_block_m(const Workload& w);
 constexpr u32 kernel_block_n(u32 head_dim) {
