@@ -46,21 +46,24 @@ struct ExperimentConfigs<64, 192> {
 #endif
 
 // Calls f(Config{}) with the configuration head dim D and tile height BM run: its default, or in
-// an experiment build the variant TILESCHED_GPU_VARIANT names.
+// an experiment build the variant TILESCHED_GPU_VARIANT names. Every one has tiles of BM rows
+// (checked at compile time), so the launch's scheduler and kernel agree on the tile.
 template <int D, int BM, class F>
 Status with_config(F&& f) {
+  const auto call = [&](auto config) {
+    static_assert(FmhaTraits<decltype(config)>::kBlockM == BM, "the configuration's tiles are BM");
+    return f(config);
+  };
 #ifdef TILESCHED_GPU_EXPERIMENTS
   const char* env = std::getenv("TILESCHED_GPU_VARIANT");
   switch (env != nullptr ? std::atoi(env) : 0) {
-    case 1: return f(typename ExperimentConfigs<D, BM>::v1{});
-    case 2: return f(typename ExperimentConfigs<D, BM>::v2{});
-    case 3: return f(typename ExperimentConfigs<D, BM>::v3{});
+    case 1: return call(typename ExperimentConfigs<D, BM>::v1{});
+    case 2: return call(typename ExperimentConfigs<D, BM>::v2{});
+    case 3: return call(typename ExperimentConfigs<D, BM>::v3{});
     default: break;
   }
 #endif
-  using Config = typename DefaultConfig<D, BM>::type;
-  static_assert(FmhaTraits<Config>::kBlockM == BM, "the configuration's tiles are BM rows");
-  return f(Config{});
+  return call(typename DefaultConfig<D, BM>::type{});
 }
 
 // The kernel's shared memory exceeds the 48 KB default: opt in before launching or asking for
@@ -79,10 +82,8 @@ Status launch_config(const AttentionArgs& a, const runtime::AnyScheduler& schedu
   using namespace cute;
   using Traits = FmhaTraits<Config>;
   constexpr int D = Traits::kHeadDim;
+  // The workload's BM is Traits::kBlockM: attention.cu's with_kernel chose this kernel by it.
   const Workload& w = a.workload;
-  // validate() checked BM (kernel_supports_block_m); the scheduler's tiles must be the kernel's.
-  if (w.block_m != static_cast<u32>(Traits::kBlockM))
-    return Status::error(fmt::format("BM {} is not the kernel's {}", w.block_m, Traits::kBlockM));
 
   // (rows, d, heads) views of Q and K/V for the tensor maps; validate() has checked that the row
   // counts fit the TMA's signed 32-bit coordinates and that the pointers are 16-byte aligned.

@@ -70,6 +70,7 @@ class PingPong {
   static __device__ NamedBarrier issue(int warpgroup) {
     return NamedBarrier(kIssueBarrier0 + static_cast<std::uint32_t>(warpgroup));
   }
+  // For two warpgroups a choice between constants, as epilogue_barrier (the ids stay immediates).
   __device__ NamedBarrier own() const {
     if constexpr (N == 2) return warpgroup_ == 0 ? issue(0) : issue(1);
     return issue(warpgroup_);
