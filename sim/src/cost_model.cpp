@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <set>
 #include <stdexcept>
 
 #include "builtin_costs.hpp"
@@ -27,6 +28,8 @@ std::string fmt_count(const char* before, double count, const char* noun, const 
 
 // A head_dims key: a head dim in 1..1024 written in plain decimal, so that one head dim has one
 // spelling ("64", never "064" or "+64" beside it).
+constexpr u32 kMaxTileHeight = 4096;  // a workload's BM limit (Workload::validate)
+
 u32 head_dim_key(const std::string& key) {
   const bool digits = !key.empty() && key.size() <= 4 && key[0] != '0' &&
                       key.find_first_not_of("0123456789") == std::string::npos;
@@ -36,15 +39,43 @@ u32 head_dim_key(const std::string& key) {
   return static_cast<u32>(d);
 }
 
+// A tile_heights key (version 4): a BM in 1..4096 in plain decimal, spelt one way like head dims.
+u32 tile_height_key(const std::string& key, const std::string& field) {
+  const bool digits = !key.empty() && key.size() <= 4 && key[0] != '0' &&
+                      key.find_first_not_of("0123456789") == std::string::npos;
+  const unsigned long bm = digits ? std::stoul(key) : 0;
+  if (bm == 0 || bm > kMaxTileHeight)
+    detail::fail(field, fmt::format("key must be a tile height (BM) in 1..{} in plain decimal",
+                                    kMaxTileHeight));
+  return static_cast<u32>(bm);
+}
+
 CostCoefficients scaled(const CostCoefficients& c, double f) {
   return CostCoefficients{c.fixed_us * f, c.us_per_block * f, c.us_per_masked_block * f};
 }
 
-constexpr u32 kCostFormatVersion = 3;
+constexpr u32 kCostFormatVersion = 4;
 constexpr u32 kMaxCtasPerSm = 64;  // far above any device's limit (32 on Hopper)
 
 // A head_dim entry's occupancy fields (version 2): ctas_per_sm, and shared_rates with one rate in
 // (0, 1] for each k = 2 .. ctas_per_sm (may be left out when ctas_per_sm is 1).
+// The three tile-cost coefficients of an entry, each in the range cost files allow.
+CostCoefficients coefficients_from_json(const json& entry, const std::string& prefix) {
+  using namespace detail;
+  const auto coefficient = [&](const char* name) {
+    const std::string field = prefix + name;
+    const double us = as_double(require(entry, name, prefix), field);
+    const std::string problem = cost_coefficient_problem(us);
+    if (!problem.empty()) fail(field, problem);
+    return us;
+  };
+  CostCoefficients c;
+  c.fixed_us = coefficient("fixed_us");
+  c.us_per_block = coefficient("us_per_block");
+  c.us_per_masked_block = coefficient("us_per_masked_block");
+  return c;
+}
+
 SmSharing sharing_from_json(const json& entry, const std::string& prefix) {
   using namespace detail;
   SmSharing s;
@@ -101,6 +132,15 @@ double CostModel::cta_launch_us(u32 head_dim) const {
   return lo->second + f * (hi->second - lo->second);
 }
 
+CostCoefficients CostModel::coefficients(u32 head_dim, u32 block_m) const {
+  const auto heights = by_tile_height.find(head_dim);
+  if (heights != by_tile_height.end()) {
+    const auto entry = heights->second.find(block_m);
+    if (entry != heights->second.end()) return entry->second;
+  }
+  return coefficients(head_dim);
+}
+
 CostCoefficients CostModel::coefficients(u32 head_dim) const {
   if (by_head_dim.empty())
     throw std::logic_error("cost model '" + device + "' has no coefficients");
@@ -119,7 +159,7 @@ CostCoefficients CostModel::coefficients(u32 head_dim) const {
 }
 
 double CostModel::tile_time_us(const Workload& w, const TileCost& c) const {
-  return coefficients(w.head_dim).tile_time_us(c);
+  return coefficients(w.head_dim, w.block_m).tile_time_us(c);
 }
 
 CostModel CostModel::from_json(const json& j) {
@@ -159,23 +199,43 @@ CostModel CostModel::from_json(const json& j) {
           it.value(),
           {"fixed_us", "us_per_block", "us_per_masked_block", "ctas_per_sm", "shared_rates"},
           prefix);
-    else
+    else if (version == 3)
       check_known_fields(it.value(),
                          {"fixed_us", "us_per_block", "us_per_masked_block", "ctas_per_sm",
                           "shared_rates", "cta_launch_us"},
                          prefix);
-    const auto coefficient = [&](const char* name) {
-      const std::string field = prefix + name;
-      const double us = as_double(require(it.value(), name, prefix), field);
-      const std::string problem = cost_coefficient_problem(us);
-      if (!problem.empty()) fail(field, problem);
-      return us;
-    };
-    CostCoefficients c;
-    c.fixed_us = coefficient("fixed_us");
-    c.us_per_block = coefficient("us_per_block");
-    c.us_per_masked_block = coefficient("us_per_masked_block");
-    m.by_head_dim[d] = c;
+    else
+      check_known_fields(it.value(),
+                         {"fixed_us", "us_per_block", "us_per_masked_block", "ctas_per_sm",
+                          "shared_rates", "cta_launch_us", "block_m", "tile_heights"},
+                         prefix);
+    m.by_head_dim[d] = coefficients_from_json(it.value(), prefix);
+    if (version >= 4 && it.value().contains("block_m")) {
+      const std::string field = prefix + "block_m";
+      const u32 bm = as_u32(it.value()["block_m"], field);
+      if (bm == 0 || bm > kMaxTileHeight)
+        fail(field, fmt::format("must be a tile height in 1..{}, got {}", kMaxTileHeight, bm));
+      m.block_m_by_head_dim[d] = bm;
+    }
+    if (version >= 4 && it.value().contains("tile_heights")) {
+      const std::string field = prefix + "tile_heights";
+      const json& heights = it.value()["tile_heights"];
+      require_object(heights, "field '" + field + "'");
+      for (auto h = heights.begin(); h != heights.end(); ++h) {
+        const std::string hprefix = field + "." + h.key() + ".";
+        const u32 bm = tile_height_key(h.key(), field + "." + h.key());
+        const auto own = m.block_m_by_head_dim.find(d);
+        if (own != m.block_m_by_head_dim.end() && own->second == bm)
+          fail(field + "." + h.key(),
+               fmt::format("BM {} is the entry's own block_m: its coefficients are the entry's, "
+                           "not a tile height of their own",
+                           bm));
+        require_object(h.value(), "field '" + field + "." + h.key() + "'");
+        check_known_fields(h.value(), {"fixed_us", "us_per_block", "us_per_masked_block"},
+                           hprefix);
+        m.by_tile_height[d][bm] = coefficients_from_json(h.value(), hprefix);
+      }
+    }
     if (version >= 2) m.sharing_by_head_dim[d] = sharing_from_json(it.value(), prefix);
     if (version >= 3 && it.value().contains("cta_launch_us")) {
       const std::string field = prefix + "cta_launch_us";
@@ -198,6 +258,18 @@ json CostModel::to_json() const {
                                       {"ctas_per_sm", s.ctas_per_sm},
                                       {"shared_rates", s.shared_rates},
                                       {"cta_launch_us", cta_launch_us(d)}};
+    json& entry = dims[fmt::format("{}", d)];
+    const auto own = block_m_by_head_dim.find(d);
+    if (own != block_m_by_head_dim.end()) entry["block_m"] = own->second;
+    const auto heights = by_tile_height.find(d);
+    if (heights != by_tile_height.end() && !heights->second.empty()) {
+      json h = json::object();
+      for (const auto& [bm, k] : heights->second)
+        h[fmt::format("{}", bm)] = json{{"fixed_us", k.fixed_us},
+                                        {"us_per_block", k.us_per_block},
+                                        {"us_per_masked_block", k.us_per_masked_block}};
+      entry["tile_heights"] = h;
+    }
   }
   return json{
       {"format", "tilesched-cost"},
@@ -207,7 +279,8 @@ json CostModel::to_json() const {
        "microseconds per tile on one SM; time = fixed_us + us_per_block * "
        "unmasked_kv_blocks + us_per_masked_block * masked_kv_blocks; with k CTAs busy on "
        "one SM each progresses at shared_rates[k - 2] of its solo speed; a CTA that starts in a "
-       "freed slot holds it cta_launch_us before its first tile"},
+       "freed slot holds it cta_launch_us before its first tile; block_m is the tile height the "
+       "entry was measured at, tile_heights the coefficients of other heights"},
       {"sms", multiprocessors},
       {"l2_bytes", l2_bytes},
       {"head_dims", dims}};
@@ -263,6 +336,16 @@ TileCost event_tile_cost(const Workload& w, const TraceEvent& e) {
 }
 
 namespace {
+
+// Whether trace `t` ran tiles of `head_dim` and (when block_m > 0) of that height.
+bool of_tiles(const Trace& t, u32 head_dim, u32 block_m) {
+  return t.workload.head_dim == head_dim && (block_m == 0 || t.workload.block_m == block_m);
+}
+
+// " at BM 192" when a fit is restricted to one tile height, for its messages.
+std::string at_height(u32 block_m) {
+  return block_m == 0 ? std::string() : fmt::format(" at BM {}", block_m);
+}
 
 // Which masks the traces of one head_dim were measured with: what to add depends on it.
 struct MasksPresent {
@@ -361,11 +444,11 @@ void sweep_busy_ctas(const Trace& t, Visit visit) {
 // The traces of `head_dim` that ran one CTA per SM (their tile times are solo costs), and how
 // many of that head_dim's traces were left out for sharing SMs.
 std::vector<const Trace*> one_cta_per_sm_traces(const std::vector<Trace>& traces, u32 head_dim,
-                                                std::size_t& shared) {
+                                                u32 block_m, std::size_t& shared) {
   std::vector<const Trace*> solo;
   shared = 0;
   for (const Trace& t : traces) {
-    if (t.workload.head_dim != head_dim) continue;
+    if (!of_tiles(t, head_dim, block_m)) continue;
     if (max_busy_per_sm(t) <= 1)
       solo.push_back(&t);
     else
@@ -391,14 +474,15 @@ u32 max_busy_per_sm(const Trace& t) {
   return most;
 }
 
-CostFit fit_cost(const std::vector<Trace>& traces, u32 head_dim) {
+CostFit fit_cost(const std::vector<Trace>& traces, u32 head_dim, u32 block_m) {
   std::size_t shared = 0;
-  const std::vector<const Trace*> solo = one_cta_per_sm_traces(traces, head_dim, shared);
+  const std::vector<const Trace*> solo = one_cta_per_sm_traces(traces, head_dim, block_m, shared);
   std::size_t n = 0;
   for (const Trace* t : solo) n += t->events.size();
   if (n < 3)
     throw std::invalid_argument(fmt::format(
-        "cannot fit head_dim {}: {} measured tiles, need at least 3{}", head_dim, n,
+        "cannot fit head_dim {}{}: {} measured tiles, need at least 3{}", head_dim,
+        at_height(block_m), n,
         shared == 0 ? ""
                     : fmt::format(" ({} trace(s) of it left out: their CTAs shared SMs, so their "
                                   "tiles took longer than their cost; record one at C = SMs)",
@@ -423,8 +507,9 @@ CostFit fit_cost(const std::vector<Trace>& traces, u32 head_dim) {
   const Eigen::ColPivHouseholderQR<Eigen::MatrixXd> qr(A);
   if (qr.rank() < 3)
     throw std::invalid_argument(fmt::format(
-        "cannot fit head_dim {}: the measured tiles do not determine all three coefficients: {}",
-        head_dim, undetermined_coefficient(A, masks)));
+        "cannot fit head_dim {}{}: the measured tiles do not determine all three coefficients: "
+        "{}",
+        head_dim, at_height(block_m), undetermined_coefficient(A, masks)));
   const Eigen::Vector3d x = qr.solve(y);
   CostFit fit;
   fit.rms_residual_us = std::sqrt((A * x - y).squaredNorm() / double(n));
@@ -451,14 +536,14 @@ CostFit fit_cost(const std::vector<Trace>& traces, u32 head_dim) {
 }
 
 SharingFit fit_sharing(const std::vector<Trace>& traces, u32 head_dim,
-                       const CostCoefficients& solo) {
+                       const CostCoefficients& solo, u32 block_m) {
   // Rows: per tile that shared its SM, [a_2 .. a_K] * [rate(2) .. rate(K)] = solo cost - a_1.
   std::vector<std::vector<double>> rows;
   std::vector<double> targets, solo_costs;
   std::size_t of_head_dim = 0;
   u32 most = 1;
   for (const Trace& t : traces) {
-    if (t.workload.head_dim != head_dim) continue;
+    if (!of_tiles(t, head_dim, block_m)) continue;
     ++of_head_dim;
     const std::vector<std::vector<double>> by_busy = time_by_busy_ctas(t);
     for (std::size_t i = 0; i < t.events.size(); ++i) {
@@ -473,10 +558,10 @@ SharingFit fit_sharing(const std::vector<Trace>& traces, u32 head_dim,
   }
   if (rows.empty())
     throw std::invalid_argument(fmt::format(
-        "cannot fit how CTAs share an SM at head_dim {}: no tile of its {} trace(s) ran while "
+        "cannot fit how CTAs share an SM at head_dim {}{}: no tile of its {} trace(s) ran while "
         "another CTA was busy on its SM (each SM ran one CTA at a time); record traces at C = 2 "
         "x SMs as well (e.g. --ctas 264 on 132 SMs)",
-        head_dim, of_head_dim));
+        head_dim, at_height(block_m), of_head_dim));
   const Eigen::Index k_count = Eigen::Index(most) - 1;  // unknowns rate(2) .. rate(most)
   Eigen::MatrixXd A = Eigen::MatrixXd::Zero(Eigen::Index(rows.size()), k_count);
   Eigen::VectorXd y(Eigen::Index(rows.size()));
@@ -561,11 +646,11 @@ LaunchSample launch_sample(const Trace& t, const CostCoefficients& solo) {
 }  // namespace
 
 LaunchFit fit_cta_launch(const std::vector<Trace>& traces, u32 head_dim,
-                         const CostCoefficients& solo) {
+                         const CostCoefficients& solo, u32 block_m) {
   std::vector<LaunchSample> samples;
   std::size_t transient = 0;
   for (const Trace& t : traces) {
-    if (t.workload.head_dim != head_dim || t.workload.scheduler != SchedulerKind::Transient)
+    if (!of_tiles(t, head_dim, block_m) || t.workload.scheduler != SchedulerKind::Transient)
       continue;
     ++transient;
     if (max_busy_per_sm(t) > 1) continue;
@@ -574,7 +659,7 @@ LaunchFit fit_cta_launch(const std::vector<Trace>& traces, u32 head_dim,
   }
   if (samples.empty())
     throw std::invalid_argument(fmt::format(
-        "cannot fit the CTA launch at head_dim {}: {}", head_dim,
+        "cannot fit the CTA launch at head_dim {}{}: {}", head_dim, at_height(block_m),
         transient == 0
             ? "no transient trace of it (record one: its one-tile CTAs refill the SMs' slots)"
             : fmt::format("none of its {} transient trace(s) refilled a slot at one CTA per SM "
@@ -601,15 +686,21 @@ LaunchFit fit_cta_launch(const std::vector<Trace>& traces, u32 head_dim,
 CostModel CostModel::fit(const std::vector<Trace>& traces, const std::string& device) {
   CostModel m;
   m.device = device;
-  for (const Trace& t : traces) m.by_head_dim[t.workload.head_dim] = CostCoefficients{};
-  if (m.by_head_dim.empty()) throw std::invalid_argument("cannot fit a cost model: no traces");
-  for (auto& [d, c] : m.by_head_dim) {
-    c = fit_cost(traces, d).coefficients;
+  std::map<u32, std::set<u32>> heights;  // head_dim -> the tile heights its traces ran
+  for (const Trace& t : traces) heights[t.workload.head_dim].insert(t.workload.block_m);
+  if (heights.empty()) throw std::invalid_argument("cannot fit a cost model: no traces");
+  for (const auto& [d, bms] : heights) {
+    const u32 own = *bms.begin();
+    const CostCoefficients c = fit_cost(traces, d, own).coefficients;
+    m.by_head_dim[d] = c;
+    m.block_m_by_head_dim[d] = own;
+    for (auto bm = std::next(bms.begin()); bm != bms.end(); ++bm)
+      m.by_tile_height[d][*bm] = fit_cost(traces, d, *bm).coefficients;
     bool shares = false;
-    for (const Trace& t : traces) shares |= t.workload.head_dim == d && max_busy_per_sm(t) > 1;
-    if (shares) m.sharing_by_head_dim[d] = fit_sharing(traces, d, c).sharing;
+    for (const Trace& t : traces) shares |= of_tiles(t, d, own) && max_busy_per_sm(t) > 1;
+    if (shares) m.sharing_by_head_dim[d] = fit_sharing(traces, d, c, own).sharing;
     try {
-      m.cta_launch_us_by_head_dim[d] = fit_cta_launch(traces, d, c).cta_launch_us;
+      m.cta_launch_us_by_head_dim[d] = fit_cta_launch(traces, d, c, own).cta_launch_us;
     } catch (const std::invalid_argument&) {
       // No transient trace that refilled its slots: nothing says how long a launch takes.
     }

@@ -98,12 +98,12 @@ TEST_CASE("the built-in h200 table predicts the shipped kernel's traces measured
   }
 }
 
-TEST_CASE("the d = 64 kernel with 192-row tiles: its traces and a fit of them") {
+TEST_CASE("the d = 64 kernel with 192-row tiles: its traces and the table's tile height") {
   // tests/data/h200_sm90_s7_bm192: the built-in ragged workload at d = 64 with BM 192 (three
   // consumer warpgroups), causal and not, recorded on an H200 (2026-11-30, seventh session, commit
-  // 8930210). The h200 table has BM 128 coefficients only; replayed with them these traces come
-  // out 23 % short (docs/sim-cost-model.md). Fitted on their own they determine all three
-  // coefficients, which replay both within 1 %.
+  // 8930210). Replayed with the d = 64 BM 128 coefficients they come out 23 % short
+  // (docs/sim-cost-model.md); the h200 table's tile_heights.192 at d = 64 is their fit, which
+  // replays both within 1 %.
   std::vector<Trace> traces;
   for (const char* name : {"h200_d64_bm192_causal", "h200_d64_bm192_none"}) {
     traces.push_back(sim::read_trace(std::string(TILESCHED_TEST_DATA_DIR) + "/h200_sm90_s7_bm192/" +
@@ -119,13 +119,125 @@ TEST_CASE("the d = 64 kernel with 192-row tiles: its traces and a fit of them") 
       fit.coefficients.us_per_block / sim::CostModel::builtin("h200").coefficients(64).us_per_block;
   CHECK(per_block_ratio > 1.2);
   CHECK(per_block_ratio < 1.5);
-  sim::CostModel fitted = sim::CostModel::builtin("h200");
-  fitted.by_head_dim[64] = fit.coefficients;
+  const sim::CostModel builtin = sim::CostModel::builtin("h200");
+  const sim::CostCoefficients& k = builtin.coefficients(64, 192);
+  CHECK(std::abs(k.fixed_us - fit.coefficients.fixed_us) <= 6e-5);
+  CHECK(std::abs(k.us_per_block - fit.coefficients.us_per_block) <= 6e-5);
+  CHECK(std::abs(k.us_per_masked_block - fit.coefficients.us_per_masked_block) <= 6e-5);
   for (const Trace& measured : traces) {
     const double m = sim::compute_metrics(measured).makespan_us;
-    const double p = sim::compute_metrics(sim::replay(measured.workload, fitted)).makespan_us;
+    const double p = sim::compute_metrics(sim::replay(measured.workload, builtin)).makespan_us;
     CHECK(p == doctest::Approx(m).epsilon(0.01));
+    // Without the tile height (the BM 128 entry for every height) the replay is far short.
+    sim::CostModel one_height = builtin;
+    one_height.by_tile_height.clear();
+    const double short_p =
+        sim::compute_metrics(sim::replay(measured.workload, one_height)).makespan_us;
+    CHECK(short_p < 0.85 * m);
   }
+}
+
+TEST_CASE("version 4 cost tables: tile heights") {
+  using nlohmann::json;
+  const json good = sim::CostModel::builtin("h200").to_json();
+  REQUIRE(good["version"] == 4);
+  const sim::CostModel m = sim::CostModel::from_json(good);
+  const sim::CostCoefficients own = m.coefficients(64);
+  const sim::CostCoefficients tall = m.coefficients(64, 192);
+  CHECK(m.block_m_by_head_dim.at(64) == 128);
+  CHECK(tall == m.by_tile_height.at(64).at(192));
+  CHECK(tall.us_per_block > own.us_per_block);
+  // Every other height, and head dims without tile heights, take the head dim's own entry;
+  // a head dim between entries interpolates the own entries, whatever the height.
+  CHECK(m.coefficients(64, 128) == own);
+  CHECK(m.coefficients(64, 64) == own);
+  CHECK(m.coefficients(128, 192) == m.coefficients(128));
+  CHECK(m.coefficients(96, 192) == m.coefficients(96));
+  Workload w = sim::default_workload();
+  w.head_dim = 64;
+  w.block_m = 192;
+  CHECK(m.tile_time_us(w, TileCost{5, 2}) == tall.tile_time_us(TileCost{5, 2}));
+  w.block_m = 128;
+  CHECK(m.tile_time_us(w, TileCost{5, 2}) == own.tile_time_us(TileCost{5, 2}));
+
+  // Written back as read; a file without block_m or tile_heights reads too.
+  const sim::CostModel back = sim::CostModel::from_json(m.to_json());
+  CHECK(back.by_tile_height == m.by_tile_height);
+  CHECK(back.block_m_by_head_dim == m.block_m_by_head_dim);
+  json plain = good;
+  for (auto& entry : plain["head_dims"]) {
+    entry.erase("block_m");
+    entry.erase("tile_heights");
+  }
+  CHECK(sim::CostModel::from_json(plain).by_tile_height.empty());
+  CHECK(sim::CostModel::from_json(plain).coefficients(64, 192) == own);
+
+  const auto error = [&](const std::function<void(json&)>& edit) {
+    json j = good;
+    edit(j);
+    return invalid_argument_text([&] { sim::CostModel::from_json(j); });
+  };
+  CHECK(contains(error([](json& j) { j["head_dims"]["64"]["block_m"] = 0; }),
+                 "'head_dims.64.block_m': must be a tile height in 1..4096, got 0"));
+  CHECK(contains(error([](json& j) { j["head_dims"]["64"]["block_m"] = 5000; }),
+                 "must be a tile height in 1..4096, got 5000"));
+  CHECK(contains(error([](json& j) { j["head_dims"]["64"]["tile_heights"] = 3; }),
+                 "head_dims.64.tile_heights"));
+  const auto height = [](json& j, const std::string& key) -> json& {
+    json& h = j["head_dims"]["64"]["tile_heights"];
+    h[key] = h["192"];
+    if (key != "192") h.erase("192");
+    return h[key];
+  };
+  CHECK(contains(error([&](json& j) { height(j, "0192"); }),
+                 "'head_dims.64.tile_heights.0192': key must be a tile height (BM) in 1..4096 in "
+                 "plain decimal"));
+  CHECK(contains(error([&](json& j) { height(j, "0"); }), "tile_heights.0': key must be"));
+  CHECK(contains(error([&](json& j) { height(j, "4097"); }), "tile_heights.4097': key must be"));
+  CHECK(contains(error([&](json& j) { height(j, "128"); }),
+                 "'head_dims.64.tile_heights.128': BM 128 is the entry's own block_m"));
+  CHECK(contains(error([&](json& j) { height(j, "192").erase("us_per_block"); }),
+                 "'head_dims.64.tile_heights.192.us_per_block': required field is missing"));
+  CHECK(contains(error([&](json& j) { height(j, "192")["us_per_block"] = -1.0; }),
+                 "'head_dims.64.tile_heights.192.us_per_block'"));
+  CHECK(contains(error([&](json& j) { height(j, "192")["ctas_per_sm"] = 1; }),
+                 "head_dims.64.tile_heights.192.ctas_per_sm"));
+  // Tile heights came with version 4.
+  CHECK(contains(error([](json& j) { j["version"] = 3; }), "block_m"));
+}
+
+TEST_CASE("fit: a head dim that ran two tile heights gets an entry and a tile height") {
+  // Traces timed by a known model with BM 128 and BM 192 coefficients at d = 64: the fit keys
+  // each height's tiles apart (one fit over both would mix a 192-row tile's cost into the 128-row
+  // one's) and recovers both.
+  sim::CostModel truth = sim::CostModel::builtin("h200");
+  truth.by_head_dim[64] = {1.5, 1.2, 1.6};
+  truth.by_tile_height[64][192] = {2.2, 1.55, 2.05};
+  std::vector<Trace> traces;
+  for (const u32 bm : {128u, 192u})
+    for (const Mask mask : {Mask::Causal, Mask::None}) {
+      Workload w = sim::default_workload();
+      w.head_dim = 64;
+      w.block_m = bm;
+      w.mask = mask;
+      traces.push_back(sim::replay(w, truth));
+      traces.back().source = "gpu";
+    }
+  const sim::CostModel fitted = sim::CostModel::fit(traces, "lab");
+  CHECK(fitted.block_m_by_head_dim.at(64) == 128);
+  const sim::CostCoefficients& own = fitted.by_head_dim.at(64);
+  const sim::CostCoefficients& tall = fitted.by_tile_height.at(64).at(192);
+  CHECK(own.us_per_block == doctest::Approx(1.2).epsilon(1e-6));
+  CHECK(own.us_per_masked_block == doctest::Approx(1.6).epsilon(1e-6));
+  CHECK(tall.us_per_block == doctest::Approx(1.55).epsilon(1e-6));
+  CHECK(tall.us_per_masked_block == doctest::Approx(2.05).epsilon(1e-6));
+  // A height on its own: its fit differs from the mixed one.
+  CHECK(sim::fit_cost(traces, 64, 192).coefficients.us_per_block ==
+        doctest::Approx(1.55).epsilon(1e-6));
+  CHECK(sim::fit_cost(traces, 64).coefficients.us_per_block !=
+        doctest::Approx(1.55).epsilon(1e-3));
+  CHECK(contains(invalid_argument_text([&] { sim::fit_cost(traces, 64, 96); }),
+                 "cannot fit head_dim 64 at BM 96: 0 measured tiles"));
 }
 
 TEST_CASE("the built-in h200 table and the kernel of the fifth session") {
@@ -400,10 +512,12 @@ TEST_CASE("version 2 and 3 cost tables: device, sharing and launch fields are ch
   CHECK(contains(error([&](json& j) { two_per_sm(j, {1.2}); }),
                  "'head_dims.128.shared_rates[0]': must be in (0, 1], got 1.2"));
   CHECK(contains(error([&](json& j) { two_per_sm(j, {0}); }), "must be in (0, 1]"));
-  CHECK(contains(error([](json& j) { j["version"] = 4; }), "unsupported cost table version 4"));
+  CHECK(contains(error([](json& j) { j["version"] = 5; }), "unsupported cost table version 5"));
   // The CTA launch came with version 3.
   CHECK(contains(error([](json& j) {
                    j["version"] = 2;
+                   for (auto& entry : j["head_dims"]) entry.erase("block_m");
+                   j["head_dims"]["64"].erase("tile_heights");
                    j["head_dims"]["128"]["cta_launch_us"] = 1.0;
                  }),
                  "cta_launch_us"));
@@ -429,7 +543,7 @@ TEST_CASE("the CTA launch: read, checked, looked up between head dims, written b
   const sim::CostModel back = sim::CostModel::from_json(m.to_json());
   for (const u32 d : {32u, 64u, 96u, 128u, 256u, 512u})
     CHECK(back.cta_launch_us(d) == m.cta_launch_us(d));
-  CHECK(m.to_json()["version"] == 3);
+  CHECK(m.to_json()["version"] == 4);
 
   const auto error = [&](const json& launch) {
     json bad = j;

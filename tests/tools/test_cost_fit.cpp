@@ -7,6 +7,7 @@
 #include "cli/cost_fit.hpp"
 #include "test_support.hpp"
 #include "tilesched/sim/replay.hpp"
+#include "tilesched/sim/workload_io.hpp"
 
 using namespace tilesched;
 
@@ -55,7 +56,7 @@ TEST_CASE("fit recovers the coefficients that timed the traces and keeps the bas
     CHECK(c.predicted_us == doctest::Approx(c.measured_us).epsilon(1e-9));
   }
   const std::string text = cli::format_cost_fit_report(r);
-  CHECK(text.find("      64     1.2500       0.7500        1.5000") != std::string::npos);
+  CHECK(text.find("      64       128     1.2500       0.7500        1.5000") != std::string::npos);
   CHECK(text.find("trace_queued/default  (queued/default)") != std::string::npos);
 }
 
@@ -107,7 +108,7 @@ TEST_CASE("fit skips a head_dim its traces cannot determine and fits the others"
   REQUIRE(report.fits.size() == 1);
   CHECK(report.fits[0].head_dim == 64);
   REQUIRE(report.skipped.size() == 1);
-  CHECK(report.skipped[0].find("cannot fit head_dim 128: ") == 0);
+  CHECK(report.skipped[0].find("cannot fit head_dim 128 at BM 128: ") == 0);
   // The skipped head_dim keeps the base's coefficients, and the report says so.
   CHECK(report.model.coefficients(128).us_per_block == base.coefficients(128).us_per_block);
   CHECK(cli::format_cost_fit_report(report).find("flat_128  (tile/default)\n      measured") !=
@@ -159,4 +160,52 @@ TEST_CASE("fit --launch-only: the base's tile costs kept, the CTA launch fitted 
                        "head_dim 64: no transient trace of it (record one: its one-tile CTAs "
                        "refill the SMs' slots)",
                        std::invalid_argument);
+}
+
+TEST_CASE("fit puts another tile height of a head_dim beside its entry, not over it") {
+  // The base records BM 128 at d = 64; traces at BM 192 fit a tile_heights entry and leave the
+  // BM 128 coefficients, sharing and launch as they were.
+  const sim::CostModel base = sim::CostModel::builtin("h200");
+  REQUIRE(base.block_m_by_head_dim.at(64) == 128);
+  sim::CostModel truth = base;
+  truth.by_tile_height[64][192] = {2.5, 1.75, 2.25};
+  std::vector<cli::LabelledTrace> traces;
+  for (const Mask mask : {Mask::Causal, Mask::None}) {
+    Workload w = sim::default_workload();
+    w.head_dim = 64;
+    w.block_m = 192;
+    w.mask = mask;
+    Trace t = sim::replay(w, truth);
+    t.source = "gpu";
+    traces.push_back({mask == Mask::Causal ? "bm192_causal" : "bm192_none", t});
+  }
+  const cli::CostFitReport r = cli::fit_cost_model(traces, base, "lab");
+  REQUIRE(r.fits.size() == 1);
+  CHECK(r.fits[0].block_m == 192);
+  CHECK_FALSE(r.fits[0].own_entry);
+  CHECK(r.model.by_head_dim.at(64) == base.by_head_dim.at(64));
+  CHECK(r.model.block_m_by_head_dim.at(64) == 128);
+  CHECK(r.model.cta_launch_us(64) == base.cta_launch_us(64));
+  const sim::CostCoefficients& k = r.model.by_tile_height.at(64).at(192);
+  CHECK(k.us_per_block == doctest::Approx(1.75).epsilon(1e-9));
+  CHECK(k.us_per_masked_block == doctest::Approx(2.25).epsilon(1e-9));
+  CHECK(r.sharing.empty());
+  CHECK(r.launches.empty());
+  for (const cli::MakespanComparison& c : r.makespans) {
+    CHECK(c.fitted);
+    CHECK(c.predicted_us == doctest::Approx(c.measured_us).epsilon(1e-9));
+  }
+  const std::string text = cli::format_cost_fit_report(r);
+  CHECK(text.find("      64   192 (h)") != std::string::npos);
+  CHECK(text.find("another tile height of the head_dim") != std::string::npos);
+
+  // A base that records no height takes the traces' smallest as the entry's own.
+  sim::CostModel unrecorded = base;
+  unrecorded.block_m_by_head_dim.clear();
+  unrecorded.by_tile_height.clear();
+  const cli::CostFitReport own = cli::fit_cost_model(traces, unrecorded, "lab");
+  REQUIRE(own.fits.size() == 1);
+  CHECK(own.fits[0].own_entry);
+  CHECK(own.model.block_m_by_head_dim.at(64) == 192);
+  CHECK(own.model.by_head_dim.at(64).us_per_block == doctest::Approx(1.75).epsilon(1e-9));
 }

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <set>
 #include <stdexcept>
 
@@ -17,13 +18,13 @@ namespace {
 
 // The sharing of one head_dim: fitted where its traces show CTAs sharing SMs, the base's rates
 // kept beyond the busiest SM seen (and for the occupancy the base allows beyond it).
-HeadDimSharing fit_head_dim_sharing(const std::vector<Trace>& traces, u32 head_dim,
+HeadDimSharing fit_head_dim_sharing(const std::vector<Trace>& traces, u32 head_dim, u32 block_m,
                                     const sim::CostCoefficients& solo, const sim::SmSharing& base) {
   HeadDimSharing s;
   s.head_dim = head_dim;
   s.model = base;
   try {
-    s.fit = sim::fit_sharing(traces, head_dim, solo);
+    s.fit = sim::fit_sharing(traces, head_dim, solo, block_m);
   } catch (const std::invalid_argument& e) {
     s.undetermined = e.what();
     return s;
@@ -38,13 +39,14 @@ HeadDimSharing fit_head_dim_sharing(const std::vector<Trace>& traces, u32 head_d
 
 // The CTA launch of one head_dim, fitted against the tile costs `solo` where its transient traces
 // tell, else the base's.
-HeadDimLaunch fit_head_dim_launch(const std::vector<Trace>& traces, u32 head_dim,
+// Only the traces of tile height `block_m` count (0: every height).
+HeadDimLaunch fit_head_dim_launch(const std::vector<Trace>& traces, u32 head_dim, u32 block_m,
                                   const sim::CostCoefficients& solo, const sim::CostModel& base) {
   HeadDimLaunch l;
   l.head_dim = head_dim;
   l.model_us = base.cta_launch_us(head_dim);
   try {
-    l.fit = sim::fit_cta_launch(traces, head_dim, solo);
+    l.fit = sim::fit_cta_launch(traces, head_dim, solo, block_m);
   } catch (const std::invalid_argument& e) {
     l.undetermined = e.what();
     return l;
@@ -54,16 +56,27 @@ HeadDimLaunch fit_head_dim_launch(const std::vector<Trace>& traces, u32 head_dim
   return l;
 }
 
+// The tile height a head_dim's own entry describes: what the base records, else the smallest
+// height of the traces that the base does not list among the head_dim's other heights (0: none).
+u32 own_tile_height(const sim::CostModel& base, u32 head_dim, const std::set<u32>& heights) {
+  const auto recorded = base.block_m_by_head_dim.find(head_dim);
+  if (recorded != base.block_m_by_head_dim.end()) return recorded->second;
+  const auto listed = base.by_tile_height.find(head_dim);
+  for (const u32 bm : heights)
+    if (listed == base.by_tile_height.end() || listed->second.count(bm) == 0) return bm;
+  return 0;
+}
+
 }  // namespace
 
 CostFitReport fit_cost_model(const std::vector<LabelledTrace>& traces, const sim::CostModel& base,
                              const std::string& device, FitScope scope) {
   if (traces.empty()) throw std::invalid_argument("cannot fit a cost model: no traces given");
   std::vector<Trace> plain;
-  std::set<u32> head_dims;
+  std::map<u32, std::set<u32>> heights;  // head_dim -> the tile heights its traces ran
   for (const LabelledTrace& t : traces) {
     plain.push_back(t.trace);
-    head_dims.insert(t.trace.workload.head_dim);
+    heights[t.trace.workload.head_dim].insert(t.trace.workload.block_m);
   }
 
   CostFitReport report;
@@ -80,41 +93,57 @@ CostFitReport fit_cost_model(const std::vector<LabelledTrace>& traces, const sim
   };
   if (scope == FitScope::LaunchOnly) {
     std::vector<std::string> reasons;
-    for (const u32 d : head_dims) {
-      record_launch(fit_head_dim_launch(plain, d, base.coefficients(d), base));
+    for (const auto& [d, bms] : heights) {
+      const auto recorded = base.block_m_by_head_dim.find(d);
+      const u32 own = recorded == base.block_m_by_head_dim.end() ? 0 : recorded->second;
+      record_launch(fit_head_dim_launch(plain, d, own, base.coefficients(d), base));
       if (!report.launches.back().fitted) reasons.push_back(report.launches.back().undetermined);
     }
-    if (reasons.size() == head_dims.size())
+    if (reasons.size() == heights.size())
       throw std::invalid_argument(
           fmt::format("no head_dim's CTA launch could be fitted: {}", fmt::join(reasons, "; ")));
   }
-  for (const u32 d : scope == FitScope::Everything ? head_dims : std::set<u32>{}) {
-    sim::CostFit fit;
-    try {
-      fit = sim::fit_cost(plain, d);
-    } catch (const std::invalid_argument& e) {
-      report.skipped.push_back(e.what());
-      continue;
+  for (const auto& [d, bms] : scope == FitScope::Everything ? heights
+                                                             : std::map<u32, std::set<u32>>{}) {
+    const u32 own = own_tile_height(base, d, bms);
+    for (const u32 bm : bms) {
+      sim::CostFit fit;
+      try {
+        fit = sim::fit_cost(plain, d, bm);
+      } catch (const std::invalid_argument& e) {
+        report.skipped.push_back(e.what());
+        continue;
+      }
+      const bool own_entry = bm == own;
+      report.fits.push_back(HeadDimFit{d, bm, own_entry, fit});
+      const std::string where =
+          own_entry ? fmt::format("head_dim {}", d) : fmt::format("head_dim {} BM {}", d, bm);
+      const auto negative = [&](const char* name, double value) {
+        if (value < 0)
+          report.negative_coefficients.push_back(
+              fmt::format("{}: {} = {:.4g}", where, name, value));
+      };
+      negative("fixed_us", fit.coefficients.fixed_us);
+      negative("us_per_block", fit.coefficients.us_per_block);
+      negative("us_per_masked_block", fit.coefficients.us_per_masked_block);
+      if (!own_entry) {
+        report.model.by_tile_height[d][bm] = fit.coefficients;
+        continue;
+      }
+      report.model.by_head_dim[d] = fit.coefficients;
+      report.model.block_m_by_head_dim[d] = bm;
+      report.sharing.push_back(
+          fit_head_dim_sharing(plain, d, bm, fit.coefficients, base.sharing(d)));
+      const HeadDimSharing& shared = report.sharing.back();
+      report.model.sharing_by_head_dim[d] = shared.model;
+      for (std::size_t k = 0; shared.fitted && k < shared.fit.sharing.shared_rates.size(); ++k) {
+        const double r = shared.fit.sharing.shared_rates[k];
+        if (!(r > 0 && r <= 1))
+          report.invalid_rates.push_back(
+              fmt::format("head_dim {}: rate({}) = {:.4g}", d, k + 2, r));
+      }
+      record_launch(fit_head_dim_launch(plain, d, bm, fit.coefficients, base));
     }
-    report.fits.push_back(HeadDimFit{d, fit});
-    report.model.by_head_dim[d] = fit.coefficients;
-    const auto negative = [&](const char* name, double value) {
-      if (value < 0)
-        report.negative_coefficients.push_back(
-            fmt::format("head_dim {}: {} = {:.4g}", d, name, value));
-    };
-    negative("fixed_us", fit.coefficients.fixed_us);
-    negative("us_per_block", fit.coefficients.us_per_block);
-    negative("us_per_masked_block", fit.coefficients.us_per_masked_block);
-    report.sharing.push_back(fit_head_dim_sharing(plain, d, fit.coefficients, base.sharing(d)));
-    const HeadDimSharing& shared = report.sharing.back();
-    report.model.sharing_by_head_dim[d] = shared.model;
-    for (std::size_t k = 0; shared.fitted && k < shared.fit.sharing.shared_rates.size(); ++k) {
-      const double r = shared.fit.sharing.shared_rates[k];
-      if (!(r > 0 && r <= 1))
-        report.invalid_rates.push_back(fmt::format("head_dim {}: rate({}) = {:.4g}", d, k + 2, r));
-    }
-    record_launch(fit_head_dim_launch(plain, d, fit.coefficients, base));
   }
 
   if (scope == FitScope::Everything && report.fits.empty())
@@ -129,7 +158,8 @@ CostFitReport fit_cost_model(const std::vector<LabelledTrace>& traces, const sim
     c.strategy = strategy_name(t.trace.workload);
     c.fitted = scope == FitScope::LaunchOnly ||
                std::any_of(report.fits.begin(), report.fits.end(), [&](const HeadDimFit& f) {
-                 return f.head_dim == t.trace.workload.head_dim;
+                 return f.head_dim == t.trace.workload.head_dim &&
+                        f.block_m == t.trace.workload.block_m;
                });
     c.measured_us = sim::compute_metrics(t.trace).makespan_us;
     c.predicted_us = sim::compute_metrics(sim::replay(t.trace.workload, report.model)).makespan_us;
@@ -141,20 +171,26 @@ CostFitReport fit_cost_model(const std::vector<LabelledTrace>& traces, const sim
 namespace {
 
 std::string format_tile_costs(const CostFitReport& r) {
-  std::string out = fmt::format("  {:>8} {:>10} {:>12} {:>13} {:>12} {:>8} {:>9} {:>12}\n",
-                                "head_dim", "fixed us", "us/block", "us/masked", "RMS res us",
-                                "samples", "rel RMS %", "hand-off us");
+  std::string out =
+      fmt::format("  {:>8} {:>9} {:>10} {:>12} {:>13} {:>12} {:>8} {:>9} {:>12}\n", "head_dim",
+                  "BM", "fixed us", "us/block", "us/masked", "RMS res us", "samples", "rel RMS %",
+                  "hand-off us");
   for (const HeadDimFit& f : r.fits) {
     const sim::CostCoefficients& k = f.fit.coefficients;
-    out += fmt::format("  {:>8} {:>10.4f} {:>12.4f} {:>13.4f} {:>12.4f} {:>8} {:>9.2f} {:>12.4f}\n",
-                       f.head_dim, k.fixed_us, k.us_per_block, k.us_per_masked_block,
-                       f.fit.rms_residual_us, f.fit.samples, 100.0 * f.fit.relative_rms_error,
-                       f.fit.handoff_us);
+    out += fmt::format(
+        "  {:>8} {:>9} {:>10.4f} {:>12.4f} {:>13.4f} {:>12.4f} {:>8} {:>9.2f} {:>12.4f}\n",
+        f.head_dim, f.own_entry ? fmt::format("{}", f.block_m) : fmt::format("{} (h)", f.block_m),
+        k.fixed_us, k.us_per_block, k.us_per_masked_block, f.fit.rms_residual_us, f.fit.samples,
+        100.0 * f.fit.relative_rms_error, f.fit.handoff_us);
   }
+  if (std::any_of(r.fits.begin(), r.fits.end(), [](const HeadDimFit& f) { return !f.own_entry; }))
+    out += "\n  (h): another tile height of the head_dim (its tile_heights entry); sharing and\n"
+           "  launch come from the traces of the entry's own BM\n";
   out += "\n  rel RMS = RMS of (predicted - measured) tile time / RMS of measured tile time\n";
   out += "  fixed includes the hand-off: the mean gap between a CTA's consecutive tiles\n";
   out += "  (tile costs from the traces that ran one CTA per SM)\n\n";
   out += "sharing an SM (rate(k): speed of each of k busy CTAs on one SM, relative to alone):\n";
+  if (r.sharing.empty()) out += "  kept from the base: no trace ran an entry's own tile height\n";
   for (const HeadDimSharing& h : r.sharing) {
     std::string rates;
     for (u32 k = 2; k <= h.model.ctas_per_sm; ++k)
@@ -183,6 +219,7 @@ std::string format_cost_fit_report(const CostFitReport& r) {
   out +=
       "\nCTA launch (from a slot's CTA exit to the next CTA's first tile, beyond the tile "
       "costs):\n";
+  if (r.launches.empty()) out += "  kept from the base: no trace ran an entry's own tile height\n";
   for (const HeadDimLaunch& l : r.launches) {
     if (l.fitted)
       out += fmt::format(

@@ -15,8 +15,13 @@ struct LabelledTrace {
   Trace trace;
 };
 
+// The tile costs of one head_dim at one tile height.
 struct HeadDimFit {
   u32 head_dim = 0;
+  u32 block_m = 0;  // the tile height of the traces it came from
+  // true: the head_dim's own entry (by_head_dim, its block_m); false: one of its other tile
+  // heights (by_tile_height).
+  bool own_entry = true;
   sim::CostFit fit;
 };
 
@@ -56,7 +61,7 @@ struct MakespanComparison {
 struct CostFitReport {
   // `base` with every head_dim found in the traces replaced by its fit; the others kept.
   sim::CostModel model;
-  std::vector<HeadDimFit> fits;         // ascending head_dim
+  std::vector<HeadDimFit> fits;         // ascending head_dim, then tile height
   std::vector<HeadDimSharing> sharing;  // ascending head_dim, one per fitted head_dim
   std::vector<HeadDimLaunch> launches;  // ascending head_dim, one per head_dim of the traces
   std::vector<MakespanComparison> makespans;
@@ -78,7 +83,10 @@ struct CostFitReport {
 // (sim::fit_cost), how CTAs share an SM from those where they did not (sim::fit_sharing), and the
 // CTA launch from the transient ones, against the fitted tile costs (sim::fit_cta_launch); where
 // the traces cannot tell the sharing or the launch, the base's are kept and the reason reported.
-// Then replays each trace's workload with the result. A head_dim whose tiles do not determine the
+// Tile heights: a head_dim's entry holds the tile height the base records for it (block_m), or,
+// where the base records none, the smallest height of its traces; the traces of every other
+// height fit a by_tile_height entry of their own. Sharing and launch come from the traces of the
+// entry's own height. Then replays each trace's workload with the result. A head_dim whose tiles do not determine the
 // coefficients (sim::fit_cost's std::invalid_argument names the head_dim and what its tiles lack)
 // is listed in `skipped`; when no head_dim can be fitted, that is a std::invalid_argument listing
 // every reason. Also thrown when `traces` is empty.

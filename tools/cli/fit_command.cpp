@@ -122,8 +122,10 @@ int run_fit(const FitOptions& o) {
   check_fit_report(report, o.out_file);
 
   nlohmann::json j = report.model.to_json();
-  std::vector<u32> fitted_dims;
-  for (const HeadDimFit& f : report.fits) fitted_dims.push_back(f.head_dim);
+  std::vector<std::string> fitted_dims;
+  for (const HeadDimFit& f : report.fits)
+    fitted_dims.push_back(f.own_entry ? fmt::format("{} (BM {})", f.head_dim, f.block_m)
+                                      : fmt::format("{} at BM {}", f.head_dim, f.block_m));
   std::vector<u32> launch_dims;
   for (const HeadDimLaunch& l : report.launches)
     if (l.fitted) launch_dims.push_back(l.head_dim);
@@ -184,8 +186,10 @@ void add_fit_command(CLI::App& app, Action& action) {
   cmd->add_flag("--allow-sim", options->allow_sim,
                 "Accept traces that were not measured on a GPU (with a warning)");
   cmd->footer(
-      "A head_dim whose traces do not determine the coefficients is skipped with a warning (it "
-      "keeps --base's coefficients). Exit status: 0 success, 1 a trace could not be read or is "
+      "Each head_dim is fitted per tile height (BM): traces at the entry's own block_m (where "
+      "the base records none, the traces' smallest BM) refit the entry, traces at any other BM "
+      "its tile_heights. A head_dim whose traces do not determine the coefficients is skipped "
+      "with a warning (it keeps --base's coefficients). Exit status: 0 success, 1 a trace could not be read or is "
       "not from a GPU, no head_dim could be fitted, or a fit gave coefficients a cost file cannot "
       "hold (negative, or above one second), sharing rates outside (0, 1] or a negative CTA launch "
       "(nothing is written then), 2 bad flags.");

@@ -64,6 +64,13 @@ struct CostModel {
   u32 multiprocessors = kDefaultMultiprocessors;  // SMs
   std::uint64_t l2_bytes = kDefaultL2Bytes;       // L2 cache size in bytes
   std::map<u32, CostCoefficients> by_head_dim;    // at least one entry
+  // The tile height (BM) each by_head_dim entry was measured at, where the table says (version
+  // 4); a head_dim missing here has coefficients of no recorded height.
+  std::map<u32, u32> block_m_by_head_dim;
+  // Coefficients of other tile heights at a head_dim (version 4): by_tile_height[d][bm] serves the
+  // workloads of head_dim d and BM bm, by_head_dim[d] every other BM. A kernel that runs several
+  // tile heights at one head dim (d = 64 at BM 128 and 192) costs differently per block at each.
+  std::map<u32, std::map<u32, CostCoefficients>> by_tile_height;
   // Occupancy and sharing per head_dim; a head_dim missing here has one CTA per SM.
   std::map<u32, SmSharing> sharing_by_head_dim;
   // CTA launch per head_dim, µs (SPEC §8): how long a CTA that starts in a freed resident slot
@@ -78,8 +85,12 @@ struct CostModel {
   // between the neighbouring entries, or proportional scaling of the nearest one outside the
   // table (work per block grows linearly with head_dim).
   CostCoefficients coefficients(u32 head_dim) const;
+  // Coefficients for tiles of height `block_m` at `head_dim`: the by_tile_height entry when the
+  // table has one for exactly that pair, else coefficients(head_dim) (unscaled: a height the
+  // table does not list is costed like the head_dim's own entry).
+  CostCoefficients coefficients(u32 head_dim, u32 block_m) const;
 
-  // Predicted time of a tile with cost `c` for workload `w` (uses w.head_dim).
+  // Predicted time of a tile with cost `c` for workload `w` (uses w.head_dim and w.block_m).
   double tile_time_us(const Workload& w, const TileCost& c) const;
 
   // Occupancy and sharing for `head_dim`: the table entry when present, else the nearest entry of
@@ -109,7 +120,9 @@ struct CostModel {
   // Least-squares fit (one entry per head_dim found in the traces) from measured tile times:
   // fit_cost on the traces that ran one CTA per SM, fit_sharing for each head_dim whose traces
   // show CTAs sharing an SM (one CTA per SM elsewhere), and fit_cta_launch for each head_dim with
-  // a transient trace that refilled its slots (no launch time elsewhere).
+  // a transient trace that refilled its slots (no launch time elsewhere). A head_dim whose traces
+  // ran several tile heights gets its entry from the smallest and a by_tile_height entry for each
+  // other; sharing and launch come from the smallest height's traces.
   static CostModel fit(const std::vector<Trace>& traces, const std::string& device);
 };
 
@@ -143,7 +156,9 @@ struct CostFit {
 // the coefficient left open (e.g. us_per_masked_block when no tile has masked blocks).
 // Coefficients are returned as fitted, negative ones included: the caller decides whether a
 // negative cost is acceptable.
-CostFit fit_cost(const std::vector<Trace>& traces, u32 head_dim);
+// `block_m` > 0 restricts the fit to the traces whose workload has that tile height (0: every
+// height, which mixes the costs of different tiles when a head_dim ran several).
+CostFit fit_cost(const std::vector<Trace>& traces, u32 head_dim, u32 block_m = 0);
 
 // For each event of `t` (same order), the time it spent while k CTAs were busy on its SM, at
 // index k - 1 (so the entries sum to the event's duration). SMs are the events' sm_id; an event
@@ -167,8 +182,9 @@ struct SharingFit {
 // std::invalid_argument saying why when the traces cannot determine the rates: no tile of that
 // head_dim ever shared its SM (traces at one CTA per SM only), or too few tiles at some sharing
 // level to tell the rates apart. Rates are returned as fitted, outside (0, 1] included.
+// `block_m` > 0: only the traces of that tile height (as for fit_cost).
 SharingFit fit_sharing(const std::vector<Trace>& traces, u32 head_dim,
-                       const CostCoefficients& solo);
+                       const CostCoefficients& solo, u32 block_m = 0);
 
 // Result of fitting how long a CTA takes to start in a freed slot.
 struct LaunchFit {
@@ -188,7 +204,8 @@ struct LaunchFit {
 // minus the costs, over the number of launches. Throws std::invalid_argument when no transient
 // trace of that head_dim ran one CTA per SM with more CTAs than slots. The launch is returned as
 // fitted, negative included (the tile costs then exceed the measured tiles).
+// `block_m` > 0: only the traces of that tile height (as for fit_cost).
 LaunchFit fit_cta_launch(const std::vector<Trace>& traces, u32 head_dim,
-                         const CostCoefficients& solo);
+                         const CostCoefficients& solo, u32 block_m = 0);
 
 }  // namespace tilesched::sim
