@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "tilesched/sim/cost_model.hpp"
 #include "tilesched/trace.hpp"
 #include "tilesched/workload.hpp"
 #include "viz/describe.hpp"
@@ -25,7 +26,7 @@ struct RunCommandOptions {
   bool check = true;            // compare against the simulator tile by tile
   bool ctas_given = false;      // --ctas was given: keep the workload's num_ctas
   // --bm or a workload file gave BM: keep it (a BM the kernel does not run is refused); otherwise
-  // the workload takes the kernel's BM for its head dim.
+  // the workload takes the kernel's tile height the simulator predicts fastest (choose_block_m).
   bool block_m_given = false;
 };
 
@@ -47,7 +48,8 @@ struct BenchCommandOptions {
   // The scheduler of the causal points, queued if unset (dense points use the static stride:
   // their tiles cost the same).
   std::optional<SchedulerKind> causal_scheduler;
-  // Tile height (BM) of every point; 0: the kernel's recommended_block_m for each point.
+  // Tile height (BM) of every point; 0: per point, the one the simulator predicts fastest
+  // (choose_block_m).
   u32 block_m = 0;
 };
 
@@ -80,5 +82,13 @@ std::unique_ptr<SuiteDevice> open_gpu_suite_device();
 
 // Whether this build has the GPU half.
 bool gpu_half_built();
+
+// With the GPU half: the CTAs the device runs at once for `w` (its kernel's occupancy).
+u32 device_resident_ctas(const Workload& w);
+// With the GPU half: sets w.block_m to the kernel's tile height at w's head dim that the
+// simulator predicts fastest with `cost` (viz::predict_block_m; C from the device when
+// `ctas_origin` says so), or, where `cost` cannot tell, by gpu::recommended_block_m. Returns a
+// line saying what was picked and why ("" when the head dim has one tile height).
+std::string choose_block_m(Workload& w, const sim::CostModel& cost, viz::CtaOrigin ctas_origin);
 
 }  // namespace tilesched::tools

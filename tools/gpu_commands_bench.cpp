@@ -61,9 +61,12 @@ Workload grid_point(u32 d, u32 seq, bool causal, SchedulerKind causal_scheduler,
   w.num_q_heads = w.num_kv_heads = kHidden / d;
   w.head_dim = d;
   w.mask = causal ? Mask::Causal : Mask::None;
-  w.block_m = block_m != 0 ? block_m : gpu::recommended_block_m(w);
   w.block_n = gpu::kernel_block_n(d);
   w.scheduler = causal ? causal_scheduler : SchedulerKind::Tile;
+  if (block_m != 0)
+    w.block_m = block_m;
+  else
+    choose_block_m(w, sim::CostModel::builtin(w.cost_profile), viz::CtaOrigin::Device);
   require(gpu::resident_ctas(w, w.num_ctas));
   w.resident_ctas = w.num_ctas;
   return w;

@@ -13,6 +13,7 @@
 #include "tilesched/gpu/device_problem.hpp"
 #include "tilesched/sim/attention.hpp"
 #include "tilesched/sim/metrics.hpp"
+#include "viz/block_m_choice.hpp"
 #include "tilesched/sim/replay.hpp"
 #include "tilesched/sim/schedule_check.hpp"
 #include "tilesched/sim/trace_io.hpp"
@@ -79,6 +80,30 @@ void print_measured_and_predicted(const Trace& measured, const Trace& predicted)
 
 }  // namespace
 
+u32 device_resident_ctas(const Workload& w) {
+  u32 n = 0;
+  require(gpu::resident_ctas(w, n));
+  return n;
+}
+
+std::string choose_block_m(Workload& w, const sim::CostModel& cost, viz::CtaOrigin ctas_origin) {
+  const viz::BlockMChoice c =
+      viz::predict_block_m(w, gpu::kernel_block_ms(w.head_dim), cost, device_resident_ctas,
+                           ctas_origin == viz::CtaOrigin::Device);
+  if (c.block_m != 0) {
+    w.block_m = c.block_m;
+    return c.predicted_us.empty()
+               ? std::string()
+               : fmt::format("tile height: {}, the simulator's pick (--bm to choose)",
+                             viz::describe_block_m_choice(c));
+  }
+  const u32 bm = gpu::recommended_block_m(w);
+  if (bm == 0) return "";
+  w.block_m = bm;
+  return fmt::format("tile height: BM {}, by the kernel's rule of keys per query row ({})", bm,
+                     c.why_not);
+}
+
 bool gpu_half_built() {
   return true;
 }
@@ -87,11 +112,15 @@ int run_gpu_command(const RunCommandOptions& options) {
   Workload w = options.workload;
   // Refused before the device is touched: the kernel has no decode path.
   require(gpu::check_kernel_support(w));
-  if (const u32 bm = gpu::recommended_block_m(w); !options.block_m_given && bm != 0) w.block_m = bm;
   require_cuda_driver();
   std::string device;
   int sms = 0;
   require(gpu::device_info(device, sms));
+  // The simulator's cost model predicts which tile height runs the workload fastest, and plans
+  // the planned schedulers' lists, on the GPU as in the replay.
+  const sim::CostModel cost = sim::CostModel::builtin(w.cost_profile);
+  const std::string block_m_note =
+      options.block_m_given ? std::string() : choose_block_m(w, cost, options.ctas_origin);
   // The device decides how many CTAs run at once; the trace records it, and C defaults to it.
   u32 device_ctas = 0;
   require(gpu::resident_ctas(w, device_ctas));
@@ -107,13 +136,12 @@ int run_gpu_command(const RunCommandOptions& options) {
       to_string(w.mask), w.block_m,
       transient ? viz::describe_cta_choice(true, viz::CtaOrigin::Device, device_ctas, rule)
                 : viz::describe_cta_choice(false, options.ctas_origin, w.num_ctas, rule));
+  if (!block_m_note.empty()) fmt::print("{}\n", block_m_note);
 
   const sim::AttentionInputs in = sim::make_inputs(w, options.seed);
   const gpu::DeviceInputs bits{sim::to_bf16_bits(in.q), sim::to_bf16_bits(in.k),
                                sim::to_bf16_bits(in.v)};
   gpu::DeviceRun run;
-  // The simulator's cost model plans the planned schedulers' lists, on the GPU as in the replay.
-  const sim::CostModel cost = sim::CostModel::builtin(w.cost_profile);
   // The warm-up launch keeps module load and first touches out of the measured trace.
   require(gpu::run_recorded(w, bits, /*warm_up=*/true, run, sim::plan_schedule(w, cost)));
 

@@ -141,6 +141,13 @@ CostCoefficients CostModel::coefficients(u32 head_dim, u32 block_m) const {
   return coefficients(head_dim);
 }
 
+bool CostModel::measured_at(u32 head_dim, u32 block_m) const {
+  const auto own = block_m_by_head_dim.find(head_dim);
+  if (own != block_m_by_head_dim.end() && own->second == block_m) return true;
+  const auto heights = by_tile_height.find(head_dim);
+  return heights != by_tile_height.end() && heights->second.count(block_m) != 0;
+}
+
 CostCoefficients CostModel::coefficients(u32 head_dim) const {
   if (by_head_dim.empty())
     throw std::logic_error("cost model '" + device + "' has no coefficients");

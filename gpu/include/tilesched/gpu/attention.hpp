@@ -34,7 +34,9 @@ struct Status {
 // an unsupported head dim). recommended_block_m picks the faster for a workload (measured,
 // docs/gpu-performance.md): 192 at d = 64 when a query row sees 1536 keys or more on average
 // over the batch (a causal row only those up to its diagonal), else 128; 0 for an unsupported
-// head dim. BN (keys per shared-memory K/V block) is the kernel's own choice per head dim; a
+// head dim. (`tilesched run` and `bench` ask the simulator instead where the cost profile has
+// coefficients for each tile height: it also sees the scheduler, docs/gpu-kernel.md.) BN (keys
+// per shared-memory K/V block) is the kernel's own choice per head dim; a
 // trace still counts KV blocks with the workload's block_n, so GPU and simulator traces speak of
 // the same cost whatever BN the kernel uses.
 std::vector<u32> kernel_block_ms(u32 head_dim);

@@ -90,6 +90,11 @@ struct CostModel {
   // table does not list is costed like the head_dim's own entry).
   CostCoefficients coefficients(u32 head_dim, u32 block_m) const;
 
+  // Whether the table holds coefficients measured at tile height `block_m` for `head_dim`: the
+  // entry's own block_m or one of its tile_heights. Choosing between tile heights needs that: a
+  // table that costs every height alike favours the tallest tile (fewer tiles, same cost each).
+  bool measured_at(u32 head_dim, u32 block_m) const;
+
   // Predicted time of a tile with cost `c` for workload `w` (uses w.head_dim and w.block_m).
   double tile_time_us(const Workload& w, const TileCost& c) const;
 

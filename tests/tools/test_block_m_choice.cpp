@@ -1,0 +1,99 @@
+// The tile height `run` and `bench` pick when nobody chose one (viz::predict_block_m): the
+// simulator's fastest, checked against what the H200 measured at both heights.
+#include <doctest/doctest.h>
+
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "tilesched/names.hpp"
+#include "tilesched/sim/cost_model.hpp"
+#include "tilesched/sim/workload_io.hpp"
+#include "viz/block_m_choice.hpp"
+
+using namespace tilesched;
+
+namespace {
+
+u32 resident_of(const sim::CostModel& cost, const Workload& w) { return cost.resident_ctas(w.head_dim); }
+
+}  // namespace
+
+TEST_CASE("the simulator's tile height is the faster one the H200 measured on the suite's d = 64") {
+  // tests/data/h200_sm90_s7_bm_suite.csv: the 15 d = 64 workloads of the prediction suite under
+  // tile and queued, measured at BM 128 and 192 (seventh session, call 13). The h200 table's
+  // tile heights predict the faster BM on every one, including those where the taller tile is
+  // slower (the static stride's aliasing of constant_causal, short queries against long caches).
+  const sim::CostModel cost = sim::CostModel::builtin("h200");
+  std::ifstream in(std::string(TILESCHED_TEST_DATA_DIR) + "/h200_sm90_s7_bm_suite.csv");
+  REQUIRE(in);
+  std::string line;
+  int rows = 0, slower_taller = 0;
+  while (std::getline(in, line)) {
+    if (line.empty() || line[0] == '#' || line.rfind("workload,", 0) == 0) continue;
+    std::stringstream fields(line);
+    std::string name, scheduler, a, b;
+    std::getline(fields, name, ',');
+    std::getline(fields, scheduler, ',');
+    std::getline(fields, a, ',');
+    std::getline(fields, b, ',');
+    CAPTURE(line);
+    const double measured128 = std::stod(a), measured192 = std::stod(b);
+    sim::WorkloadFile file =
+        sim::read_workload_file(std::string(TILESCHED_SUITE_DIR) + "/" + name + ".json");
+    REQUIRE(file.workload.head_dim == 64);
+    file.workload.scheduler = parse_enum<SchedulerKind>(scheduler).value();
+    const viz::BlockMChoice c = viz::predict_block_m(
+        file.workload, {128, 192}, cost,
+        [&](const Workload& w) { return resident_of(cost, w); }, !file.sets_num_ctas);
+    REQUIRE(c.predicted_us.size() == 2);
+    CHECK(c.block_m == (measured128 < measured192 ? 128u : 192u));
+    CHECK(c.predicted_us[0].second == doctest::Approx(measured128).epsilon(0.05));
+    CHECK(c.predicted_us[1].second == doctest::Approx(measured192).epsilon(0.05));
+    slower_taller += measured192 > measured128;
+    ++rows;
+  }
+  CHECK(rows == 30);
+  CHECK(slower_taller == 4);  // where the keys-per-row rule of recommended_block_m misses
+}
+
+TEST_CASE("predict_block_m: one candidate, none, and a table without the tile heights") {
+  Workload w = sim::default_workload();
+  w.head_dim = 64;
+  const sim::CostModel h200 = sim::CostModel::builtin("h200");
+  const auto resident = [&](const Workload& x) { return resident_of(h200, x); };
+  const viz::BlockMChoice one = viz::predict_block_m(w, {128}, h200, resident, true);
+  CHECK(one.block_m == 128);
+  CHECK(one.predicted_us.empty());
+  CHECK(viz::describe_block_m_choice(one).empty());
+  const viz::BlockMChoice none = viz::predict_block_m(w, {}, h200, resident, true);
+  CHECK(none.block_m == 0);
+  CHECK(none.why_not == "the kernel runs no tile height at head dim 64");
+  // The mma.sync table has one set of coefficients per head dim: it would cost a 192-row tile
+  // like a 128-row one and always pick the taller, so it does not choose.
+  const viz::BlockMChoice flat = viz::predict_block_m(
+      w, {128, 192}, sim::CostModel::builtin("h200_mma_sync"), resident, true);
+  CHECK(flat.block_m == 0);
+  CHECK(flat.why_not ==
+        "cost table 'h200-mma-sync' has no coefficients measured at BM 128, 192 for head dim 64");
+  // The built-in workload, measured at both heights (tests/data/h200_sm90_s6 and _s7_bm192):
+  // causal 1509.6 us at BM 128 against 1589.5 at 192, dense 2661.6 against 2582.5. The
+  // prediction picks the faster of each; the line says both predictions.
+  const viz::BlockMChoice causal = viz::predict_block_m(w, {128, 192}, h200, resident, true);
+  CHECK(causal.block_m == 128);
+  w.mask = Mask::None;
+  const viz::BlockMChoice dense = viz::predict_block_m(w, {128, 192}, h200, resident, true);
+  CHECK(dense.block_m == 192);
+  REQUIRE(dense.predicted_us.size() == 2);
+  CHECK(dense.predicted_us[1].second < dense.predicted_us[0].second);
+  const std::string text = viz::describe_block_m_choice(dense);
+  CHECK(text.rfind("BM 192 (predicted ", 0) == 0);
+  CHECK(text.find("; BM 128: ") != std::string::npos);
+  // num_ctas: the device's count for each candidate, or the workload's own.
+  w.num_ctas = 7;
+  const viz::BlockMChoice own =
+      viz::predict_block_m(w, {128, 192}, h200, [](const Workload&) { return 132u; }, false);
+  const viz::BlockMChoice device =
+      viz::predict_block_m(w, {128, 192}, h200, [](const Workload&) { return 132u; }, true);
+  CHECK(own.predicted_us[0].second > 10 * device.predicted_us[0].second);
+}
