@@ -121,6 +121,10 @@ struct FmhaTraits : Config {
   static constexpr int kWarpgroupThreads = 128;
   static constexpr int kWarpgroupRows = 64;
   static constexpr int kBlockM = kWarpgroupRows * kConsumerWarpgroups;  // the scheduler's BM
+  // Three consumer warpgroups have 160 registers each: the K/V loop keeps the mask's values
+  // (kv_len, the thread's last visible key) in shared memory rather than in registers, read only
+  // where a block needs the mask (run_consumer).
+  static constexpr bool kMaskFromShared = kConsumerWarpgroups == 3;
   static constexpr int kConsumerThreads = kConsumerWarpgroups * kWarpgroupThreads;
   static constexpr int kThreads = kWarpgroupThreads + kConsumerThreads;
   // Register split after setmaxnreg, within what the launch allocates (65536 / threads, rounded
@@ -209,6 +213,9 @@ struct FmhaTraits : Config {
     // The Q buffer each consumer warp's current tile reads (written by its lane 0): the main loop
     // reads it back at every block (run_consumer says why).
     Element* q_buffer_of_warp[kConsumerThreads / 32];
+    // With kMaskFromShared, each consumer warp's mask values for its current tile (kv_len and its
+    // first row's last visible key, written by its lane 0), read back where a block is masked.
+    u32 mask_of_warp[kConsumerThreads / 32][2];
   };
   static constexpr int kSharedBytes = static_cast<int>(sizeof(SharedStorage));
   static_assert(kSharedBytes <= 227 * 1024, "shared storage exceeds the sm90 limit per CTA");
