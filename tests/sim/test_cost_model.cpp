@@ -99,41 +99,60 @@ TEST_CASE("the built-in h200 table predicts the shipped kernel's traces measured
 }
 
 TEST_CASE("the d = 64 kernel with 192-row tiles: its traces and the table's tile height") {
-  // tests/data/h200_sm90_s7_bm192: the built-in ragged workload at d = 64 with BM 192 (three
-  // consumer warpgroups), causal and not, recorded on an H200 (2026-11-30, seventh session, commit
-  // 8930210). Replayed with the d = 64 BM 128 coefficients they come out 23 % short
-  // (docs/sim-cost-model.md); the h200 table's tile_heights.192 at d = 64 is their fit, which
-  // replays both within 1 %.
+  // tests/data/h200_sm90_s8_d64: traces of the d = 64 kernels recorded on an H200 (2026-11-30,
+  // eighth session, calls 3 and 5): at BM 192 (three consumer warpgroups) the built-in ragged
+  // workload, causal and not, and padded grid points (32 heads, batch x seq = 16384, seq 512,
+  // 1024 and 2048, causal and not); at BM 128 the same grid points. The h200 table's
+  // tile_heights.192 at d = 64 is the fit of the eight BM 192 traces, and replays each within
+  // 3 %; replayed with the BM 128 coefficients the built-in workload comes out 21-22 % short.
+  // The table's own d = 64 entry (fitted on tests/data/h200_sm90_s6) replays the BM 128 grid
+  // points within 3 % too.
+  const std::string dir = std::string(TILESCHED_TEST_DATA_DIR) + "/h200_sm90_s8_d64/";
+  std::vector<std::string> tall = {"h200_d64_bm192_causal", "h200_d64_bm192_none"};
+  std::vector<std::string> short_rows;
+  for (const char* seq : {"512", "1024", "2048"})
+    for (const char* mask : {"causal", "none"}) {
+      tall.push_back(std::string("h200_grid_d64_bm192_s") + seq + "_" + mask);
+      short_rows.push_back(std::string("h200_grid_d64_bm128_s") + seq + "_" + mask);
+    }
   std::vector<Trace> traces;
-  for (const char* name : {"h200_d64_bm192_causal", "h200_d64_bm192_none"}) {
-    traces.push_back(sim::read_trace(std::string(TILESCHED_TEST_DATA_DIR) + "/h200_sm90_s7_bm192/" +
-                                     name + ".trace.json.gz"));
+  for (const std::string& name : tall) {
+    traces.push_back(sim::read_trace(dir + name + ".trace.json.gz"));
     REQUIRE(traces.back().source == "gpu");
     REQUIRE(traces.back().workload.block_m == 192);
     REQUIRE(traces.back().workload.head_dim == 64);
   }
   const sim::CostFit fit = sim::fit_cost(traces, 64);
   // Per K/V block a 192-row tile does 1.5 times a 128-row tile's work; the measured cost per
-  // block is 1.30 times the BM 128 table's.
+  // block is 1.25 times the BM 128 entry's.
+  const sim::CostModel builtin = sim::CostModel::builtin("h200");
   const double per_block_ratio =
-      fit.coefficients.us_per_block / sim::CostModel::builtin("h200").coefficients(64).us_per_block;
+      fit.coefficients.us_per_block / builtin.coefficients(64).us_per_block;
   CHECK(per_block_ratio > 1.2);
   CHECK(per_block_ratio < 1.5);
-  const sim::CostModel builtin = sim::CostModel::builtin("h200");
   const sim::CostCoefficients& k = builtin.coefficients(64, 192);
   CHECK(std::abs(k.fixed_us - fit.coefficients.fixed_us) <= 6e-5);
   CHECK(std::abs(k.us_per_block - fit.coefficients.us_per_block) <= 6e-5);
   CHECK(std::abs(k.us_per_masked_block - fit.coefficients.us_per_masked_block) <= 6e-5);
+  sim::CostModel one_height = builtin;
+  one_height.by_tile_height.clear();
   for (const Trace& measured : traces) {
+    CAPTURE(measured.workload.q_lens.size());
     const double m = sim::compute_metrics(measured).makespan_us;
     const double p = sim::compute_metrics(sim::replay(measured.workload, builtin)).makespan_us;
-    CHECK(p == doctest::Approx(m).epsilon(0.01));
+    CHECK(p == doctest::Approx(m).epsilon(0.03));
     // Without the tile height (the BM 128 entry for every height) the replay is far short.
-    sim::CostModel one_height = builtin;
-    one_height.by_tile_height.clear();
     const double short_p =
         sim::compute_metrics(sim::replay(measured.workload, one_height)).makespan_us;
-    CHECK(short_p < 0.85 * m);
+    CHECK(short_p < 0.9 * m);
+  }
+  for (const std::string& name : short_rows) {
+    CAPTURE(name);
+    const Trace measured = sim::read_trace(dir + name + ".trace.json.gz");
+    REQUIRE(measured.workload.block_m == 128);
+    const double m = sim::compute_metrics(measured).makespan_us;
+    const double p = sim::compute_metrics(sim::replay(measured.workload, builtin)).makespan_us;
+    CHECK(p == doctest::Approx(m).epsilon(0.03));
   }
 }
 

@@ -21,9 +21,9 @@ struct BlockMChoice {
 };
 
 // A later candidate must be predicted faster than the pick so far by more than this share to
-// replace it: closer predictions are a tie, and a tie keeps the earlier (shorter) tile. On the
-// bench grid (d = 64, 2026-11-30) the replay put BM 192 0.2 % ahead at seq 512 dense where the
-// H200 ran it 5 % slower; the closest call it got right was 0.9 % (docs/gpu-performance.md).
+// replace it: closer predictions are a tie, within the replay's error (1-3 % on the H200's
+// measurements, docs/gpu-performance.md), and a tie keeps the earlier (shorter) tile, which wastes
+// fewer rows where a sequence ends inside a tile.
 inline constexpr double kBlockMTieMargin = 0.005;
 
 // Replays `w` at each of `block_ms` (ascending) with `cost` and picks the least predicted
