@@ -69,8 +69,8 @@ void add_bench_command(CLI::App& app, Action& action) {
                     {512, 1024, 2048, 4096, 8192, 16384}, "the grid's values")
       ->excludes(quick);
   add_number_flag(*cmd, "--bm", bench->block_m,
-                  "Tile height (BM) at every point (default: the kernel's recommended BM for "
-                  "each point)",
+                  "Tile height (BM) at every point (default: per point, the kernel's tile "
+                  "height the simulator predicts fastest)",
                   /*min=*/1);
   add_number_flag(*cmd, "--warmup", bench->warmup, "Warm-up launches per point")
       ->capture_default_str();
