@@ -83,8 +83,6 @@ std::unique_ptr<SuiteDevice> open_gpu_suite_device();
 // Whether this build has the GPU half.
 bool gpu_half_built();
 
-// With the GPU half: the CTAs the device runs at once for `w` (its kernel's occupancy).
-u32 device_resident_ctas(const Workload& w);
 // With the GPU half: sets w.block_m to the kernel's tile height at w's head dim that the
 // simulator predicts fastest with `cost` (viz::predict_block_m; C from the device when
 // `ctas_origin` says so), or, where `cost` cannot tell, by gpu::recommended_block_m. Returns a

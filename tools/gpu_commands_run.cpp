@@ -78,13 +78,14 @@ void print_measured_and_predicted(const Trace& measured, const Trace& predicted)
   }
 }
 
-}  // namespace
-
+// The CTAs the device runs at once for `w` (its kernel's occupancy).
 u32 device_resident_ctas(const Workload& w) {
   u32 n = 0;
   require(gpu::resident_ctas(w, n));
   return n;
 }
+
+}  // namespace
 
 std::string choose_block_m(Workload& w, const sim::CostModel& cost, viz::CtaOrigin ctas_origin) {
   const viz::BlockMChoice c =

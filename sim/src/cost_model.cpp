@@ -26,28 +26,32 @@ std::string fmt_count(const char* before, double count, const char* noun, const 
   return fmt::format("{} {} {}{}{}", before, n, noun, n == 1 ? "" : "s", after);
 }
 
-// A head_dims key: a head dim in 1..1024 written in plain decimal, so that one head dim has one
-// spelling ("64", never "064" or "+64" beside it).
 constexpr u32 kMaxTileHeight = 4096;  // a workload's BM limit (Workload::validate)
 
-u32 head_dim_key(const std::string& key) {
+// A key naming a number in 1..max (max <= 9999) written in plain decimal, so that one number has
+// one spelling ("64", never "064" or "+64" beside it); 0 when the key is not one.
+u32 plain_decimal_key(const std::string& key, u32 max) {
   const bool digits = !key.empty() && key.size() <= 4 && key[0] != '0' &&
                       key.find_first_not_of("0123456789") == std::string::npos;
-  const unsigned long d = digits ? std::stoul(key) : 0;
-  if (d == 0 || d > 1024)
-    detail::fail("head_dims." + key, "key must be a head_dim in 1..1024 in plain decimal");
-  return static_cast<u32>(d);
+  const unsigned long n = digits ? std::stoul(key) : 0;
+  return n <= max ? static_cast<u32>(n) : 0;
 }
 
-// A tile_heights key (version 4): a BM in 1..4096 in plain decimal, spelt one way like head dims.
+// A head_dims key: a head dim in 1..1024.
+u32 head_dim_key(const std::string& key) {
+  const u32 d = plain_decimal_key(key, 1024);
+  if (d == 0)
+    detail::fail("head_dims." + key, "key must be a head_dim in 1..1024 in plain decimal");
+  return d;
+}
+
+// A tile_heights key (version 4): a BM in 1..4096, spelt one way like head dims.
 u32 tile_height_key(const std::string& key, const std::string& field) {
-  const bool digits = !key.empty() && key.size() <= 4 && key[0] != '0' &&
-                      key.find_first_not_of("0123456789") == std::string::npos;
-  const unsigned long bm = digits ? std::stoul(key) : 0;
-  if (bm == 0 || bm > kMaxTileHeight)
+  const u32 bm = plain_decimal_key(key, kMaxTileHeight);
+  if (bm == 0)
     detail::fail(field, fmt::format("key must be a tile height (BM) in 1..{} in plain decimal",
                                     kMaxTileHeight));
-  return static_cast<u32>(bm);
+  return bm;
 }
 
 CostCoefficients scaled(const CostCoefficients& c, double f) {
@@ -57,8 +61,13 @@ CostCoefficients scaled(const CostCoefficients& c, double f) {
 constexpr u32 kCostFormatVersion = 4;
 constexpr u32 kMaxCtasPerSm = 64;  // far above any device's limit (32 on Hopper)
 
-// A head_dim entry's occupancy fields (version 2): ctas_per_sm, and shared_rates with one rate in
-// (0, 1] for each k = 2 .. ctas_per_sm (may be left out when ctas_per_sm is 1).
+// The three tile-cost coefficients as an entry holds them (to_json; coefficients_from_json reads).
+json coefficients_to_json(const CostCoefficients& c) {
+  return json{{"fixed_us", c.fixed_us},
+              {"us_per_block", c.us_per_block},
+              {"us_per_masked_block", c.us_per_masked_block}};
+}
+
 // The three tile-cost coefficients of an entry, each in the range cost files allow.
 CostCoefficients coefficients_from_json(const json& entry, const std::string& prefix) {
   using namespace detail;
@@ -76,6 +85,8 @@ CostCoefficients coefficients_from_json(const json& entry, const std::string& pr
   return c;
 }
 
+// A head_dim entry's occupancy fields (version 2): ctas_per_sm, and shared_rates with one rate in
+// (0, 1] for each k = 2 .. ctas_per_sm (may be left out when ctas_per_sm is 1).
 SmSharing sharing_from_json(const json& entry, const std::string& prefix) {
   using namespace detail;
   SmSharing s;
@@ -238,8 +249,7 @@ CostModel CostModel::from_json(const json& j) {
                            "not a tile height of their own",
                            bm));
         require_object(h.value(), "field '" + field + "." + h.key() + "'");
-        check_known_fields(h.value(), {"fixed_us", "us_per_block", "us_per_masked_block"},
-                           hprefix);
+        check_known_fields(h.value(), {"fixed_us", "us_per_block", "us_per_masked_block"}, hprefix);
         m.by_tile_height[d][bm] = coefficients_from_json(h.value(), hprefix);
       }
     }
@@ -259,24 +269,20 @@ json CostModel::to_json() const {
   json dims = json::object();
   for (const auto& [d, c] : by_head_dim) {
     const SmSharing s = sharing(d);
-    dims[fmt::format("{}", d)] = json{{"fixed_us", c.fixed_us},
-                                      {"us_per_block", c.us_per_block},
-                                      {"us_per_masked_block", c.us_per_masked_block},
-                                      {"ctas_per_sm", s.ctas_per_sm},
-                                      {"shared_rates", s.shared_rates},
-                                      {"cta_launch_us", cta_launch_us(d)}};
-    json& entry = dims[fmt::format("{}", d)];
+    json entry = coefficients_to_json(c);
+    entry["ctas_per_sm"] = s.ctas_per_sm;
+    entry["shared_rates"] = s.shared_rates;
+    entry["cta_launch_us"] = cta_launch_us(d);
     const auto own = block_m_by_head_dim.find(d);
     if (own != block_m_by_head_dim.end()) entry["block_m"] = own->second;
     const auto heights = by_tile_height.find(d);
     if (heights != by_tile_height.end() && !heights->second.empty()) {
       json h = json::object();
       for (const auto& [bm, k] : heights->second)
-        h[fmt::format("{}", bm)] = json{{"fixed_us", k.fixed_us},
-                                        {"us_per_block", k.us_per_block},
-                                        {"us_per_masked_block", k.us_per_masked_block}};
+        h[fmt::format("{}", bm)] = coefficients_to_json(k);
       entry["tile_heights"] = h;
     }
+    dims[fmt::format("{}", d)] = entry;
   }
   return json{
       {"format", "tilesched-cost"},
@@ -542,8 +548,8 @@ CostFit fit_cost(const std::vector<Trace>& traces, u32 head_dim, u32 block_m) {
   return fit;
 }
 
-SharingFit fit_sharing(const std::vector<Trace>& traces, u32 head_dim,
-                       const CostCoefficients& solo, u32 block_m) {
+SharingFit fit_sharing(const std::vector<Trace>& traces, u32 head_dim, const CostCoefficients& solo,
+                       u32 block_m) {
   // Rows: per tile that shared its SM, [a_2 .. a_K] * [rate(2) .. rate(K)] = solo cost - a_1.
   std::vector<std::vector<double>> rows;
   std::vector<double> targets, solo_costs;

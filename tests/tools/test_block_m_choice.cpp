@@ -16,9 +16,9 @@ using namespace tilesched;
 
 namespace {
 
-u32 resident_of(const sim::CostModel& cost, const Workload& w) { return cost.resident_ctas(w.head_dim); }
-
-}  // namespace
+u32 resident_of(const sim::CostModel& cost, const Workload& w) {
+  return cost.resident_ctas(w.head_dim);
+}
 
 // Rows of a measured CSV file (comment lines start with '#', then a header line).
 std::vector<std::vector<std::string>> csv_rows(const std::string& name) {
@@ -41,6 +41,8 @@ std::vector<std::vector<std::string>> csv_rows(const std::string& name) {
   return rows;
 }
 
+}  // namespace
+
 TEST_CASE("the simulator's tile height is the faster one the H200 measured on the suite's d = 64") {
   // tests/data/h200_sm90_s8_bm_suite.csv: the 15 d = 64 workloads of the prediction suite under
   // tile and queued, measured at BM 128 and 192 (eighth session, call 3). The h200 table's tile
@@ -58,8 +60,8 @@ TEST_CASE("the simulator's tile height is the faster one the H200 measured on th
     REQUIRE(file.workload.head_dim == 64);
     file.workload.scheduler = parse_enum<SchedulerKind>(r[1]).value();
     const viz::BlockMChoice c = viz::predict_block_m(
-        file.workload, {128, 192}, cost,
-        [&](const Workload& w) { return resident_of(cost, w); }, !file.sets_num_ctas);
+        file.workload, {128, 192}, cost, [&](const Workload& w) { return resident_of(cost, w); },
+        !file.sets_num_ctas);
     REQUIRE(c.predicted_us.size() == 2);
     CHECK(c.block_m == (measured128 < measured192 ? 128u : 192u));
     CHECK(c.predicted_us[0].second == doctest::Approx(measured128).epsilon(0.05));
@@ -118,8 +120,8 @@ TEST_CASE("predict_block_m: one candidate, none, and a table without the tile he
   CHECK(none.why_not == "the kernel runs no tile height at head dim 64");
   // The mma.sync table has one set of coefficients per head dim: it would cost a 192-row tile
   // like a 128-row one and always pick the taller, so it does not choose.
-  const viz::BlockMChoice flat = viz::predict_block_m(
-      w, {128, 192}, sim::CostModel::builtin("h200_mma_sync"), resident, true);
+  const viz::BlockMChoice flat =
+      viz::predict_block_m(w, {128, 192}, sim::CostModel::builtin("h200_mma_sync"), resident, true);
   CHECK(flat.block_m == 0);
   CHECK(flat.why_not ==
         "cost table 'h200-mma-sync' has no coefficients measured at BM 128, 192 for head dim 64");
@@ -138,9 +140,9 @@ TEST_CASE("predict_block_m: one candidate, none, and a table without the tile he
   CHECK(text.find("; BM 128: ") != std::string::npos);
   // num_ctas: the device's count for each candidate, or the workload's own.
   w.num_ctas = 7;
-  const viz::BlockMChoice own =
-      viz::predict_block_m(w, {128, 192}, h200, [](const Workload&) { return 132u; }, false);
-  const viz::BlockMChoice device =
-      viz::predict_block_m(w, {128, 192}, h200, [](const Workload&) { return 132u; }, true);
+  const viz::BlockMChoice own = viz::predict_block_m(
+      w, {128, 192}, h200, [](const Workload&) { return 132u; }, false);
+  const viz::BlockMChoice device = viz::predict_block_m(
+      w, {128, 192}, h200, [](const Workload&) { return 132u; }, true);
   CHECK(own.predicted_us[0].second > 10 * device.predicted_us[0].second);
 }

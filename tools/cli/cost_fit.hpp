@@ -86,10 +86,10 @@ struct CostFitReport {
 // Tile heights: a head_dim's entry holds the tile height the base records for it (block_m), or,
 // where the base records none, the smallest height of its traces; the traces of every other
 // height fit a by_tile_height entry of their own. Sharing and launch come from the traces of the
-// entry's own height. Then replays each trace's workload with the result. A head_dim whose tiles do not determine the
-// coefficients (sim::fit_cost's std::invalid_argument names the head_dim and what its tiles lack)
-// is listed in `skipped`; when no head_dim can be fitted, that is a std::invalid_argument listing
-// every reason. Also thrown when `traces` is empty.
+// entry's own height. Then replays each trace's workload with the result. A head_dim whose tiles do
+// not determine the coefficients (sim::fit_cost's std::invalid_argument names the head_dim and what
+// its tiles lack) is listed in `skipped`; when no head_dim can be fitted, that is a
+// std::invalid_argument listing every reason. Also thrown when `traces` is empty.
 // FitScope::LaunchOnly keeps the base's tile costs and sharing and fits only the launch, against
 // the base's tile costs; std::invalid_argument when no head_dim's launch can be fitted.
 CostFitReport fit_cost_model(const std::vector<LabelledTrace>& traces, const sim::CostModel& base,

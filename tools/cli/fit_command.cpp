@@ -189,10 +189,10 @@ void add_fit_command(CLI::App& app, Action& action) {
       "Each head_dim is fitted per tile height (BM): traces at the entry's own block_m (where "
       "the base records none, the traces' smallest BM) refit the entry, traces at any other BM "
       "its tile_heights. A head_dim whose traces do not determine the coefficients is skipped "
-      "with a warning (it keeps --base's coefficients). Exit status: 0 success, 1 a trace could not be read or is "
-      "not from a GPU, no head_dim could be fitted, or a fit gave coefficients a cost file cannot "
-      "hold (negative, or above one second), sharing rates outside (0, 1] or a negative CTA launch "
-      "(nothing is written then), 2 bad flags.");
+      "with a warning (it keeps --base's coefficients). Exit status: 0 success, 1 a trace could "
+      "not be read or is not from a GPU, no head_dim could be fitted, or a fit gave coefficients a "
+      "cost file cannot hold (negative, or above one second), sharing rates outside (0, 1] or a "
+      "negative CTA launch (nothing is written then), 2 bad flags.");
   cmd->callback([options, &action] { action = [options] { return run_fit(*options); }; });
 }
 

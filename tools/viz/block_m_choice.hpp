@@ -27,11 +27,11 @@ struct BlockMChoice {
 inline constexpr double kBlockMTieMargin = 0.005;
 
 // Replays `w` at each of `block_ms` (ascending) with `cost` and picks the least predicted
-// makespan (ties within kBlockMTieMargin: the earlier). Each candidate's resident CTAs come from `resident` (its kernel's occupancy on the
-// device); with `ctas_from_device` its num_ctas is that count too, else the workload's own. One
-// candidate is picked without a replay. block_m 0 with why_not when `block_ms` is empty or `cost`
-// has no coefficients measured at one of them (CostModel::measured_at): a table that costs every
-// height alike would favour the tallest tile.
+// makespan (ties within kBlockMTieMargin: the earlier). Each candidate's resident CTAs come from
+// `resident` (its kernel's occupancy on the device); with `ctas_from_device` its num_ctas is that
+// count too, else the workload's own. One candidate is picked without a replay. block_m 0 with
+// why_not when `block_ms` is empty or `cost` has no coefficients measured at one of them
+// (CostModel::measured_at): a table that costs every height alike would favour the tallest tile.
 BlockMChoice predict_block_m(const Workload& w, const std::vector<u32>& block_ms,
                              const sim::CostModel& cost,
                              const std::function<u32(const Workload&)>& resident,
