@@ -17,7 +17,8 @@
 //     of block j is issued together with the PV of block j + 1, so this warpgroup's softmax of
 //     block j runs while its PV is in flight, and the warpgroups take turns issuing (PingPong), so
 //     one's softmax runs under the others' GEMMs. Epilogue: O / rowsum and LSE, only rows the tile
-//     owns; O from registers or, with kEpilogueTma, through shared memory and a TMA store.
+//     owns; O from registers or, with kEpilogueTma, through shared memory (at d = 256 a V stage
+//     the tile no longer reads: StageOInV) and a TMA store.
 //
 // Every role walks the same tile sequence, including tiles with no work and the final "none":
 // the producer commits every hand-off slot it acquires and consumers wait for every one, so no
@@ -148,6 +149,8 @@ __device__ void run_producer(const Params& p, Storage& smem, Pipelines& pipes) {
   const bool tracer = p.trace.events != nullptr && threadIdx.x == 32;
   const u32 cta = blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z);
   u32 step = 0;
+  // Tiles with work whose loads were issued (kStageOInV's o_released phases).
+  [[maybe_unused]] u32 tiles_loaded = 0;
   for (bool first = true;; first = false) {
     // The hand-off slot must be free: consumers have read what it held two tiles ago.
     producer_acquire(pipes.tile, tile_w, "tile hand-off (producer)");
@@ -205,7 +208,11 @@ __device__ void run_producer(const Params& p, Storage& smem, Pipelines& pipes) {
                get<1>(k_parts)(_, k_w.index()));
           ++k_w;
         };
+        // With kStageOInV the previous tile's O lies in V stages until its stores have read it.
+        const bool wait_o = Traits::kStageOInV && tiles_loaded > 0;
         auto load_v = [&](int block) {
+          if (wait_o && block == static_cast<int>(g.kv_blocks) - 1)
+            barrier_wait(smem.o_released, (tiles_loaded - 1) % 2, "O staged in V (producer)");
           producer_acquire(pipes.v, v_w, "V stage (producer)");
           copy(p.tma_v.with(*pipes.v.producer_get_barrier(v_w)), get<0>(v_parts)(_, block),
                get<1>(v_parts)(_, v_w.index()));
@@ -220,6 +227,7 @@ __device__ void run_producer(const Params& p, Storage& smem, Pipelines& pipes) {
           load_v(block);
         }
         load_v(0);
+        ++tiles_loaded;
       }
     }
   }
@@ -439,8 +447,8 @@ __device__ __forceinline__ void store_tile_outputs(const Params& p, const Fragme
 // the trace, and a warp that did both would delay its warpgroup's next GEMM by the sum.
 constexpr int kTmaStoreThread = 32;
 
-template <class Params, class Storage, class FragmentOut>
-__device__ __forceinline__ void store_tile_outputs_tma(const Params& p, Storage& smem,
+template <class Params, class FragmentOut>
+__device__ __forceinline__ void store_tile_outputs_tma(const Params& p, Element* staging,
                                                        const FragmentOut& o_out,
                                                        const TileRows& rows, u32 head_idx,
                                                        int warpgroup, int thread) {
@@ -449,11 +457,11 @@ __device__ __forceinline__ void store_tile_outputs_tma(const Params& p, Storage&
   constexpr int D = Traits::kHeadDim;
   constexpr int kRows = Traits::kWarpgroupRows;
   const NamedBarrier staged = epilogue_barrier<Traits::kConsumerWarpgroups>(warpgroup);
-  if (thread == kTmaStoreThread) tma_store_wait<0>();  // the previous store has read the buffer
+  // The previous store has read the buffer (with kStageOInV the caller waited for that).
+  if constexpr (!Traits::kStageOInV)
+    if (thread == kTmaStoreThread) tma_store_wait<0>();
   named_barrier_sync(staged, Traits::kWarpgroupThreads);
-  Tensor sO =
-      make_tensor(make_smem_ptr(smem.o.data() + warpgroup * cosize(typename Traits::SmemLayoutO{})),
-                  typename Traits::SmemLayoutO{});
+  Tensor sO = make_tensor(make_smem_ptr(staging), typename Traits::SmemLayoutO{});
   typename Traits::TiledMmaPV mma_pv;
   auto stage_copy = make_tiled_copy_C(Copy_Atom<SM90_U32x4_STSM_N, Element>{}, mma_pv);
   auto thr_stage = stage_copy.get_thread_slice(thread);
@@ -525,6 +533,8 @@ __device__ void run_consumer(const Params& p, Storage& smem, Pipelines& pipes) {
       p, threadIdx.x == Traits::kConsumerWarpgroups * Traits::kWarpgroupThreads);
   const BlockIndex block{blockIdx.x, blockIdx.y, blockIdx.z};
   TileState st = p.scheduler.initial_state(smem.sidx, p.summary, block);
+  // Tiles with work whose O this warpgroup has stored (kStageOInV's o_released phases).
+  [[maybe_unused]] u32 tiles_stored = 0;
   // The next tile from the producer's hand-off slot (SPEC §4.2).
   auto receive_tile = [&](bool first) {
     consumer_wait(pipes.tile, tile_r, "tile hand-off (consumer)");
@@ -691,6 +701,7 @@ __device__ void run_consumer(const Params& p, Storage& smem, Pipelines& pipes) {
       }
       warpgroup_wait<0>();
       pipes.v.consumer_release(v_r);
+      const auto v_last = v_r;  // the fill that held V(0)
       ++v_r;
       ++q_r;
 
@@ -701,10 +712,36 @@ __device__ void run_consumer(const Params& p, Storage& smem, Pipelines& pipes) {
       Tensor tOrOut = make_tensor_like<Element>(tOrO);
       normalize_rows(p, tOrO, rs, g.rows, work->head_idx, thread_row, tOrOut);
       if constexpr (Traits::kEpilogueTma) {
-        if (g.rows.query_rows >= static_cast<u32>((warpgroup + 1) * kRows))
-          store_tile_outputs_tma(p, smem, tOrOut, g.rows, work->head_idx, warpgroup, thread);
-        else
+        const bool full = g.rows.query_rows >= static_cast<u32>((warpgroup + 1) * kRows);
+        if (full) {
+          Element* staging = smem.o.data() + warpgroup * cosize(typename Traits::SmemLayoutO{});
+          if constexpr (Traits::kStageOInV) {
+            // Warpgroup w stages O in the V stage filled W - 1 - w fills before V(0)'s (V(0)'s
+            // for the last): the turns run warpgroup 0 first, so the stage it takes was released
+            // earliest. Every warpgroup has released that fill once its empty barrier completes
+            // the fill's phase, and the producer loads no V of the next tile before this
+            // warpgroup arrives on o_released (below).
+            // That stage may have held another warpgroup's O of the previous tile: its store has
+            // read it once o_released completed that tile's phase.
+            const auto [stage, phase] = earlier_fill<Traits::kStagesKV>(
+                v_last.index(), v_last.phase(), Traits::kConsumerWarpgroups - 1 - warpgroup);
+            if (tiles_stored > 0)
+              barrier_wait(smem.o_released, (tiles_stored - 1) % 2, "O staged in V (consumer)");
+            barrier_wait(smem.pipe_v.empty_barrier_[stage], phase, "V stage for O (consumer)");
+            staging = smem.v.data() + stage * kBlockN * D;
+          }
+          store_tile_outputs_tma(p, staging, tOrOut, g.rows, work->head_idx, warpgroup, thread);
+        } else {
           store_tile_outputs(p, tOrOut, g.rows, work->head_idx, thread_row);
+        }
+        if constexpr (Traits::kStageOInV) {
+          // One arrive per warpgroup and tile with work; a staging one once its store has read.
+          if (thread == kTmaStoreThread) {
+            if (full) tma_store_wait<0>();
+            smem.o_released.arrive();
+          }
+          ++tiles_stored;
+        }
       } else {
         store_tile_outputs(p, tOrOut, g.rows, work->head_idx, thread_row);
       }
@@ -778,6 +815,12 @@ __global__ void __launch_bounds__(FmhaTraits<Config>::kThreads, 1)
                  no_cluster),
       PipelineKV(smem.pipe_v, tma_pipeline_params<PipelineKV, Traits>(producer, Traits::kKVBytes),
                  no_cluster)};
+  if constexpr (Traits::kStageOInV) {
+    if (threadIdx.x == 0) {
+      smem.o_released.init(Traits::kConsumerWarpgroups);
+      cutlass::arch::fence_barrier_init();
+    }
+  }
   __syncthreads();
 
   if (producer) {

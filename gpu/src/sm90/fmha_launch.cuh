@@ -22,16 +22,26 @@ namespace tilesched::gpu::sm90 {
 template <class Config, bool PingPongTurns>
 struct Rebind;
 template <int D, int BN, int StagesKV, int StagesQ, bool S, bool Rebuild, int Fma, bool R,
-          int Registers, bool P, bool E, bool T0, int W, bool T>
-struct Rebind<KernelConfig<D, BN, StagesKV, StagesQ, S, Rebuild, Fma, R, Registers, P, E, T0, W>,
-              T> {
-  using type = KernelConfig<D, BN, StagesKV, StagesQ, S, Rebuild, Fma, R, Registers, P, E, T, W>;
+          int Registers, bool P, bool E, bool T0, int W, bool OInV, bool T>
+struct Rebind<
+    KernelConfig<D, BN, StagesKV, StagesQ, S, Rebuild, Fma, R, Registers, P, E, T0, W, OInV>, T> {
+  using type =
+      KernelConfig<D, BN, StagesKV, StagesQ, S, Rebuild, Fma, R, Registers, P, E, T, W, OInV>;
 };
 template <int D, int BM>
 struct ExperimentConfigs {
   using C = typename DefaultConfig<D, BM>::type;
   using v1 = typename Rebind<C, !C::kPingPong>::type;
   using v2 = C;
+  using v3 = C;
+};
+// d = 256: 2, O stored from registers as before the ninth session (no StageOInV, no
+// EpilogueTma).
+template <>
+struct ExperimentConfigs<256, 128> {
+  using C = typename DefaultConfig<256, 128>::type;
+  using v1 = typename Rebind<C, !C::kPingPong>::type;
+  using v2 = KernelConfig<256, 80, 2, 1, true, true>;
   using v3 = C;
 };
 // BM 192 at d = 64: 2, four K/V stages instead of three; 3, the next tile received under the

@@ -137,4 +137,28 @@ __device__ __forceinline__ void producer_acquire(Pipeline& pipe, State state, co
 #endif
 }
 
+// A wait on one mbarrier's phase parity (a pipeline's empty barrier, or o_released).
+__device__ __forceinline__ void barrier_wait(const cutlass::arch::ClusterBarrier& barrier,
+                                             std::uint32_t phase, const char* what) {
+#if TILESCHED_GPU_HANG_TRAP
+  wait_or_trap([&] { return barrier.test_wait(phase); }, what);
+#else
+  (void)what;
+  barrier.wait(phase);
+#endif
+}
+
+// The (stage, phase) of the fill `back` fills before the fill at (stage, phase) of a ring of
+// Stages stages (back < Stages): going below stage 0 wraps to the previous pass, whose phase
+// parity is the other one. A fill before the first one gets parity 1, whose wait returns at once
+// on a barrier that has not completed a phase.
+template <int Stages>
+__device__ __forceinline__ cute::tuple<int, std::uint32_t> earlier_fill(int stage,
+                                                                       std::uint32_t phase,
+                                                                       int back) {
+  stage -= back;
+  if (stage < 0) return {stage + Stages, phase ^ 1u};
+  return {stage, phase};
+}
+
 }  // namespace tilesched::gpu::sm90

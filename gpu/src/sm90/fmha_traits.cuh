@@ -31,12 +31,14 @@ using Element = cutlass::bfloat16_t;
 // next tile while the current one's last PV runs (run_consumer), and whether a warpgroup whose 64
 // rows all belong to the tile stores O through shared memory with a TMA store instead of from
 // registers (store_tile_outputs), whether the consumer warpgroups take turns issuing their GEMMs
-// (PingPong; off, each issues whenever it is ready), and how many consumer warpgroups there are
-// (each owns 64 query rows, so the tile is 64 * ConsumerWarpgroups rows: the scheduler's BM).
+// (PingPong; off, each issues whenever it is ready), how many consumer warpgroups there are
+// (each owns 64 query rows, so the tile is 64 * ConsumerWarpgroups rows: the scheduler's BM), and
+// whether EpilogueTma stages O in the V ring's shared memory instead of buffers of its own
+// (store_tile_outputs_tma says how).
 template <int D, int BN, int StagesKV, int StagesQ, bool SkipUnitRescale = false,
           bool RebuildQOperand = false, int FmaExp2Eighths = 0, bool RescaleUnderQK = false,
           int ConsumerRegisters = 232, bool PrefetchTile = false, bool EpilogueTma = false,
-          bool PingPongTurns = true, int ConsumerWarpgroups = 2>
+          bool PingPongTurns = true, int ConsumerWarpgroups = 2, bool StageOInV = false>
 struct KernelConfig {
   static constexpr int kHeadDim = D;
   static constexpr int kBlockN = BN;
@@ -51,7 +53,12 @@ struct KernelConfig {
   static constexpr bool kEpilogueTma = EpilogueTma;
   static constexpr bool kPingPong = PingPongTurns;
   static constexpr int kConsumerWarpgroups = ConsumerWarpgroups;
+  static constexpr bool kStageOInV = StageOInV;
   static_assert(ConsumerWarpgroups == 2 || ConsumerWarpgroups == 3, "two or three consumers");
+  // Each consumer warpgroup stages its 64 x d rows of O in a V stage of its own.
+  static_assert(!StageOInV || (EpilogueTma && StagesKV >= ConsumerWarpgroups && BN >= 64),
+                "O staged in V needs the TMA epilogue, a V stage per consumer warpgroup and "
+                "stages of at least 64 rows");
   static_assert(FmaExp2Eighths >= 0 && FmaExp2Eighths <= 8, "a share in eighths");
 };
 
@@ -71,7 +78,7 @@ struct KernelConfig {
 // nothing longer; at d = 64 and 256 it gains 1-2 % short but loses 1-4 % on long dense rows.
 // EpilogueTma (a warpgroup whose 64 rows all belong to the tile stages O with stmatrix and
 // stores it with a TMA store) gains 1-8 % at d = 64 and 128; its two 64 x d staging buffers
-// (16 / 32 KB) do not fit beside d = 256's tiles. Neither 240 consumer registers (the producer
+// (16 / 32 KB) do not fit beside d = 256's tiles, which stage O in the V ring instead (below). Neither 240 consumer registers (the producer
 // spills at 24) nor O's rescale under the next QK^T measured faster anywhere
 // (docs/gpu-performance.md, candidates of 2026-11-30, third session). At d = 128, 224 consumer
 // registers (the producer gets 56 and no longer spills around the trace writer) measured
@@ -101,9 +108,15 @@ struct DefaultConfig<128, 128> {
   using type = KernelConfig<128, 128, 2, 2, false, false, 0, false, /*ConsumerRegisters=*/224,
                             /*PrefetchTile=*/true, /*EpilogueTma=*/true>;
 };
+// d = 256 has no shared memory left for O's staging buffers, so each consumer warpgroup stages
+// its O in a V stage the tile no longer reads (StageOInV): +10-12 % at seq 512, +4-9 % at
+// 1024-2048, +0.4-3 % from 4096 up over storing O from registers. At d = 128, whose staging
+// buffers fit, the same aliasing measured 1-4 % slower (the next tile's first V load waits for
+// the stores); docs/gpu-performance.md, ninth session.
 template <>
 struct DefaultConfig<256, 128> {
-  using type = KernelConfig<256, 80, 2, 1, /*SkipUnitRescale=*/true, /*RebuildQOperand=*/true>;
+  using type = KernelConfig<256, 80, 2, 1, /*SkipUnitRescale=*/true, /*RebuildQOperand=*/true, 0,
+                            false, 232, false, /*EpilogueTma=*/true, true, 2, /*StageOInV=*/true>;
 };
 
 // The kernel's types and sizes for one configuration. It is the configuration (its switches are
@@ -113,7 +126,8 @@ struct FmhaTraits : Config {
   // The configuration's values this struct's own definitions use (a dependent base's members
   // are not found unqualified).
   using Config::kBlockN, Config::kConsumerRegisters, Config::kConsumerWarpgroups,
-      Config::kEpilogueTma, Config::kHeadDim, Config::kStagesKV, Config::kStagesQ;
+      Config::kEpilogueTma, Config::kHeadDim, Config::kStagesKV, Config::kStagesQ,
+      Config::kStageOInV;
   static constexpr int D = kHeadDim;
 
   // Roles: warpgroup 0 produces (scheduler + TMA), warpgroups 1.. consume, each owning 64 of the
@@ -186,7 +200,12 @@ struct FmhaTraits : Config {
   using TmaO = decltype(cute::make_tma_copy(cute::SM90_TMA_STORE{}, std::declval<GmemTensor>(),
                                             SmemLayoutO{}));
   static constexpr int kOStageElements =
-      kEpilogueTma ? kConsumerWarpgroups * cute::cosize_v<SmemLayoutO> : 1;
+      kEpilogueTma && !kStageOInV ? kConsumerWarpgroups * cute::cosize_v<SmemLayoutO> : 1;
+  // With kStageOInV a V stage holds a warpgroup's O: stages start 1024-byte aligned (the
+  // swizzle's period) and O's 64 rows fit in one.
+  static_assert(!kStageOInV || (kBlockN * D * sizeof(Element) % 1024 == 0 &&
+                                cute::cosize_v<SmemLayoutO> <= kBlockN * D),
+                "a V stage holds one warpgroup's O");
 
   static constexpr std::uint32_t kQBytes = kBlockM * D * sizeof(Element);
   static constexpr std::uint32_t kKVBytes = kBlockN * D * sizeof(Element);
@@ -208,6 +227,10 @@ struct FmhaTraits : Config {
     typename PipelineKV::SharedStorage pipe_k;
     typename PipelineKV::SharedStorage pipe_v;
     typename PipelineTile::SharedStorage pipe_tile;
+    // With kStageOInV: each consumer warpgroup arrives once per tile with work when the V stage
+    // holding its O may be loaded again; the producer waits for it before that tile's successor's
+    // first V load.
+    cutlass::arch::ClusterBarrier o_released;
     u32 sidx[kTileSlots];
     u32 trace_slot[kTileSlots];  // while recording: the event slot of the tile in sidx[slot]
     // The Q buffer each consumer warp's current tile reads (written by its lane 0): the main loop
