@@ -22,7 +22,7 @@ namespace {
 using detail::cuda_status;
 
 bool supported_head_dim(u32 d) {
-  return d == 64 || d == 128 || d == 256;
+  return !kernel_block_ms(d).empty();
 }
 
 // Calls f(std::integral_constant<int, D>{}, std::integral_constant<int, BM>{}) for the kernel of
@@ -33,10 +33,10 @@ Status with_kernel(u32 d, u32 bm, F&& f) {
   using std::integral_constant;
   if (!supported_head_dim(d))
     return Status::error(fmt::format("head dim {} is not supported (64, 128 or 256)", d));
-  if (d == 64 && bm == 128) return f(integral_constant<int, 64>{}, integral_constant<int, 128>{});
-  if (d == 64 && bm == 192) return f(integral_constant<int, 64>{}, integral_constant<int, 192>{});
-  if (d == 128 && bm == 128) return f(integral_constant<int, 128>{}, integral_constant<int, 128>{});
-  if (d == 256 && bm == 128) return f(integral_constant<int, 256>{}, integral_constant<int, 128>{});
+#define TILESCHED_DISPATCH(D, BM) \
+  if (d == (D) && bm == (BM)) return f(integral_constant<int, D>{}, integral_constant<int, BM>{});
+  TILESCHED_SM90_KERNELS(TILESCHED_DISPATCH)
+#undef TILESCHED_DISPATCH
   return Status::error(fmt::format(
       "BM (block_m) {} is not supported by the GPU kernel at head dim {}: it runs tiles of {} "
       "query rows",
@@ -156,9 +156,12 @@ Status attention_forward(const AttentionArgs& a) {
 }
 
 std::vector<u32> kernel_block_ms(u32 head_dim) {
-  if (head_dim == 64) return {128, 192};
-  if (supported_head_dim(head_dim)) return {128};
-  return {};
+  std::vector<u32> block_ms;
+#define TILESCHED_BLOCK_M(D, BM) \
+  if (head_dim == (D)) block_ms.push_back(BM);
+  TILESCHED_SM90_KERNELS(TILESCHED_BLOCK_M)
+#undef TILESCHED_BLOCK_M
+  return block_ms;
 }
 
 u32 recommended_block_m(const Workload& w) {

@@ -21,14 +21,16 @@ Status launch(const AttentionArgs& args, const runtime::AnyScheduler& scheduler,
 template <int D, int BM>
 Status resident_ctas_per_sm(int& out);
 
+// The kernels that exist, one (head dim, BM) pair each: the one list the declarations below, the
+// launch's dispatch and kernel_block_ms (attention.cu) expand. Each pair's instantiation is its
+// own translation unit (fmha_d*.cu).
+#define TILESCHED_SM90_KERNELS(X) X(64, 128) X(64, 192) X(128, 128) X(256, 128)
+
 #define TILESCHED_SM90_KERNEL(D, BM)                                                       \
   extern template Status launch<D, BM>(const AttentionArgs&, const runtime::AnyScheduler&, \
                                        const TileSummary&);                                \
   extern template Status resident_ctas_per_sm<D, BM>(int&);
-TILESCHED_SM90_KERNEL(64, 128)
-TILESCHED_SM90_KERNEL(64, 192)
-TILESCHED_SM90_KERNEL(128, 128)
-TILESCHED_SM90_KERNEL(256, 128)
+TILESCHED_SM90_KERNELS(TILESCHED_SM90_KERNEL)
 #undef TILESCHED_SM90_KERNEL
 
 }  // namespace tilesched::gpu::sm90
