@@ -22,7 +22,11 @@ namespace {
 using detail::cuda_status;
 
 bool supported_head_dim(u32 d) {
-  return !kernel_block_ms(d).empty();
+#define TILESCHED_HEAD_DIM(D, BM) \
+  if (d == (D)) return true;
+  TILESCHED_SM90_KERNELS(TILESCHED_HEAD_DIM)
+#undef TILESCHED_HEAD_DIM
+  return false;
 }
 
 // Calls f(std::integral_constant<int, D>{}, std::integral_constant<int, BM>{}) for the kernel of

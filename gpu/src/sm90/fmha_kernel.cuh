@@ -572,8 +572,9 @@ __device__ void run_consumer(const Params& p, Storage& smem, Pipelines& pipes) {
       // warpgroups keep the values (measured: the index form cost d = 256 1-1.6 % on short dense
       // rows, and moved d = 64 and 128 by -0.5..+1 %).
       const u32 first_masked_block =
-          p.causal ? min(g.kv_len / kBlockN, (wg_row0 + diag_shift + 1) / kBlockN)
-                   : g.kv_len / kBlockN;
+          !Traits::kMaskFromShared ? 0u
+          : p.causal               ? min(g.kv_len / kBlockN, (wg_row0 + diag_shift + 1) / kBlockN)
+                                   : g.kv_len / kBlockN;
       auto needs_mask = [&](int block) {
         if constexpr (Traits::kMaskFromShared) {
           return static_cast<u32>(block) >= first_masked_block;
@@ -584,7 +585,9 @@ __device__ void run_consumer(const Params& p, Storage& smem, Pipelines& pipes) {
         }
       };
       u32* const mask_slot =
-          smem.mask_of_warp[warpgroup * (Traits::kWarpgroupThreads / 32) + warp];
+          Traits::kMaskFromShared
+              ? smem.mask_of_warp[warpgroup * (Traits::kWarpgroupThreads / 32) + warp]
+              : nullptr;
       if constexpr (Traits::kMaskFromShared) {
         __syncwarp();  // the warp's reads of the previous tile's values are done
         if (lane == 0) {
@@ -714,21 +717,23 @@ __device__ void run_consumer(const Params& p, Storage& smem, Pipelines& pipes) {
       if constexpr (Traits::kEpilogueTma) {
         const bool full = g.rows.query_rows >= static_cast<u32>((warpgroup + 1) * kRows);
         if (full) {
-          Element* staging = smem.o.data() + warpgroup * cosize(typename Traits::SmemLayoutO{});
+          Element* staging;
           if constexpr (Traits::kStageOInV) {
             // Warpgroup w stages O in the V stage filled W - 1 - w fills before V(0)'s (V(0)'s
             // for the last): the turns run warpgroup 0 first, so the stage it takes was released
             // earliest. Every warpgroup has released that fill once its empty barrier completes
             // the fill's phase, and the producer loads no V of the next tile before this
-            // warpgroup arrives on o_released (below).
-            // That stage may have held another warpgroup's O of the previous tile: its store has
-            // read it once o_released completed that tile's phase.
+            // warpgroup arrives on o_released (below). The stage may have held another
+            // warpgroup's O of the previous tile: its store has read it once o_released
+            // completed that tile's phase.
             const auto [stage, phase] = earlier_fill<Traits::kStagesKV>(
                 v_last.index(), v_last.phase(), Traits::kConsumerWarpgroups - 1 - warpgroup);
             if (tiles_stored > 0)
               barrier_wait(smem.o_released, (tiles_stored - 1) % 2, "O staged in V (consumer)");
             barrier_wait(smem.pipe_v.empty_barrier_[stage], phase, "V stage for O (consumer)");
             staging = smem.v.data() + stage * kBlockN * D;
+          } else {
+            staging = smem.o.data() + warpgroup * cosize(typename Traits::SmemLayoutO{});
           }
           store_tile_outputs_tma(p, staging, tOrOut, g.rows, work->head_idx, warpgroup, thread);
         } else {

@@ -55,10 +55,10 @@ struct KernelConfig {
   static constexpr int kConsumerWarpgroups = ConsumerWarpgroups;
   static constexpr bool kStageOInV = StageOInV;
   static_assert(ConsumerWarpgroups == 2 || ConsumerWarpgroups == 3, "two or three consumers");
-  // Each consumer warpgroup stages its 64 x d rows of O in a V stage of its own.
-  static_assert(!StageOInV || (EpilogueTma && StagesKV >= ConsumerWarpgroups && BN >= 64),
-                "O staged in V needs the TMA epilogue, a V stage per consumer warpgroup and "
-                "stages of at least 64 rows");
+  // Each consumer warpgroup stages its 64 x d rows of O in a V stage of its own (that they fit
+  // in one is FmhaTraits's check).
+  static_assert(!StageOInV || (EpilogueTma && StagesKV >= ConsumerWarpgroups),
+                "O staged in V needs the TMA epilogue and a V stage per consumer warpgroup");
   static_assert(FmaExp2Eighths >= 0 && FmaExp2Eighths <= 8, "a share in eighths");
 };
 
@@ -78,8 +78,9 @@ struct KernelConfig {
 // nothing longer; at d = 64 and 256 it gains 1-2 % short but loses 1-4 % on long dense rows.
 // EpilogueTma (a warpgroup whose 64 rows all belong to the tile stages O with stmatrix and
 // stores it with a TMA store) gains 1-8 % at d = 64 and 128; its two 64 x d staging buffers
-// (16 / 32 KB) do not fit beside d = 256's tiles, which stage O in the V ring instead (below). Neither 240 consumer registers (the producer
-// spills at 24) nor O's rescale under the next QK^T measured faster anywhere
+// (16 / 32 KB) do not fit beside d = 256's tiles, which stage O in the V ring instead (below).
+// Neither 240 consumer registers (the producer spills at 24) nor O's rescale under the next QK^T
+// measured faster anywhere
 // (docs/gpu-performance.md, candidates of 2026-11-30, third session). At d = 128, 224 consumer
 // registers (the producer gets 56 and no longer spills around the trace writer) measured
 // +1-2 % over 232 at every point; at d = 64 (no spills at 232) 0-2 % slower. Without the GEMM
