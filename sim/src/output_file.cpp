@@ -1,6 +1,7 @@
 #include "tilesched/sim/output_file.hpp"
 
 #include <fcntl.h>
+#include <pthread.h>
 #include <unistd.h>
 #include <zlib.h>
 
@@ -23,8 +24,23 @@ namespace {
 // ones.
 constexpr std::size_t kPendingSlots = 64;
 std::atomic<const char*> g_pending[kPendingSlots];
+// The handler and a thread creating a temporary file: the handler may run on any thread while
+// another one is between registering its temporary and creating it (the outputs are written on
+// two threads), and would then remove the name before the file exists. So the handler first says
+// the process is stopping, then waits until no thread is creating, and only then removes; a
+// thread that sees the process stopping creates nothing. A creating thread blocks the signals
+// while it creates, so the handler never runs on it and never waits for itself.
+std::atomic<bool> g_stopping{false};
+std::atomic<int> g_creating{0};
+static_assert(std::atomic<bool>::is_always_lock_free && std::atomic<int>::is_always_lock_free,
+              "the signal handler may touch lock-free atomics only");
+
+constexpr int kCleanupSignals[] = {SIGINT, SIGTERM, SIGHUP};
 
 extern "C" void remove_pending_files_and_stop(int signal_number) {
+  g_stopping.store(true);
+  while (g_creating.load() != 0) {
+  }
   for (auto& slot : g_pending)
     if (const char* path = slot.load()) ::unlink(path);
   // Die of the same signal, so the parent sees what stopped us (shell status 130/143).
@@ -37,7 +53,7 @@ extern "C" void remove_pending_files_and_stop(int signal_number) {
 void install_signal_cleanup() {
   static std::once_flag once;
   std::call_once(once, [] {
-    for (const int signal_number : {SIGINT, SIGTERM, SIGHUP}) {
+    for (const int signal_number : kCleanupSignals) {
       struct sigaction current {};
       if (::sigaction(signal_number, nullptr, &current) != 0) continue;
       if ((current.sa_flags & SA_SIGINFO) != 0 || current.sa_handler != SIG_DFL) continue;
@@ -158,9 +174,23 @@ OutputFile::OutputFile(std::string path, Compression compression) : impl_(new Im
   // Unique per process and call, so two writers of the same path never share a temporary.
   static std::atomic<unsigned> serial{0};
   f.tmp = fmt::format("{}.tmp.{}.{}", f.path, ::getpid(), serial.fetch_add(1));
-  // Registered before the file exists: a signal in between only finds nothing to remove.
-  register_pending(f.tmp.c_str());
-  f.fd = ::open(f.tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  // Registered before the file exists, and created with the cleanup signals blocked on this
+  // thread and counted in g_creating (see the handler).
+  sigset_t cleanup_signals, previous;
+  sigemptyset(&cleanup_signals);
+  for (const int signal_number : kCleanupSignals) sigaddset(&cleanup_signals, signal_number);
+  ::pthread_sigmask(SIG_BLOCK, &cleanup_signals, &previous);
+  g_creating.fetch_add(1);
+  bool stopping = g_stopping.load();
+  if (!stopping) {
+    register_pending(f.tmp.c_str());
+    f.fd = ::open(f.tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  }
+  g_creating.fetch_sub(1);
+  ::pthread_sigmask(SIG_SETMASK, &previous, nullptr);
+  // The process is stopping on a signal (another thread runs the handler): create nothing.
+  if (stopping)
+    for (;;) ::pause();
   if (f.fd < 0) {
     const std::string reason = errno_text();
     unregister_pending(f.tmp.c_str());
