@@ -45,8 +45,10 @@ struct BenchCommandOptions {
   // Milliseconds of back-to-back launches after the pause and before the warm-up: the sustained
   // state (clocks as low as the power cap takes them), against the pause's fresh one.
   int heat_ms = 0;
-  // The scheduler of the causal points, queued if unset (dense points use the static stride:
-  // their tiles cost the same).
+  // The scheduler of the causal points; unset (auto): per point, the one of
+  // viz::kCausalSchedulerCandidates the simulator predicts fastest (viz::predict_scheduler, each
+  // candidate at its own tile height). Dense points use the static stride: their tiles cost the
+  // same.
   std::optional<SchedulerKind> causal_scheduler;
   // Tile height (BM) of every point; 0: per point, the one the simulator predicts fastest
   // (choose_block_m).

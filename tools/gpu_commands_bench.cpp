@@ -23,6 +23,7 @@
 #include "tilesched/sim/io.hpp"
 #include "tilesched/sim/metrics.hpp"
 #include "tilesched/sim/replay.hpp"
+#include "viz/scheduler_choice.hpp"
 
 namespace tilesched::tools {
 namespace {
@@ -52,24 +53,42 @@ std::string today_utc() {
   return fmt::format("{:04}-{:02}-{:02}", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday);
 }
 
-// One point of the grid. Dense tiles cost the same, so a static stride is balanced; causal tiles
-// differ by up to seq/BN blocks, so a dynamic scheduler (queued by default) balances them.
-Workload grid_point(u32 d, u32 seq, bool causal, SchedulerKind causal_scheduler, u32 block_m) {
+// One point of the grid. Dense tiles cost the same, so a static stride is balanced. Causal tiles
+// differ by up to seq/BN blocks, so a dynamic scheduler balances them: `causal_scheduler`, or if
+// unset the candidate the simulator predicts fastest (`note` then says the predictions).
+Workload grid_point(u32 d, u32 seq, bool causal, std::optional<SchedulerKind> causal_scheduler,
+                    u32 block_m, std::string& note) {
   Workload w;
   w.padded = true;
   w.q_lens.assign(kTokens / seq, seq);
   w.num_q_heads = w.num_kv_heads = kHidden / d;
   w.head_dim = d;
   w.mask = causal ? Mask::Causal : Mask::None;
-  w.block_n = gpu::kernel_block_n(d);
-  w.scheduler = causal ? causal_scheduler : SchedulerKind::Tile;
-  if (block_m != 0)
-    w.block_m = block_m;
-  else
-    choose_block_m(w, sim::CostModel::builtin(w.cost_profile), viz::CtaOrigin::Device);
-  require(gpu::resident_ctas(w, w.num_ctas));
-  w.resident_ctas = w.num_ctas;
-  return w;
+  // The workload's BN only counts KV blocks (traces, the replay); the kernel tiles keys by its own
+  // (gpu::kernel_block_n: 80 at d = 256). The built-in cost table's per-block costs are per 128
+  // keys, the BN of every trace it was fitted on, so the replay must count blocks of 128 too.
+  w.block_n = 128;
+  w.scheduler = causal ? causal_scheduler.value_or(SchedulerKind::Queued) : SchedulerKind::Tile;
+  const sim::CostModel cost = sim::CostModel::builtin(w.cost_profile);
+  // The tile height (given, or the simulator's pick for that scheduler) and the device's CTAs.
+  const auto prepare = [&](Workload& x) {
+    if (block_m != 0)
+      x.block_m = block_m;
+    else
+      choose_block_m(x, cost, viz::CtaOrigin::Device);
+    require(gpu::resident_ctas(x, x.num_ctas));
+    x.resident_ctas = x.num_ctas;
+  };
+  note.clear();
+  if (!causal || causal_scheduler) {
+    prepare(w);
+    return w;
+  }
+  const viz::SchedulerChoice c =
+      viz::predict_scheduler(w, viz::kCausalSchedulerCandidates, cost, prepare);
+  if (!c.chosen()) throw std::runtime_error("choosing the causal scheduler: " + c.why_not);
+  note = viz::describe_scheduler_choice(c);
+  return c.workload;
 }
 
 // Median milliseconds of one launch on random inputs, without trace recording, after the idle
@@ -173,11 +192,17 @@ int bench_gpu_command(const BenchCommandOptions& options) {
   nlohmann::json rows = nlohmann::json::array();
   for (u32 d : head_dims)
     for (u32 seq : seqs)
-      for (bool causal : {false, true})
-        rows.push_back(bench_point(
-            grid_point(d, seq, causal, options.causal_scheduler.value_or(SchedulerKind::Queued),
-                       options.block_m),
-            options));
+      for (bool causal : {false, true}) {
+        std::string choice;
+        const Workload w =
+            grid_point(d, seq, causal, options.causal_scheduler, options.block_m, choice);
+        nlohmann::json row = bench_point(w, options);
+        if (!choice.empty()) {
+          fmt::print("      scheduler: {}\n", choice);
+          row["scheduler_choice"] = choice;
+        }
+        rows.push_back(row);
+      }
   if (options.out_json.empty()) return 0;
   const nlohmann::json doc = {{"device", device},
                               {"date", today_utc()},

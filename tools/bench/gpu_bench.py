@@ -5,8 +5,9 @@ cuDNN backend on the same shapes, same GPU, same run. Runs on the device machine
   python3 tools/bench/gpu_bench.py --ours bench.json            # read our results
   python3 tools/bench/gpu_bench.py --tilesched build/.../tilesched [--quick]   # run ours first
 
-Prints a table (shape, ours TFLOP/s, cuDNN TFLOP/s, ratio), writes it as Markdown (--markdown)
-and the merged numbers as JSON (--out).
+Prints a table (shape, ours TFLOP/s, cuDNN TFLOP/s, ratio; with --fa4-site DIR also
+FlashAttention-4's, timed alike in the same process), writes it as Markdown (--markdown) and the
+merged numbers as JSON (--out).
 """
 import argparse
 import json
@@ -22,39 +23,56 @@ def attention_flops(batch, seq, heads, d, causal):
     return 4.0 * batch * pairs * heads * d
 
 
-def time_cudnn(torch, batch, seq, heads, d, causal, warmup, iters, cooldown_ms, heat_ms):
-    """Median ms of one cuDNN launch, timed as `tilesched bench` times ours: after the same idle
+def time_alike(torch, launch, warmup, iters, cooldown_ms, heat_ms):
+    """Median ms of one `launch()`, timed as `tilesched bench` times ours: after the same idle
     pause, heating launches and warm-up, the timed launches go back to back, each between two
     events, and the host waits once at the end (so neither side's figure holds host launch
     latency)."""
+    launch()  # plan, handle creation or JIT compilation
+    torch.cuda.synchronize()
+    time.sleep(cooldown_ms / 1000.0)
+    heat_until = time.monotonic() + heat_ms / 1000.0
+    while time.monotonic() < heat_until:
+        for _ in range(4):
+            launch()
+        torch.cuda.synchronize()
+    for _ in range(warmup):
+        launch()
+    torch.cuda.synchronize()
+    events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
+              for _ in range(iters)]
+    for start, end in events:
+        start.record()
+        launch()
+        end.record()
+    torch.cuda.synchronize()
+    return statistics.median(start.elapsed_time(end) for start, end in events)
+
+
+def random_qkv(torch, shape, seed):
+    g = torch.Generator(device="cuda").manual_seed(seed)
+    return [torch.rand(shape, device="cuda", dtype=torch.bfloat16, generator=g) * 2 - 1
+            for _ in range(3)]
+
+
+def time_cudnn(torch, batch, seq, heads, d, causal, warmup, iters, cooldown_ms, heat_ms):
+    """Median ms of one PyTorch SDPA launch with the cuDNN backend ([batch, heads, seq, d])."""
     from torch.nn.attention import SDPBackend, sdpa_kernel
     import torch.nn.functional as F
 
-    g = torch.Generator(device="cuda").manual_seed(seq * 31 + d)
-    shape = (batch, heads, seq, d)
-    q, k, v = (torch.rand(shape, device="cuda", dtype=torch.bfloat16, generator=g) * 2 - 1
-               for _ in range(3))
+    q, k, v = random_qkv(torch, (batch, heads, seq, d), seq * 31 + d)
     with sdpa_kernel(SDPBackend.CUDNN_ATTENTION):
-        F.scaled_dot_product_attention(q, k, v, is_causal=causal)  # plan and handle creation
-        torch.cuda.synchronize()
-        time.sleep(cooldown_ms / 1000.0)
-        heat_until = time.monotonic() + heat_ms / 1000.0
-        while time.monotonic() < heat_until:
-            for _ in range(4):
-                F.scaled_dot_product_attention(q, k, v, is_causal=causal)
-            torch.cuda.synchronize()
-        for _ in range(warmup):
-            F.scaled_dot_product_attention(q, k, v, is_causal=causal)
-        torch.cuda.synchronize()
-        events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
-                  for _ in range(iters)]
-        for start, end in events:
-            start.record()
-            F.scaled_dot_product_attention(q, k, v, is_causal=causal)
-            end.record()
-        torch.cuda.synchronize()
-        times = [start.elapsed_time(end) for start, end in events]
-    return statistics.median(times)
+        return time_alike(torch, lambda: F.scaled_dot_product_attention(q, k, v, is_causal=causal),
+                          warmup, iters, cooldown_ms, heat_ms)
+
+
+def time_fa4(torch, flash_attn_func, batch, seq, heads, d, causal, warmup, iters, cooldown_ms,
+             heat_ms):
+    """Median ms of one FlashAttention-4 launch (`flash_attn.cute.flash_attn_func`, its layout
+    [batch, seq, heads, d]); the first launch compiles the kernel for the shape, untimed."""
+    q, k, v = random_qkv(torch, (batch, seq, heads, d), seq * 31 + d)
+    return time_alike(torch, lambda: flash_attn_func(q, k, v, causal=causal), warmup, iters,
+                      cooldown_ms, heat_ms)
 
 
 def same_as_ours(given, ours_value, flag, ours_path):
@@ -80,6 +98,12 @@ def main():
                     help="back-to-back launches for this long before each shape's warm-up, for\n"
                          "both kernels (the sustained, power-capped state); with --ours, the\n"
                          "JSON's value")
+    ap.add_argument("--fa4-site", metavar="DIR",
+                    help="also time FlashAttention-4 (flash-attn-4, CuTe DSL) alike, from the\n"
+                         "packages installed in DIR (site.addsitedir), at seq >= --fa4-min-seq")
+    ap.add_argument("--fa4-min-seq", type=int, default=4096,
+                    help="shortest sequence FlashAttention-4 is timed at (default 4096: the\n"
+                         "issue's FA4 target; each new shape compiles for a few seconds)")
     ap.add_argument("--out", help="write merged results as JSON")
     ap.add_argument("--markdown", help="write the table as Markdown")
     args = ap.parse_args()
@@ -107,27 +131,54 @@ def main():
 
     import torch
 
+    flash_attn_func = None
+    if args.fa4_site:
+        import site
+        site.addsitedir(args.fa4_site)
+        try:
+            from flash_attn.cute import flash_attn_func
+        except ImportError as e:
+            sys.exit(f"gpu_bench.py: --fa4-site {args.fa4_site}: cannot import flash_attn.cute ({e})")
+
     device = torch.cuda.get_device_name()
-    lines = ["| d | seq | batch | heads | causal | ours scheduler | ours TFLOP/s | cuDNN TFLOP/s | ours/cuDNN |",
-             "|---|---|---|---|---|---|---|---|---|"]
+    fa4_head = " FA4 TFLOP/s | ours/FA4 |" if flash_attn_func else ""
+    lines = ["| d | seq | batch | heads | causal | ours scheduler | ours TFLOP/s | cuDNN TFLOP/s | ours/cuDNN |" + fa4_head,
+             "|---|---|---|---|---|---|---|---|---|" + ("---|---|" if flash_attn_func else "")]
     print(f"device: {device} (ours measured on {ours.get('device')}, {ours.get('date')})")
-    print(f"{'d':>4} {'seq':>6} {'batch':>5} {'H':>3} {'causal':>6} {'ours':>8} {'cuDNN':>8} {'ratio':>6}")
+    print(f"{'d':>4} {'seq':>6} {'batch':>5} {'H':>3} {'causal':>6} {'ours':>8} {'cuDNN':>8} {'ratio':>6}"
+          + (f" {'FA4':>8} {'ratio':>6}" if flash_attn_func else ""))
     merged = []
+    nan = float("nan")
     for row in ours["rows"]:
         b, s, h, d, causal = row["batch"], row["seq"], row["heads"], row["d"], row["causal"]
+        flops = attention_flops(b, s, h, d, causal)
         try:
             ms = time_cudnn(torch, b, s, h, d, causal, args.warmup, args.iters, args.cooldown_ms,
                             args.heat_ms)
-            cudnn = attention_flops(b, s, h, d, causal) / (ms * 1e-3) / 1e12
+            cudnn = flops / (ms * 1e-3) / 1e12
         except Exception as e:  # a shape cuDNN refuses: say so, keep going
             print(f"cuDNN failed on d={d} seq={s}: {e}", file=sys.stderr)
-            cudnn = float("nan")
-        ratio = row["tflops"] / cudnn if cudnn == cudnn and cudnn > 0 else float("nan")
+            cudnn = nan
+        fa4 = nan
+        if flash_attn_func and s >= args.fa4_min_seq:
+            try:
+                ms = time_fa4(torch, flash_attn_func, b, s, h, d, causal, args.warmup, args.iters,
+                              args.cooldown_ms, args.heat_ms)
+                fa4 = flops / (ms * 1e-3) / 1e12
+            except Exception as e:  # a shape FA4 refuses: say so, keep going
+                print(f"FA4 failed on d={d} seq={s}: {str(e)[:300]}", file=sys.stderr)
+        ratio = row["tflops"] / cudnn if cudnn == cudnn and cudnn > 0 else nan
+        fa4_ratio = row["tflops"] / fa4 if fa4 == fa4 and fa4 > 0 else nan
+        fa4_cols = f" {fa4:>8.1f} {fa4_ratio:>6.3f}" if flash_attn_func else ""
         print(f"{d:>4} {s:>6} {b:>5} {h:>3} {'yes' if causal else 'no':>6} {row['tflops']:>8.1f} "
-              f"{cudnn:>8.1f} {ratio:>6.2f}", flush=True)
+              f"{cudnn:>8.1f} {ratio:>6.3f}{fa4_cols}", flush=True)
+        fa4_md = (f" {fa4:.1f} | {fa4_ratio:.3f} |" if fa4 == fa4 else " - | - |") if flash_attn_func else ""
         lines.append(f"| {d} | {s} | {b} | {h} | {'yes' if causal else 'no'} | {row['scheduler']} | "
-                     f"{row['tflops']:.1f} | {cudnn:.1f} | {ratio:.2f} |")
-        merged.append(dict(row, cudnn_tflops=cudnn, ratio=ratio))
+                     f"{row['tflops']:.1f} | {cudnn:.1f} | {ratio:.3f} |" + fa4_md)
+        out = dict(row, cudnn_tflops=cudnn, ratio=ratio)
+        if flash_attn_func:
+            out.update(fa4_tflops=fa4, fa4_ratio=fa4_ratio)
+        merged.append(out)
     if args.out:
         with open(args.out, "w") as f:
             json.dump({"device": device, "ours": ours, "rows": merged}, f, indent=1)

@@ -5,6 +5,8 @@
 # back-to-back launches, 3 warm-up launches, the median of 20 timed back to back. The H200 lowers
 # its clocks under sustained load (its power cap): without the pause, whichever side runs
 # continuously is timed at lower clocks. SM clock, power and throttle reasons go to clocks.csv.
+# With FA4_SITE=DIR (flash-attn-4 installed there) FlashAttention-4 is timed alike too, at
+# seq >= 4096, in the same Python process as cuDNN.
 #   tools/bench/gpu_bench.sh [TILESCHED_BINARY] [OUT_DIR] [--quick]
 set -euo pipefail
 bin=${1:-build/default/tools/tilesched}
@@ -22,4 +24,4 @@ trap 'kill $smi 2>/dev/null || true' EXIT
 "$bin" bench --json "$out/ours.json" --cooldown-ms "$cooldown" --heat-ms "$heat" ${quick:+--quick} |
   tee "$out/ours.log"
 python3 "$(dirname "$0")/gpu_bench.py" --ours "$out/ours.json" --out "$out/side_by_side.json" \
-  --markdown "$out/side_by_side.md"
+  --markdown "$out/side_by_side.md" ${FA4_SITE:+--fa4-site "$FA4_SITE"}

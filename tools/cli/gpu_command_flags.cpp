@@ -2,6 +2,7 @@
 // (tools/gpu_commands_run.cpp, gpu_commands_bench.cpp) or refused by
 // tools/gpu_commands_unavailable.cpp.
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "cli/commands.hpp"
@@ -86,9 +87,26 @@ void add_bench_command(CLI::App& app, Action& action) {
                   "sustained, power-capped state)",
                   /*min=*/0, /*max=*/60000)
       ->capture_default_str();
-  add_choice_flag(*cmd, "--causal-scheduler", bench->causal_scheduler,
-                  "Scheduler of the causal points")
-      ->type_name("KIND");
+  // auto (the default) or a scheduler's name; auto leaves causal_scheduler empty.
+  cmd->add_option_function<std::string>(
+         "--causal-scheduler",
+         [bench](const std::string& name) {
+           bench->causal_scheduler = name == "auto"
+                                         ? std::nullopt
+                                         : parse_enum<SchedulerKind>(name);
+         },
+         fmt::format("Scheduler of the causal points: auto (the one of {} the simulator predicts "
+                     "fastest at each point) | {}",
+                     "queued and lpt_queued", enum_choices<SchedulerKind>(" | ")))
+      ->check(CLI::Validator(
+          [](std::string& text) -> std::string {
+            if (text == "auto" || parse_enum<SchedulerKind>(text)) return {};
+            return fmt::format("unknown value '{}' (expected one of: auto, {})", text,
+                               enum_choices<SchedulerKind>());
+          },
+          ""))
+      ->type_name("KIND")
+      ->default_str("auto");
   cmd->footer("Needs the GPU half (a build configured with a CUDA compiler) and a device.");
   cmd->callback([bench, &action] { action = [bench] { return run_bench(*bench); }; });
 }
