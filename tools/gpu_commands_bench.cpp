@@ -65,8 +65,8 @@ Workload grid_point(u32 d, u32 seq, bool causal, std::optional<SchedulerKind> ca
   w.head_dim = d;
   w.mask = causal ? Mask::Causal : Mask::None;
   // The workload's BN only counts KV blocks (traces, the replay); the kernel tiles keys by its own
-  // (gpu::kernel_block_n: 80 at d = 256). The built-in cost table's per-block costs are per 128
-  // keys, the BN of every trace it was fitted on, so the replay must count blocks of 128 too.
+  // (gpu::kernel_block_n: 80 at d = 256). The built-in cost table counts blocks of 128 keys (its
+  // block_n, the BN of every trace it was fitted on): the replay costs the grid in those.
   w.block_n = 128;
   w.scheduler = causal ? causal_scheduler.value_or(SchedulerKind::Queued) : SchedulerKind::Tile;
   const sim::CostModel cost = sim::CostModel::builtin(w.cost_profile);

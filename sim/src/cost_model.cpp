@@ -27,6 +27,7 @@ std::string fmt_count(const char* before, double count, const char* noun, const 
 }
 
 constexpr u32 kMaxTileHeight = 4096;  // a workload's BM limit (Workload::validate)
+constexpr u32 kMaxBlockN = 4096;      // a workload's BN limit (Workload::validate)
 
 // A key naming a number in 1..max (max <= 9999) written in plain decimal, so that one number has
 // one spelling ("64", never "064" or "+64" beside it); 0 when the key is not one.
@@ -58,7 +59,7 @@ CostCoefficients scaled(const CostCoefficients& c, double f) {
   return CostCoefficients{c.fixed_us * f, c.us_per_block * f, c.us_per_masked_block * f};
 }
 
-constexpr u32 kCostFormatVersion = 4;
+constexpr u32 kCostFormatVersion = 5;
 constexpr u32 kMaxCtasPerSm = 64;  // far above any device's limit (32 on Hopper)
 
 // The three tile-cost coefficients as an entry holds them (to_json; coefficients_from_json reads).
@@ -176,8 +177,48 @@ CostCoefficients CostModel::coefficients(u32 head_dim) const {
       a.us_per_masked_block + f * (b.us_per_masked_block - a.us_per_masked_block)};
 }
 
+CostCoefficients CostModel::coefficients(const Workload& w) const {
+  CostCoefficients k = coefficients(w.head_dim, w.block_m);
+  if (block_n != 0 && w.block_n != block_n) {
+    const double f = double(w.block_n) / double(block_n);
+    k.us_per_block *= f;
+    k.us_per_masked_block *= f;
+  }
+  return k;
+}
+
+CostModel CostModel::with_block_n(u32 keys) const {
+  CostModel m = *this;
+  m.block_n = keys;
+  if (block_n == 0 || block_n == keys) return m;
+  const double f = double(keys) / double(block_n);
+  const auto rescale = [f](CostCoefficients& k) {
+    k.us_per_block *= f;
+    k.us_per_masked_block *= f;
+  };
+  for (auto& [d, k] : m.by_head_dim) rescale(k);
+  for (auto& [d, heights] : m.by_tile_height)
+    for (auto& [bm, k] : heights) rescale(k);
+  return m;
+}
+
 double CostModel::tile_time_us(const Workload& w, const TileCost& c) const {
-  return coefficients(w.head_dim, w.block_m).tile_time_us(c);
+  return coefficients(w).tile_time_us(c);
+}
+
+u32 traces_block_n(const std::vector<Trace>& traces, const std::vector<std::string>& names) {
+  if (traces.empty()) throw std::invalid_argument("no traces to take a block size from");
+  const auto name = [&](std::size_t i) {
+    return i < names.size() ? names[i] : fmt::format("trace {}", i + 1);
+  };
+  const u32 bn = traces.front().workload.block_n;
+  for (std::size_t i = 1; i < traces.size(); ++i)
+    if (traces[i].workload.block_n != bn)
+      throw std::invalid_argument(fmt::format(
+          "the traces count KV blocks of different sizes: BN {} ({}) and BN {} ({}); a cost "
+          "table's per-block costs are per block of one size, so fit them separately",
+          bn, name(0), traces[i].workload.block_n, name(i)));
+  return bn;
 }
 
 CostModel CostModel::from_json(const json& j) {
@@ -192,11 +233,22 @@ CostModel CostModel::from_json(const json& j) {
                                 version, kCostFormatVersion));
   if (version == 1)
     check_known_fields(j, {"format", "version", "device", "units", "note", "head_dims"}, "");
-  else
+  else if (version <= 4)
     check_known_fields(
         j, {"format", "version", "device", "units", "note", "sms", "l2_bytes", "head_dims"}, "");
+  else
+    check_known_fields(j,
+                       {"format", "version", "device", "units", "note", "sms", "l2_bytes",
+                        "block_n", "head_dims"},
+                       "");
   CostModel m;
   m.device = as_string(require(j, "device", ""), "device");
+  if (version >= 5 && j.contains("block_n")) {
+    m.block_n = as_u32(j["block_n"], "block_n");
+    if (m.block_n == 0 || m.block_n > kMaxBlockN)
+      fail("block_n", fmt::format("must be in 1..{} (keys per KV block), got {}", kMaxBlockN,
+                                  m.block_n));
+  }
   if (version >= 2) {
     m.multiprocessors = as_u32(require(j, "sms", ""), "sms");
     if (m.multiprocessors == 0 || m.multiprocessors > 100000) fail("sms", "must be in 1..100000");
@@ -284,7 +336,7 @@ json CostModel::to_json() const {
     }
     dims[fmt::format("{}", d)] = entry;
   }
-  return json{
+  json out{
       {"format", "tilesched-cost"},
       {"version", kCostFormatVersion},
       {"device", device},
@@ -293,10 +345,14 @@ json CostModel::to_json() const {
        "unmasked_kv_blocks + us_per_masked_block * masked_kv_blocks; with k CTAs busy on "
        "one SM each progresses at shared_rates[k - 2] of its solo speed; a CTA that starts in a "
        "freed slot holds it cta_launch_us before its first tile; block_m is the tile height the "
-       "entry was measured at, tile_heights the coefficients of other heights"},
+       "entry was measured at, tile_heights the coefficients of other heights; a KV block is "
+       "block_n keys where given (a workload of another BN: per-block costs scaled by BN / "
+       "block_n)"},
       {"sms", multiprocessors},
       {"l2_bytes", l2_bytes},
       {"head_dims", dims}};
+  if (block_n != 0) out["block_n"] = block_n;
+  return out;
 }
 
 namespace {
@@ -702,6 +758,7 @@ CostModel CostModel::fit(const std::vector<Trace>& traces, const std::string& de
   std::map<u32, std::set<u32>> heights;  // head_dim -> the tile heights its traces ran
   for (const Trace& t : traces) heights[t.workload.head_dim].insert(t.workload.block_m);
   if (heights.empty()) throw std::invalid_argument("cannot fit a cost model: no traces");
+  m.block_n = traces_block_n(traces);
   for (const auto& [d, bms] : heights) {
     const u32 own = *bms.begin();
     const CostCoefficients c = fit_cost(traces, d, own).coefficients;

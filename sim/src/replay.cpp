@@ -84,7 +84,7 @@ Trace replay(const Workload& w, const CostModel& cost) {
   const std::vector<u32> q_offsets = w.q_row_offsets();
   const SchedulePlan plan = plan_schedule(w, cost);
   const ReplayContext ctx{
-      w, w.summary(q_offsets.data()), cost.coefficients(w.head_dim, w.block_m),
+      w, w.summary(q_offsets.data()), cost.coefficients(w),
       w.scheduler == SchedulerKind::Tile && w.ragged_mode == RaggedMode::Faithful};
 
   const detail::SlotLayout layout = detail::slot_layout(w, cost);
@@ -104,7 +104,7 @@ Trace replay(const Workload& w, const CostModel& cost) {
 }
 
 SchedulePlan plan_schedule(const Workload& w, const CostModel& cost) {
-  const CostCoefficients k = cost.coefficients(w.head_dim, w.block_m);
+  const CostCoefficients k = cost.coefficients(w);
   return build_schedule_plan(w, [k](const TileCost& c) { return k.tile_time_us(c); });
 }
 

@@ -198,7 +198,7 @@ TEST_CASE("the d = 64 kernel with 192-row tiles: its traces and the table's tile
 TEST_CASE("version 4 cost tables: tile heights") {
   using nlohmann::json;
   const json good = sim::CostModel::builtin("h200").to_json();
-  REQUIRE(good["version"] == 4);
+  REQUIRE(good["version"] == 5);
   const sim::CostModel m = sim::CostModel::from_json(good);
   const sim::CostCoefficients own = m.coefficients(64);
   const sim::CostCoefficients tall = m.coefficients(64, 192);
@@ -261,7 +261,11 @@ TEST_CASE("version 4 cost tables: tile heights") {
   CHECK(contains(error([&](json& j) { height(j, "192")["ctas_per_sm"] = 1; }),
                  "head_dims.64.tile_heights.192.ctas_per_sm"));
   // Tile heights came with version 4.
-  CHECK(contains(error([](json& j) { j["version"] = 3; }), "block_m"));
+  CHECK(contains(error([](json& j) {
+                   j["version"] = 3;
+                   j.erase("block_n");
+                 }),
+                 "block_m"));
 }
 
 TEST_CASE("fit: a head dim that ran two tile heights gets an entry and a tile height") {
@@ -570,10 +574,11 @@ TEST_CASE("version 2 and 3 cost tables: device, sharing and launch fields are ch
   CHECK(contains(error([&](json& j) { two_per_sm(j, {1.2}); }),
                  "'head_dims.128.shared_rates[0]': must be in (0, 1], got 1.2"));
   CHECK(contains(error([&](json& j) { two_per_sm(j, {0}); }), "must be in (0, 1]"));
-  CHECK(contains(error([](json& j) { j["version"] = 5; }), "unsupported cost table version 5"));
+  CHECK(contains(error([](json& j) { j["version"] = 6; }), "unsupported cost table version 6"));
   // The CTA launch came with version 3.
   CHECK(contains(error([](json& j) {
                    j["version"] = 2;
+                   j.erase("block_n");
                    for (auto& entry : j["head_dims"]) entry.erase("block_m");
                    j["head_dims"]["64"].erase("tile_heights");
                    j["head_dims"]["128"]["cta_launch_us"] = 1.0;
@@ -601,7 +606,7 @@ TEST_CASE("the CTA launch: read, checked, looked up between head dims, written b
   const sim::CostModel back = sim::CostModel::from_json(m.to_json());
   for (const u32 d : {32u, 64u, 96u, 128u, 256u, 512u})
     CHECK(back.cta_launch_us(d) == m.cta_launch_us(d));
-  CHECK(m.to_json()["version"] == 4);
+  CHECK(m.to_json()["version"] == 5);
 
   const auto error = [&](const json& launch) {
     json bad = j;
@@ -810,4 +815,80 @@ TEST_CASE("fit says when the traces cannot tell the CTA launch") {
   w.q_lens = {1000, 333};
   w.kv_lens = {1500, 333};
   CHECK(sim::CostModel::fit({sim::replay(w, truth)}, "lab").cta_launch_us(128) == 0.0);
+}
+
+TEST_CASE("a cost table's KV block: read and written, and a workload of another BN costed alike") {
+  using nlohmann::json;
+  const sim::CostModel h200 = sim::CostModel::builtin("h200");
+  // The built-in files predate version 5: their traces counted blocks of 128 keys.
+  CHECK(h200.block_n == 128);
+  json j = h200.to_json();
+  CHECK(j["version"] == 5);
+  CHECK(j["block_n"] == 128);
+  j["block_n"] = 64;
+  CHECK(sim::CostModel::from_json(j).block_n == 64);
+  CHECK(sim::CostModel::from_json(sim::CostModel::from_json(j).to_json()).block_n == 64);
+  const auto error = [&](const std::function<void(json&)>& edit) {
+    json k = h200.to_json();
+    edit(k);
+    return invalid_argument_text([&] { sim::CostModel::from_json(k); });
+  };
+  // Without the field the table says nothing of its blocks: per block of the workload's BN.
+  json unknown = h200.to_json();
+  unknown.erase("block_n");
+  CHECK(sim::CostModel::from_json(unknown).block_n == 0);
+  CHECK_FALSE(sim::CostModel::from_json(unknown).to_json().contains("block_n"));
+  CHECK(contains(error([](json& k) { k["block_n"] = 0; }),
+                 "'block_n': must be in 1..4096 (keys per KV block), got 0"));
+  CHECK(contains(error([](json& k) { k["block_n"] = 5000; }), "got 5000"));
+  // A version 4 file has no such field, and reads as one that does not say.
+  CHECK(contains(error([](json& k) { k["version"] = 4; }), "block_n"));
+  unknown["version"] = 4;
+  CHECK(sim::CostModel::from_json(unknown).block_n == 0);
+
+  // The same keys in blocks of 64 instead of 128: twice the blocks at half the cost each, so the
+  // same prediction (before version 5 the replay costed them at the full 128-key price).
+  for (const Mask mask : {Mask::None, Mask::Causal}) {
+    CAPTURE(mask);
+    Workload w = sim::default_workload();
+    w.mask = mask;
+    const double at128 = sim::compute_metrics(sim::replay(w, h200)).makespan_us;
+    w.block_n = 64;
+    const sim::CostCoefficients k = h200.coefficients(w);
+    CHECK(k.fixed_us == h200.coefficients(w.head_dim, w.block_m).fixed_us);
+    CHECK(k.us_per_block == doctest::Approx(h200.coefficients(128, 128).us_per_block / 2));
+    const double at64 = sim::compute_metrics(sim::replay(w, h200)).makespan_us;
+    // A table that does not say its block costs each 64-key block at the full price.
+    sim::CostModel unsaid = h200;
+    unsaid.block_n = 0;
+    CHECK(unsaid.coefficients(w) == unsaid.coefficients(w.head_dim, w.block_m));
+    CHECK(sim::compute_metrics(sim::replay(w, unsaid)).makespan_us > 1.5 * at128);
+    // Causal: a 64-key diagonal block costs half a 128-key one, and a 128-key diagonal holds
+    // one or two of them; the tail of a sequence that ends inside a block differs alike.
+    CHECK(at64 == doctest::Approx(at128).epsilon(mask == Mask::None ? 0.01 : 0.05));
+  }
+}
+
+TEST_CASE("fit records the traces' KV block and refuses traces of several") {
+  sim::CostModel gen;
+  gen.device = "synthetic";
+  gen.by_head_dim[128] = sim::CostCoefficients{1.7, 2.3, 3.1};
+  gen.block_n = 128;  // its per-block costs are per 128 keys
+  Workload w = sim::default_workload();
+  w.block_n = 64;
+  std::vector<Trace> traces{sim::replay(w, gen)};
+  w.scheduler = SchedulerKind::Queued;
+  traces.push_back(sim::replay(w, gen));
+  const sim::CostModel fitted = sim::CostModel::fit(traces, "measured");
+  CHECK(fitted.block_n == 64);
+  // The generator's own table is per 128-key block: at BN 64 its blocks cost half as much.
+  CHECK(fitted.by_head_dim.at(128).us_per_block == doctest::Approx(2.3 / 2));
+  w.block_n = 128;
+  traces.push_back(sim::replay(w, gen));
+  const std::string text = invalid_argument_text([&] { sim::CostModel::fit(traces, "measured"); });
+  CHECK(contains(text, "the traces count KV blocks of different sizes: BN 64 (trace 1) and BN 128 "
+                       "(trace 3)"));
+  CHECK(contains(
+      invalid_argument_text([&] { sim::traces_block_n(traces, {"a.json", "b.json", "c.json"}); }),
+      "BN 64 (a.json) and BN 128 (c.json)"));
 }

@@ -95,7 +95,7 @@ TEST_CASE("planned replay: every CTA's busy time is its planned load") {
     // Every CTA resident from the start, each on an SM of its own: a grid in waves would start
     // some CTAs late, and the makespan would be more than the largest planned load.
     w.resident_ctas = w.num_ctas;
-    const sim::CostCoefficients k = cost.coefficients(w.head_dim);
+    const sim::CostCoefficients k = cost.coefficients(w);  // at the workload's BM and BN
     const TileLists lists = balanced_lists(w, [&](const TileCost& c) { return k.tile_time_us(c); });
     const std::map<u32, sim::CtaLoad> loads = sim::cta_loads(sim::replay(w, cost));
     for (const auto& [cta, load] : loads) CHECK(load.busy_us == doctest::Approx(lists.loads[cta]));

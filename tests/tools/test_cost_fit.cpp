@@ -6,6 +6,7 @@
 
 #include "cli/cost_fit.hpp"
 #include "test_support.hpp"
+#include "tilesched/sim/metrics.hpp"
 #include "tilesched/sim/replay.hpp"
 #include "tilesched/sim/workload_io.hpp"
 
@@ -13,11 +14,21 @@ using namespace tilesched;
 
 namespace {
 
-// Traces of the small workload (head_dim 64) timed by `truth`, as if measured on a GPU.
+// The small workload (head_dim 64) in KV blocks of 128 keys, the built-in bases' block, with
+// longer key sequences so that the causal diagonals (bottom-right aligned) do not all span one
+// block as they would with BM = BN and keys = queries: the masked cost stays determined.
+Workload workload_128(SchedulerKind s = SchedulerKind::Tile) {
+  Workload w = test::small_workload(s);
+  w.block_n = 128;
+  w.kv_lens = {350, 1070, 159};
+  return w;
+}
+
+// Traces of the small workload timed by `truth`, as if measured on a GPU.
 std::vector<cli::LabelledTrace> measured(const sim::CostModel& truth) {
   std::vector<cli::LabelledTrace> traces;
   for (const SchedulerKind s : {SchedulerKind::Tile, SchedulerKind::Queued}) {
-    Trace t = sim::replay(test::small_workload(s), truth);
+    Trace t = sim::replay(workload_128(s), truth);
     t.source = "gpu";
     traces.push_back({"trace_" + strategy_name(t.workload), t});
   }
@@ -78,9 +89,10 @@ TEST_CASE("fit reports negative coefficients instead of clamping them") {
 TEST_CASE("fit without traces, or with traces that leave a coefficient open, says why") {
   CHECK_THROWS_WITH_AS(cli::fit_cost_model({}, sim::CostModel::builtin("h200"), "x"),
                        "cannot fit a cost model: no traces given", std::invalid_argument);
-  Workload w = test::small_workload();
+  Workload w = workload_128();
   w.mask = Mask::None;
-  w.q_lens = {256, 256};  // every tile: 4 unmasked blocks of 64 keys, none masked
+  w.q_lens = {256, 256};  // every tile: 2 unmasked blocks of 128 keys, none masked
+  w.kv_lens.clear();
   Trace t = sim::replay(w);
   t.source = "gpu";
   std::string message = "<no exception>";
@@ -89,17 +101,51 @@ TEST_CASE("fit without traces, or with traces that leave a coefficient open, say
   } catch (const std::invalid_argument& e) {
     message = e.what();
   }
-  CHECK(message.find("us_per_block cannot be determined: every tile has 4 unmasked KV blocks") !=
+  CHECK(message.find("us_per_block cannot be determined: every tile has 2 unmasked KV blocks") !=
         std::string::npos);
+}
+
+TEST_CASE("fit: traces of another KV block than the base's, and traces of several") {
+  // Traces counting blocks of 64 keys against the h200 base, whose per-block costs are per 128:
+  // the written table costs 64-key blocks throughout, the base's kept head dims rescaled.
+  std::vector<cli::LabelledTrace> traces;
+  Trace t = sim::replay(test::small_workload(), model_64({1.25, 0.75, 1.5}));  // BN 64
+  REQUIRE(t.workload.block_n == 64);
+  t.source = "gpu";
+  traces.push_back({"bn64.json", t});
+  const sim::CostModel base = sim::CostModel::builtin("h200");
+  const cli::CostFitReport r = cli::fit_cost_model(traces, base, "lab");
+  CHECK(r.model.block_n == 64);
+  CHECK(r.base_block_n_rescaled_from == 128);
+  CHECK(r.model.by_head_dim.at(128).fixed_us == base.by_head_dim.at(128).fixed_us);
+  CHECK(r.model.by_head_dim.at(128).us_per_block ==
+        doctest::Approx(base.by_head_dim.at(128).us_per_block / 2));
+  // A 128-key workload costs the same under the base and under the rescaled table.
+  Workload w = sim::default_workload();
+  CHECK(sim::compute_metrics(sim::replay(w, r.model)).makespan_us ==
+        doctest::Approx(sim::compute_metrics(sim::replay(w, base)).makespan_us));
+  CHECK(cli::format_cost_fit_report(r).find(
+            "KV blocks of 64 keys, as the traces count them; the base's per-block costs, per 128 "
+            "keys, rescaled to them") != std::string::npos);
+  // Traces of two block sizes cannot make one table.
+  Trace other = sim::replay(workload_128(), model_64({1.25, 0.75, 1.5}));
+  other.source = "gpu";
+  traces.push_back({"bn128.json", other});
+  CHECK_THROWS_WITH_AS(cli::fit_cost_model(traces, base, "lab"),
+                       "the traces count KV blocks of different sizes: BN 64 (bn64.json) and BN "
+                       "128 (bn128.json); a cost table's per-block costs are per block of one "
+                       "size, so fit them separately",
+                       std::invalid_argument);
 }
 
 TEST_CASE("fit skips a head_dim its traces cannot determine and fits the others") {
   const sim::CostModel truth = model_64({1.25, 0.75, 1.5});
   std::vector<cli::LabelledTrace> traces = measured(truth);
-  Workload flat = test::small_workload();
+  Workload flat = workload_128();
   flat.head_dim = 128;
   flat.mask = Mask::None;
-  flat.q_lens = {256, 256};  // every tile: 4 unmasked blocks, none masked
+  flat.q_lens = {256, 256};  // every tile: 2 unmasked blocks, none masked
+  flat.kv_lens.clear();
   Trace t = sim::replay(flat);
   t.source = "gpu";
   traces.push_back({"flat_128", t});
@@ -124,7 +170,7 @@ TEST_CASE("fit --launch-only: the base's tile costs kept, the CTA launch fitted 
   truth.multiprocessors = 5;
   truth.cta_launch_us_by_head_dim[64] = 0.6;
   std::vector<cli::LabelledTrace> traces = measured(truth);
-  Trace transient = sim::replay(test::small_workload(SchedulerKind::Transient), truth);
+  Trace transient = sim::replay(workload_128(SchedulerKind::Transient), truth);
   transient.source = "gpu";
   traces.push_back({"transient", transient});
 

@@ -73,15 +73,21 @@ CostFitReport fit_cost_model(const std::vector<LabelledTrace>& traces, const sim
                              const std::string& device, FitScope scope) {
   if (traces.empty()) throw std::invalid_argument("cannot fit a cost model: no traces given");
   std::vector<Trace> plain;
+  std::vector<std::string> labels;
   std::map<u32, std::set<u32>> heights;  // head_dim -> the tile heights its traces ran
   for (const LabelledTrace& t : traces) {
     plain.push_back(t.trace);
+    labels.push_back(t.label);
     heights[t.trace.workload.head_dim].insert(t.trace.workload.block_m);
   }
+  // One block size throughout the written table: the traces' (all alike, or refused). A base of
+  // another size has its per-block costs rescaled to it, as the replay would cost them.
+  const u32 block_n = sim::traces_block_n(plain, labels);
 
   CostFitReport report;
-  report.model = base;
+  report.model = base.with_block_n(block_n);
   report.model.device = device;
+  if (base.block_n != 0 && base.block_n != block_n) report.base_block_n_rescaled_from = base.block_n;
   // Every head_dim of the traces gets an entry of its own, so that its launch is written even
   // where the base interpolates its tile costs.
   const auto record_launch = [&](const HeadDimLaunch& launch) {
@@ -214,6 +220,11 @@ std::string format_cost_fit_report(const CostFitReport& r) {
       "fitted cost model '{}' (time = fixed + per block * unmasked + "
       "per masked * masked KV blocks)\n\n",
       r.model.device);
+  if (r.base_block_n_rescaled_from != 0)
+    out += fmt::format(
+        "  KV blocks of {} keys, as the traces count them; the base's per-block costs, per {} "
+        "keys, rescaled to them\n\n",
+        r.model.block_n, r.base_block_n_rescaled_from);
   out += r.fits.empty() ? "  tile costs and sharing: kept from the base (only the launch fitted)\n"
                         : format_tile_costs(r);
   out +=

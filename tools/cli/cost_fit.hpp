@@ -77,6 +77,9 @@ struct CostFitReport {
   // "cannot fit head_dim 64: ...", one per head_dim the traces do not determine. Those keep the
   // base model's coefficients; the others are still fitted.
   std::vector<std::string> skipped;
+  // The base's block_n when it differs from the traces' (0 otherwise): the base's per-block
+  // costs were rescaled to the traces' blocks (model.block_n), so that one table costs one size.
+  u32 base_block_n_rescaled_from = 0;
 };
 
 // Fits every head_dim present in `traces`: tile costs from the traces that ran one CTA per SM

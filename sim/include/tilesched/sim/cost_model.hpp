@@ -64,6 +64,12 @@ struct CostModel {
   u32 multiprocessors = kDefaultMultiprocessors;  // SMs
   std::uint64_t l2_bytes = kDefaultL2Bytes;       // L2 cache size in bytes
   std::map<u32, CostCoefficients> by_head_dim;    // at least one entry
+  // Keys per KV block of the traces the coefficients were fitted on (version 5; the workloads'
+  // BN, which need not be the kernel's own). The per-block costs are per block of this many
+  // keys: a workload of another BN is costed with them scaled by its BN / block_n
+  // (coefficients(const Workload&)), as a block's work grows with its keys. 0: not recorded
+  // (files before version 5, tables built in code): per block of whatever BN the workload has.
+  u32 block_n = 0;
   // The tile height (BM) each by_head_dim entry was measured at, where the table says (version
   // 4); a head_dim missing here has coefficients of no recorded height.
   std::map<u32, u32> block_m_by_head_dim;
@@ -90,12 +96,23 @@ struct CostModel {
   // table does not list is costed like the head_dim's own entry).
   CostCoefficients coefficients(u32 head_dim, u32 block_m) const;
 
+  // Coefficients for the tiles of workload `w`: coefficients(w.head_dim, w.block_m) with the
+  // per-block costs scaled to w.block_n keys per block (unchanged when it is the table's own
+  // block_n, or the table has none). The replay, the planned schedules and tile_time_us cost tiles with these.
+  CostCoefficients coefficients(const Workload& w) const;
+
+  // This table with its per-block costs (of every head dim and tile height) per block of
+  // `keys` keys, scaled by keys / block_n, and block_n = keys; a table without block_n only
+  // takes the value (its costs already count blocks of whatever size).
+  CostModel with_block_n(u32 keys) const;
+
   // Whether the table holds coefficients measured at tile height `block_m` for `head_dim`: the
   // entry's own block_m or one of its tile_heights. Choosing between tile heights needs that: a
   // table that costs every height alike favours the tallest tile (fewer tiles, same cost each).
   bool measured_at(u32 head_dim, u32 block_m) const;
 
-  // Predicted time of a tile with cost `c` for workload `w` (uses w.head_dim and w.block_m).
+  // Predicted time of a tile with cost `c` for workload `w` (coefficients(w): its head_dim, BM
+  // and BN).
   double tile_time_us(const Workload& w, const TileCost& c) const;
 
   // Occupancy and sharing for `head_dim`: the table entry when present, else the nearest entry of
@@ -127,9 +144,16 @@ struct CostModel {
   // show CTAs sharing an SM (one CTA per SM elsewhere), and fit_cta_launch for each head_dim with
   // a transient trace that refilled its slots (no launch time elsewhere). A head_dim whose traces
   // ran several tile heights gets its entry from the smallest and a by_tile_height entry for each
-  // other; sharing and launch come from the smallest height's traces.
+  // other; sharing and launch come from the smallest height's traces. The traces must count KV
+  // blocks of one size (their workloads' block_n), which the model records; traces of several
+  // sizes throw std::invalid_argument naming them.
   static CostModel fit(const std::vector<Trace>& traces, const std::string& device);
 };
+
+// The one block_n of `traces`' workloads; std::invalid_argument ("the traces count KV blocks of
+// different sizes: BN 64 (a.json) and BN 128 (b.json)", naming the first trace of each, by
+// `names` where given, else by index) when they differ, or when there are none.
+u32 traces_block_n(const std::vector<Trace>& traces, const std::vector<std::string>& names = {});
 
 // The KV-block counts of a trace event, recomputed from its workload (SPEC §7). A faithful-mode
 // tile at or past its sequence's end counts every key of its sequence, as upstream would process
