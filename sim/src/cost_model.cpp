@@ -237,17 +237,17 @@ CostModel CostModel::from_json(const json& j) {
     check_known_fields(
         j, {"format", "version", "device", "units", "note", "sms", "l2_bytes", "head_dims"}, "");
   else
-    check_known_fields(j,
-                       {"format", "version", "device", "units", "note", "sms", "l2_bytes",
-                        "block_n", "head_dims"},
-                       "");
+    check_known_fields(
+        j,
+        {"format", "version", "device", "units", "note", "sms", "l2_bytes", "block_n", "head_dims"},
+        "");
   CostModel m;
   m.device = as_string(require(j, "device", ""), "device");
   if (version >= 5 && j.contains("block_n")) {
     m.block_n = as_u32(j["block_n"], "block_n");
     if (m.block_n == 0 || m.block_n > kMaxBlockN)
-      fail("block_n", fmt::format("must be in 1..{} (keys per KV block), got {}", kMaxBlockN,
-                                  m.block_n));
+      fail("block_n",
+           fmt::format("must be in 1..{} (keys per KV block), got {}", kMaxBlockN, m.block_n));
   }
   if (version >= 2) {
     m.multiprocessors = as_u32(require(j, "sms", ""), "sms");

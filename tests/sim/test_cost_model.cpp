@@ -886,9 +886,11 @@ TEST_CASE("fit records the traces' KV block and refuses traces of several") {
   w.block_n = 128;
   traces.push_back(sim::replay(w, gen));
   const std::string text = invalid_argument_text([&] { sim::CostModel::fit(traces, "measured"); });
-  CHECK(contains(text, "the traces count KV blocks of different sizes: BN 64 (trace 1) and BN 128 "
-                       "(trace 3)"));
-  CHECK(contains(
-      invalid_argument_text([&] { sim::traces_block_n(traces, {"a.json", "b.json", "c.json"}); }),
-      "BN 64 (a.json) and BN 128 (c.json)"));
+  CHECK(contains(text,
+                 "the traces count KV blocks of different sizes: BN 64 (trace 1) and BN 128 "
+                 "(trace 3)"));
+  CHECK(contains(invalid_argument_text([&] {
+                   sim::traces_block_n(traces, {"a.json", "b.json", "c.json"});
+                 }),
+                 "BN 64 (a.json) and BN 128 (c.json)"));
 }

@@ -2,11 +2,10 @@
 // simulator's fastest, checked against what the H200 measured at both heights.
 #include <doctest/doctest.h>
 
-#include <fstream>
-#include <sstream>
 #include <string>
 #include <vector>
 
+#include "test_support.hpp"
 #include "tilesched/names.hpp"
 #include "tilesched/sim/cost_model.hpp"
 #include "tilesched/sim/workload_io.hpp"
@@ -20,27 +19,6 @@ u32 resident_of(const sim::CostModel& cost, const Workload& w) {
   return cost.resident_ctas(w.head_dim);
 }
 
-// Rows of a measured CSV file (comment lines start with '#', then a header line).
-std::vector<std::vector<std::string>> csv_rows(const std::string& name) {
-  std::ifstream in(std::string(TILESCHED_TEST_DATA_DIR) + "/" + name);
-  REQUIRE(in);
-  std::vector<std::vector<std::string>> rows;
-  std::string line;
-  bool header = true;
-  while (std::getline(in, line)) {
-    if (line.empty() || line[0] == '#') continue;
-    if (header) {
-      header = false;
-      continue;
-    }
-    std::vector<std::string> fields;
-    std::stringstream split(line);
-    for (std::string f; std::getline(split, f, ',');) fields.push_back(f);
-    rows.push_back(fields);
-  }
-  return rows;
-}
-
 }  // namespace
 
 TEST_CASE("the simulator's tile height is the faster one the H200 measured on the suite's d = 64") {
@@ -50,7 +28,8 @@ TEST_CASE("the simulator's tile height is the faster one the H200 measured on th
   // (the static stride's aliasing of constant_causal, short queries against long caches).
   const sim::CostModel cost = sim::CostModel::builtin("h200");
   int rows = 0, slower_taller = 0;
-  for (const std::vector<std::string>& r : csv_rows("h200_sm90_s8_bm_suite.csv")) {
+  for (const std::vector<std::string>& r :
+       test::csv_rows(std::string(TILESCHED_TEST_DATA_DIR) + "/h200_sm90_s8_bm_suite.csv")) {
     REQUIRE(r.size() == 4);
     CAPTURE(r[0]);
     CAPTURE(r[1]);
@@ -79,7 +58,8 @@ TEST_CASE("the simulator's tile height on the bench grid at d = 64") {
   // picked 192 there, 6.5 % slower; the table's fit includes short padded rows since.)
   const sim::CostModel cost = sim::CostModel::builtin("h200");
   int rows = 0;
-  for (const std::vector<std::string>& r : csv_rows("h200_sm90_s8_bm_grid.csv")) {
+  for (const std::vector<std::string>& r :
+       test::csv_rows(std::string(TILESCHED_TEST_DATA_DIR) + "/h200_sm90_s8_bm_grid.csv")) {
     REQUIRE(r.size() == 4);
     const u32 seq = u32(std::stoul(r[0]));
     CAPTURE(seq);

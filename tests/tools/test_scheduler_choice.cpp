@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "test_support.hpp"
 #include "tilesched/names.hpp"
 #include "tilesched/sim/cost_model.hpp"
 #include "tilesched/sim/workload_io.hpp"
@@ -41,21 +42,12 @@ TEST_CASE("the simulator's causal scheduler on the bench grid against what the H
   // lpt_queued measured 1.6 % slower (the ninth session's call measured the same), something the
   // replay does not model (docs/gpu-performance.md).
   const sim::CostModel cost = sim::CostModel::builtin("h200");
-  std::ifstream in(std::string(TILESCHED_TEST_DATA_DIR) + "/h200_sm90_causal_schedulers_grid.csv");
-  REQUIRE(in);
   int rows = 0, clear = 0, lpt_picked = 0;
-  bool header = true;
-  for (std::string line; std::getline(in, line);) {
-    if (line.empty() || line[0] == '#') continue;
-    if (header) {
-      header = false;
-      continue;
-    }
-    std::vector<std::string> f;
-    std::stringstream split(line);
-    for (std::string x; std::getline(split, x, ',');) f.push_back(x);
+  for (const std::vector<std::string>& f : test::csv_rows(
+           std::string(TILESCHED_TEST_DATA_DIR) + "/h200_sm90_causal_schedulers_grid.csv")) {
     REQUIRE(f.size() == 5);
-    CAPTURE(line);
+    CAPTURE(f[0]);
+    CAPTURE(f[1]);
     const u32 d = u32(std::stoul(f[0])), seq = u32(std::stoul(f[1])), bm = u32(std::stoul(f[2]));
     const double queued = std::stod(f[3]), lpt = std::stod(f[4]);
     const viz::SchedulerChoice c = viz::predict_scheduler(
@@ -106,8 +98,8 @@ TEST_CASE("predict_scheduler: ties keep the earlier candidate; no candidate, a b
   CHECK(text.find("; transient: ") != std::string::npos);
   // `prepare` sees each candidate with its scheduler set, and what it sets is kept in the pick.
   std::vector<SchedulerKind> seen;
-  const viz::SchedulerChoice prepared = viz::predict_scheduler(
-      w, viz::kCausalSchedulerCandidates, cost, [&](Workload& x) {
+  const viz::SchedulerChoice prepared =
+      viz::predict_scheduler(w, viz::kCausalSchedulerCandidates, cost, [&](Workload& x) {
         seen.push_back(x.scheduler);
         x.num_ctas = 66;
       });
@@ -118,8 +110,8 @@ TEST_CASE("predict_scheduler: ties keep the earlier candidate; no candidate, a b
   CHECK_FALSE(none.chosen());
   CHECK(none.why_not == "no candidate scheduler");
   CHECK(viz::describe_scheduler_choice(none).empty());
-  const viz::SchedulerChoice bad = viz::predict_scheduler(
-      w, viz::kCausalSchedulerCandidates, cost, [](Workload& x) { x.num_ctas = 0; });
+  const viz::SchedulerChoice bad = viz::predict_scheduler(w, viz::kCausalSchedulerCandidates, cost,
+                                                          [](Workload& x) { x.num_ctas = 0; });
   CHECK_FALSE(bad.chosen());
   CHECK(bad.why_not.rfind("scheduler queued: ", 0) == 0);
   CHECK(bad.predicted_us.empty());

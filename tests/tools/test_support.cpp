@@ -49,4 +49,22 @@ std::string read_text(const std::filesystem::path& p) {
   return s.str();
 }
 
+std::vector<std::vector<std::string>> csv_rows(const std::filesystem::path& p) {
+  std::ifstream in(p);
+  std::vector<std::vector<std::string>> rows;
+  bool header = true;
+  for (std::string line; std::getline(in, line);) {
+    if (line.empty() || line[0] == '#') continue;
+    if (header) {
+      header = false;
+      continue;
+    }
+    std::vector<std::string> fields;
+    std::stringstream split(line);
+    for (std::string f; std::getline(split, f, ',');) fields.push_back(f);
+    rows.push_back(fields);
+  }
+  return rows;
+}
+
 }  // namespace tilesched::test

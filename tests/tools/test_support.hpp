@@ -3,6 +3,7 @@
 
 #include <filesystem>
 #include <string>
+#include <vector>
 
 #include "tilesched/trace.hpp"
 
@@ -31,5 +32,9 @@ class ScratchDir {
 };
 
 std::string read_text(const std::filesystem::path& p);
+
+// The rows of a measured CSV file, split at commas: lines starting with '#' are comments, the
+// first other line is the header (skipped). Empty when the file cannot be read.
+std::vector<std::vector<std::string>> csv_rows(const std::filesystem::path& p);
 
 }  // namespace tilesched::test

@@ -87,7 +87,8 @@ CostFitReport fit_cost_model(const std::vector<LabelledTrace>& traces, const sim
   CostFitReport report;
   report.model = base.with_block_n(block_n);
   report.model.device = device;
-  if (base.block_n != 0 && base.block_n != block_n) report.base_block_n_rescaled_from = base.block_n;
+  if (base.block_n != 0 && base.block_n != block_n)
+    report.base_block_n_rescaled_from = base.block_n;
   // Every head_dim of the traces gets an entry of its own, so that its launch is written even
   // where the base interpolates its tile costs.
   const auto record_launch = [&](const HeadDimLaunch& launch) {

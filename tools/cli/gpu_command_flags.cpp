@@ -91,9 +91,8 @@ void add_bench_command(CLI::App& app, Action& action) {
   cmd->add_option_function<std::string>(
          "--causal-scheduler",
          [bench](const std::string& name) {
-           bench->causal_scheduler = name == "auto"
-                                         ? std::nullopt
-                                         : parse_enum<SchedulerKind>(name);
+           bench->causal_scheduler =
+               name == "auto" ? std::nullopt : parse_enum<SchedulerKind>(name);
          },
          fmt::format("Scheduler of the causal points: auto (the one of {} the simulator predicts "
                      "fastest at each point) | {}",

@@ -98,7 +98,8 @@ struct CostModel {
 
   // Coefficients for the tiles of workload `w`: coefficients(w.head_dim, w.block_m) with the
   // per-block costs scaled to w.block_n keys per block (unchanged when it is the table's own
-  // block_n, or the table has none). The replay, the planned schedules and tile_time_us cost tiles with these.
+  // block_n, or the table has none). The replay, the planned schedules and tile_time_us cost tiles
+  // with these.
   CostCoefficients coefficients(const Workload& w) const;
 
   // This table with its per-block costs (of every head dim and tile height) per block of
