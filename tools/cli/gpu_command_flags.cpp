@@ -9,6 +9,7 @@
 #include "cli/typed_flags.hpp"
 #include "cli/workload_flags.hpp"
 #include "gpu_commands.hpp"
+#include "viz/scheduler_choice.hpp"
 
 namespace tilesched::cli {
 namespace {
@@ -88,6 +89,9 @@ void add_bench_command(CLI::App& app, Action& action) {
                   /*min=*/0, /*max=*/60000)
       ->capture_default_str();
   // auto (the default) or a scheduler's name; auto leaves causal_scheduler empty.
+  std::string candidates;
+  for (const SchedulerKind k : viz::kCausalSchedulerCandidates)
+    candidates += (candidates.empty() ? "" : " and ") + std::string(to_string(k));
   cmd->add_option_function<std::string>(
          "--causal-scheduler",
          [bench](const std::string& name) {
@@ -96,7 +100,7 @@ void add_bench_command(CLI::App& app, Action& action) {
          },
          fmt::format("Scheduler of the causal points: auto (the one of {} the simulator predicts "
                      "fastest at each point) | {}",
-                     "queued and lpt_queued", enum_choices<SchedulerKind>(" | ")))
+                     candidates, enum_choices<SchedulerKind>(" | ")))
       ->check(CLI::Validator(
           [](std::string& text) -> std::string {
             if (text == "auto" || parse_enum<SchedulerKind>(text)) return {};
