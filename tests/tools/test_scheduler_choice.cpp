@@ -39,9 +39,9 @@ TEST_CASE("the simulator's causal scheduler on the bench grid against what the H
   // lpt_queued faster by 2.2-11.4 %) the pick is the faster. Elsewhere it measured within 2 % of
   // the faster: at d = 128 seq 512 and 1024 the replay ties the two and keeps queued (lpt_queued
   // measured 1.3 and 0.5 % slower); at d = 256 seq 512 it predicts lpt_queued 7 % faster and
-  // lpt_queued measured 1.6 % slower (the ninth session's call measured the same): K/V reuse in
-  // L2, which the replay does not model (the same order ungrouped by L2 measured 20 % slower
-  // there; docs/gpu-performance.md).
+  // lpt_queued measured 1.6 % slower (the ninth session's call measured the same), which the
+  // replay, without an L2, does not see (not DRAM traffic: Nsight Compute counts the same bytes
+  // for both; docs/gpu-performance.md).
   const sim::CostModel cost = sim::CostModel::builtin("h200");
   int rows = 0, clear = 0, lpt_picked = 0;
   for (const std::vector<std::string>& f : test::csv_rows(
