@@ -59,6 +59,15 @@ CostCoefficients scaled(const CostCoefficients& c, double f) {
   return CostCoefficients{c.fixed_us * f, c.us_per_block * f, c.us_per_masked_block * f};
 }
 
+// The per-block costs of `c` for blocks of `keys` keys instead of `table_keys` (the fixed cost per
+// tile stays): a block's work grows with its keys. Unchanged when table_keys is 0 (the table does
+// not say) or equal.
+CostCoefficients per_block_scaled(const CostCoefficients& c, u32 keys, u32 table_keys) {
+  if (table_keys == 0 || keys == table_keys) return c;
+  const double f = double(keys) / double(table_keys);
+  return CostCoefficients{c.fixed_us, c.us_per_block * f, c.us_per_masked_block * f};
+}
+
 constexpr u32 kCostFormatVersion = 5;
 constexpr u32 kMaxCtasPerSm = 64;  // far above any device's limit (32 on Hopper)
 
@@ -178,27 +187,15 @@ CostCoefficients CostModel::coefficients(u32 head_dim) const {
 }
 
 CostCoefficients CostModel::coefficients(const Workload& w) const {
-  CostCoefficients k = coefficients(w.head_dim, w.block_m);
-  if (block_n != 0 && w.block_n != block_n) {
-    const double f = double(w.block_n) / double(block_n);
-    k.us_per_block *= f;
-    k.us_per_masked_block *= f;
-  }
-  return k;
+  return per_block_scaled(coefficients(w.head_dim, w.block_m), w.block_n, block_n);
 }
 
 CostModel CostModel::with_block_n(u32 keys) const {
   CostModel m = *this;
   m.block_n = keys;
-  if (block_n == 0 || block_n == keys) return m;
-  const double f = double(keys) / double(block_n);
-  const auto rescale = [f](CostCoefficients& k) {
-    k.us_per_block *= f;
-    k.us_per_masked_block *= f;
-  };
-  for (auto& [d, k] : m.by_head_dim) rescale(k);
+  for (auto& [d, k] : m.by_head_dim) k = per_block_scaled(k, keys, block_n);
   for (auto& [d, heights] : m.by_tile_height)
-    for (auto& [bm, k] : heights) rescale(k);
+    for (auto& [bm, k] : heights) k = per_block_scaled(k, keys, block_n);
   return m;
 }
 

@@ -181,7 +181,7 @@ OutputFile::OutputFile(std::string path, Compression compression) : impl_(new Im
   for (const int signal_number : kCleanupSignals) sigaddset(&cleanup_signals, signal_number);
   ::pthread_sigmask(SIG_BLOCK, &cleanup_signals, &previous);
   g_creating.fetch_add(1);
-  bool stopping = g_stopping.load();
+  const bool stopping = g_stopping.load();
   if (!stopping) {
     register_pending(f.tmp.c_str());
     f.fd = ::open(f.tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
