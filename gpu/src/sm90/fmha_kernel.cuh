@@ -14,11 +14,13 @@
 //     advance<producer = false> (reads the slot), release the slot; then for every K/V block, last
 //     to first (masked blocks come first): S = Q K^T with wgmma from shared memory, the online
 //     softmax in fp32 registers, O += P V with P from registers and V from shared memory. The QK^T
-//     of block j is issued together with the PV of block j + 1, so this warpgroup's softmax of
-//     block j runs while its PV is in flight, and the warpgroups take turns issuing (PingPong), so
-//     one's softmax runs under the others' GEMMs. Epilogue: O / rowsum and LSE, only rows the tile
-//     owns; O from registers or, with kEpilogueTma, through shared memory (at d = 256 a V stage
-//     the tile no longer reads: StageOInV) and a TMA store.
+//     of block j is issued together with the PV of block j + 1, and the warpgroups take turns
+//     issuing (PingPong), so one's softmax runs under the others' GEMMs. Whether this
+//     warpgroup's softmax of block j also runs under its own PV depends on where the PV wait
+//     lands (PvWait): at d = 64 and 128 ptxas puts it before the softmax (measured fastest
+//     there), at d = 256 it is pinned after the row max. Epilogue: O / rowsum and LSE, only rows
+//     the tile owns; O from registers or, with kEpilogueTma, through shared memory (at d = 256 a
+//     V stage the tile no longer reads: StageOInV) and a TMA store.
 //
 // Every role walks the same tile sequence, including tiles with no work and the final "none":
 // the producer commits every hand-off slot it acquires and consumers wait for every one, so no
@@ -258,13 +260,11 @@ __device__ __forceinline__ void mask_scores(Fragment& s, u32 key0, u32 kv_len, b
   }
 }
 
-// Online softmax of one block: new row max, scores turned into weights in place (exp2 with the
-// scale folded into the FFMA), sums updated. Returns each row's rescale factor for O.
-// Of every 8 consecutive accumulator elements, the first kFmaExp2Eighths take fma_exp2 and the
-// rest the MUFU.
-template <int kFmaExp2Eighths, class Fragment>
-__device__ __forceinline__ void softmax_block(Fragment& s, RowState& rs, float scale_log2,
-                                              float (&alpha)[2]) {
+// Online softmax of one block, in two parts that the main loop may separate (kPvWait). The first:
+// each row's new max, O's rescale factor alpha, and the base the second subtracts.
+template <class Fragment>
+__device__ __forceinline__ void softmax_max(const Fragment& s, RowState& rs, float scale_log2,
+                                            float (&alpha)[2], float (&base)[2]) {
   CUTE_UNROLL
   for (int r = 0; r < 2; ++r) {
     float m = -INFINITY;
@@ -276,19 +276,40 @@ __device__ __forceinline__ void softmax_block(Fragment& s, RowState& rs, float s
     // The scale is positive (validated), so the max of scaled scores is the scaled max.
     const float new_max = fmaxf(rs.max[r], m * scale_log2);
     // A row with no visible key yet keeps max -inf; subtract 0 then (exp2(-inf) = 0).
-    const float base = new_max == -INFINITY ? 0.f : new_max;
-    alpha[r] = fast_exp2(rs.max[r] - base);
+    base[r] = new_max == -INFINITY ? 0.f : new_max;
+    alpha[r] = fast_exp2(rs.max[r] - base[r]);
     rs.max[r] = new_max;
+  }
+}
+
+// The second: scores turned into weights in place (exp2 with the scale folded into the FFMA),
+// sums updated. Of every 8 consecutive accumulator elements, the first kFmaExp2Eighths take
+// fma_exp2 and the rest the MUFU.
+template <int kFmaExp2Eighths, class Fragment>
+__device__ __forceinline__ void softmax_exp(Fragment& s, RowState& rs, float scale_log2,
+                                            const float (&alpha)[2], const float (&base)[2]) {
+  CUTE_UNROLL
+  for (int r = 0; r < 2; ++r) {
     float sum = 0.f;
     CUTE_UNROLL
     for (int e = 0; e < cute::size(s); ++e)
       if ((e / 2) % 2 == r) {
-        const float x = fmaf(s(e), scale_log2, -base);
+        const float x = fmaf(s(e), scale_log2, -base[r]);
         s(e) = e % 8 < kFmaExp2Eighths ? fma_exp2(x) : fast_exp2(x);
         sum += s(e);
       }
     rs.sum[r] = rs.sum[r] * alpha[r] + sum;
   }
+}
+
+// Both parts: new row max, scores turned into weights in place, sums updated; alpha is each
+// row's rescale factor for O.
+template <int kFmaExp2Eighths, class Fragment>
+__device__ __forceinline__ void softmax_block(Fragment& s, RowState& rs, float scale_log2,
+                                              float (&alpha)[2]) {
+  float base[2];
+  softmax_max(s, rs, scale_log2, alpha, base);
+  softmax_exp<kFmaExp2Eighths>(s, rs, scale_log2, alpha, base);
 }
 
 // P (bf16) as the A operand of O += P V. The accumulator of S and the register A operand of the
@@ -607,6 +628,9 @@ __device__ void run_consumer(const Params& p, Storage& smem, Pipelines& pipes) {
         }
       };
       RowState rs{{-INFINITY, -INFINITY}, {0.f, 0.f}};
+      // Never true (validate() bounds the rows), but ptxas cannot know: kPvWait's pinning store
+      // depends on it.
+      const bool never = p.q_rows < 0;
       float alpha[2];
       clear(tOrO);
 
@@ -684,11 +708,25 @@ __device__ void run_consumer(const Params& p, Storage& smem, Pipelines& pipes) {
         if (block_idx == 0) pipes.q.consumer_release(q_r);
         const u32 key0 = static_cast<u32>(block_idx) * kBlockN;
         if (needs_mask(block_idx)) mask_block(key0);
-        softmax_block<Traits::kFmaExp2Eighths>(tSrS, rs, p.scale_log2, alpha);
+        // Where the wait for the PV goes (kPvWait). ptxas moves the wait (WARPGROUP.DEPBAR) up to
+        // the top of its basic block, right after the mask, unless something holds it: it keeps
+        // a shared-memory store before the wait, so a store of a softmax result, on a condition
+        // that never holds but that ptxas cannot prove, pins the wait after that result.
+        float base[2];
+        if constexpr (Traits::kPvWait == PvWait::AfterMax) {
+          softmax_max(tSrS, rs, p.scale_log2, alpha, base);
+          if (never) smem.never_written = __float_as_uint(base[0]) ^ __float_as_uint(base[1]);
+        } else {
+          softmax_block<Traits::kFmaExp2Eighths>(tSrS, rs, p.scale_log2, alpha);
+          if constexpr (Traits::kPvWait == PvWait::AfterSoftmax)
+            if (never) smem.never_written = __float_as_uint(rs.sum[0]) ^ __float_as_uint(rs.sum[1]);
+        }
         warpgroup_wait<0>();  // PV done: its P and V stage are free, O may be rescaled
         pipes.v.consumer_release(v_r);
         ++v_r;
         if constexpr (!Traits::kRescaleUnderQK) rescale_o();
+        if constexpr (Traits::kPvWait == PvWait::AfterMax)
+          softmax_exp<Traits::kFmaExp2Eighths>(tSrS, rs, p.scale_log2, alpha, base);
         convert_to_p(tSrS, tOrP);
       }
 

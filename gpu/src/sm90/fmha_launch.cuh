@@ -18,39 +18,35 @@ namespace tilesched::gpu::sm90 {
 // Candidate configurations, compiled only into experiment builds (-DTILESCHED_GPU_EXPERIMENTS=ON)
 // and chosen at run time with TILESCHED_GPU_VARIANT=N; docs/gpu-performance.md records what each
 // measured: the default with one switch flipped. 1: the consumer warpgroups' GEMM turns
-// (PingPong) off; 2 and 3 below.
-template <class Config, bool PingPongTurns>
+// (PingPong) off; 2: the PV wait moved (Unpinned <-> AfterMax); 3: the default, or below.
+template <class Config, bool PingPongTurns, PvWait Wait>
 struct Rebind;
 template <int D, int BN, int StagesKV, int StagesQ, bool S, bool Rebuild, int Fma, bool R,
-          int Registers, bool P, bool E, bool T0, int W, bool OInV, bool T>
+          int Registers, bool P, bool E, bool T0, int W, bool OInV, PvWait Wait0, bool T,
+          PvWait Wait>
 struct Rebind<
-    KernelConfig<D, BN, StagesKV, StagesQ, S, Rebuild, Fma, R, Registers, P, E, T0, W, OInV>, T> {
-  using type =
-      KernelConfig<D, BN, StagesKV, StagesQ, S, Rebuild, Fma, R, Registers, P, E, T, W, OInV>;
+    KernelConfig<D, BN, StagesKV, StagesQ, S, Rebuild, Fma, R, Registers, P, E, T0, W, OInV, Wait0>,
+    T, Wait> {
+  using type = KernelConfig<D, BN, StagesKV, StagesQ, S, Rebuild, Fma, R, Registers, P, E, T, W,
+                            OInV, Wait>;
 };
 template <int D, int BM>
 struct ExperimentConfigs {
   using C = typename DefaultConfig<D, BM>::type;
-  using v1 = typename Rebind<C, !C::kPingPong>::type;
-  using v2 = C;
+  using v1 = typename Rebind<C, !C::kPingPong, C::kPvWait>::type;
+  static constexpr PvWait kOtherWait =
+      C::kPvWait == PvWait::Unpinned ? PvWait::AfterMax : PvWait::Unpinned;
+  using v2 = typename Rebind<C, C::kPingPong, kOtherWait>::type;
   using v3 = C;
 };
-// d = 256: 2, O stored from registers as before the ninth session (no StageOInV, no
-// EpilogueTma).
-template <>
-struct ExperimentConfigs<256, 128> {
-  using C = typename DefaultConfig<256, 128>::type;
-  using v1 = typename Rebind<C, !C::kPingPong>::type;
-  using v2 = KernelConfig<256, 80, 2, 1, true, true>;
-  using v3 = C;
-};
-// BM 192 at d = 64: 2, four K/V stages instead of three; 3, the next tile received under the
-// last PV (PrefetchTile).
+// BM 192 at d = 64: 3, the next tile received under the last PV (PrefetchTile).
 template <>
 struct ExperimentConfigs<64, 192> {
   using C = typename DefaultConfig<64, 192>::type;
-  using v1 = typename Rebind<C, !C::kPingPong>::type;
-  using v2 = KernelConfig<64, 128, 4, 2, false, false, 0, false, 160, false, true, true, 3>;
+  using v1 = typename Rebind<C, !C::kPingPong, C::kPvWait>::type;
+  static constexpr PvWait kOtherWait =
+      C::kPvWait == PvWait::Unpinned ? PvWait::AfterMax : PvWait::Unpinned;
+  using v2 = typename Rebind<C, C::kPingPong, kOtherWait>::type;
   using v3 = KernelConfig<64, 128, 3, 2, false, false, 0, false, 160, true, true, true, 3>;
 };
 #endif

@@ -22,6 +22,15 @@ namespace tilesched::gpu::sm90 {
 
 using Element = cutlass::bfloat16_t;
 
+// Where a consumer's main loop waits for its PV GEMM, which runs while the softmax of the next
+// block's scores does (run_consumer): Unpinned, where ptxas puts the wait (the top of the
+// softmax's basic block: the whole softmax waits for the PV); AfterSoftmax; AfterMax, after the
+// row max (ptxas still moves some of the exponentials above it). Measured (docs/
+// gpu-performance.md, eleventh session): AfterMax +1..+3 % at d = 256 (more with the
+// exponentials held below the wait: no better), but at d = 64 and 128 every pinned place lost
+// (AfterSoftmax -2..-11 %, AfterMax -0..-4 %): there the early wait releases the V stage sooner.
+enum class PvWait { Unpinned, AfterSoftmax, AfterMax };
+
 // A kernel configuration: head dim, keys per K/V block (BN), K/V pipeline stages, Q buffers,
 // whether O's rescale is skipped for a warp whose rows' max did not move in a block, whether the
 // main loop rebuilds its QK^T operand's descriptors at every block (run_consumer says why), and
@@ -34,11 +43,12 @@ using Element = cutlass::bfloat16_t;
 // (PingPong; off, each issues whenever it is ready), how many consumer warpgroups there are
 // (each owns 64 query rows, so the tile is 64 * ConsumerWarpgroups rows: the scheduler's BM), and
 // whether EpilogueTma stages O in the V ring's shared memory instead of buffers of its own
-// (store_tile_outputs_tma says how).
+// (store_tile_outputs_tma says how), and where the main loop waits for the PV (PvWait).
 template <int D, int BN, int StagesKV, int StagesQ, bool SkipUnitRescale = false,
           bool RebuildQOperand = false, int FmaExp2Eighths = 0, bool RescaleUnderQK = false,
           int ConsumerRegisters = 232, bool PrefetchTile = false, bool EpilogueTma = false,
-          bool PingPongTurns = true, int ConsumerWarpgroups = 2, bool StageOInV = false>
+          bool PingPongTurns = true, int ConsumerWarpgroups = 2, bool StageOInV = false,
+          PvWait PvWaitAt = PvWait::Unpinned>
 struct KernelConfig {
   static constexpr int kHeadDim = D;
   static constexpr int kBlockN = BN;
@@ -54,6 +64,7 @@ struct KernelConfig {
   static constexpr bool kPingPong = PingPongTurns;
   static constexpr int kConsumerWarpgroups = ConsumerWarpgroups;
   static constexpr bool kStageOInV = StageOInV;
+  static constexpr PvWait kPvWait = PvWaitAt;
   static_assert(ConsumerWarpgroups == 2 || ConsumerWarpgroups == 3, "two or three consumers");
   // Each consumer warpgroup stages its 64 x d rows of O in a V stage of its own (that they fit
   // in one is FmhaTraits's check).
@@ -117,7 +128,8 @@ struct DefaultConfig<128, 128> {
 template <>
 struct DefaultConfig<256, 128> {
   using type = KernelConfig<256, 80, 2, 1, /*SkipUnitRescale=*/true, /*RebuildQOperand=*/true, 0,
-                            false, 232, false, /*EpilogueTma=*/true, true, 2, /*StageOInV=*/true>;
+                            false, 232, false, /*EpilogueTma=*/true, true, 2, /*StageOInV=*/true,
+                            PvWait::AfterMax>;
 };
 
 // The kernel's types and sizes for one configuration. It is the configuration (its switches are
@@ -240,6 +252,7 @@ struct FmhaTraits : Config {
     // With kMaskFromShared, each consumer warp's mask values for its current tile (kv_len and its
     // first row's last visible key, written by its lane 0), read back where a block is masked.
     u32 mask_of_warp[kConsumerThreads / 32][2];
+    u32 never_written;  // run_consumer's store that pins the PV wait (kPvWait); never happens
   };
   static constexpr int kSharedBytes = static_cast<int>(sizeof(SharedStorage));
   static_assert(kSharedBytes <= 227 * 1024, "shared storage exceeds the sm90 limit per CTA");
