@@ -75,11 +75,13 @@ void check_predicts_measured(const std::string& dir, const std::vector<std::stri
 TEST_CASE("the built-in h200 table predicts the shipped kernel's traces measured on an H200") {
   // tests/data/h200_sm90_s6: the six traces of the warp-specialized sm90 kernel that
   // tools/bench/record_cost_traces.sh recorded (2026-11-30, sixth session) and the table's d = 64
-  // and 128 entries were fitted to (the replay lands 0.5-1.2 % short). tests/data/h200_sm90_s9_d256:
-  // the same two d = 256 workloads recorded (ninth session) on the kernel that stages O in a V
-  // stage, which the d = 256 entry was refitted to (replayed 1.1 % / 0.1 % short).
+  // and 128 entries were fitted to (the replay lands 0.5-1.2 % short).
+  // tests/data/h200_sm90_s11_d256: the same two d = 256 workloads recorded (2026-12-01, eleventh
+  // session) on the kernel whose PV wait is pinned after the row max, which the d = 256 entry was
+  // refitted to (replayed 1.4 % short / 0.0 %).
   const std::string s6 = std::string(TILESCHED_TEST_DATA_DIR) + "/h200_sm90_s6/";
   const std::string s9 = std::string(TILESCHED_TEST_DATA_DIR) + "/h200_sm90_s9_d256/";
+  const std::string s11 = std::string(TILESCHED_TEST_DATA_DIR) + "/h200_sm90_s11_d256/";
   check_predicts_measured(
       "h200_sm90_s6", {"h200_d64_causal", "h200_d64_none", "h200_d128_causal", "h200_d128_none"},
       sim::CostModel::builtin("h200"), 0.02);
@@ -89,25 +91,26 @@ TEST_CASE("the built-in h200 table predicts the shipped kernel's traces measured
     traces.push_back(sim::read_trace(s6 + name + ".trace.json"));
   for (const char* mask : {"causal", "none"}) {
     CAPTURE(mask);
-    traces.push_back(sim::read_trace(s9 + "h200_d256_" + mask + ".trace.json.gz"));
+    traces.push_back(sim::read_trace(s11 + "h200_d256_" + mask + ".trace.json.gz"));
     REQUIRE(traces.back().source == "gpu");
     const double m = sim::compute_metrics(traces.back()).makespan_us;
     const double p = sim::compute_metrics(sim::replay(traces.back().workload,
                                                       sim::CostModel::builtin("h200")))
                          .makespan_us;
     CHECK(p == doctest::Approx(m).epsilon(0.02));
-    // The sixth session's d = 256 kernel stored O from registers: the same workload took longer
-    // there (2.5 % causal, 0.9 % not: its sequences are long, where the epilogue weighs least),
-    // and the refitted table predicts it short.
-    const Trace before = sim::read_trace(s6 + "h200_d256_" + mask + ".trace.json");
-    CHECK(sim::compute_metrics(before).makespan_us > 1.005 * m);
+    // The ninth session's d = 256 kernel (the PV wait where ptxas put it, before the softmax)
+    // took longer on the same workload (2.3 % causal, 3.4 % not), and the refitted table
+    // predicts it short.
+    const Trace before = sim::read_trace(s9 + "h200_d256_" + mask + ".trace.json.gz");
+    CHECK(sim::compute_metrics(before).makespan_us > 1.015 * m);
     CHECK(sim::compute_metrics(sim::replay(before.workload, sim::CostModel::builtin("h200")))
               .makespan_us < sim::compute_metrics(before).makespan_us);
   }
 
-  // Padded grid points at d = 256 on the same kernel (call G: 8 heads, batch x seq = 16384, seq
-  // 512, 1024 and 2048, causal and not, tile scheduler), not in the fit: short rows, where the
-  // fixed cost weighs most, replayed within 3 % by the entry fitted on the long built-in workload.
+  // Padded grid points at d = 256 on the ninth session's kernel (its call G: 8 heads, batch x seq
+  // = 16384, seq 512, 1024 and 2048, causal and not, tile scheduler), not in the fit: short rows,
+  // where the fixed cost weighs most, replayed within 3 % by the entry fitted on the long built-in
+  // workload of the kernel after (0.8-2.3 % faster at these lengths in its A/B).
   for (const char* seq : {"512", "1024", "2048"})
     for (const char* mask : {"causal", "none"}) {
       const std::string name = std::string("h200_grid_d256_s") + seq + "_" + mask;
@@ -307,10 +310,10 @@ TEST_CASE("the built-in h200 table and the kernel of the fifth session") {
   // session) on another machine: d = 128 and 256 on the previous kernel (232 consumer registers at
   // d = 128), d = 64 on the third session's (a stale object in that build,
   // docs/gpu-verification.md). The table, fitted to the sixth session's traces, predicts them
-  // 0.8-3.0 % short.
+  // 0.8-3.0 % short. Its d = 256 entry follows two later d = 256 kernels (ninth and eleventh
+  // sessions, together about 5 % faster on these workloads), so the d = 256 traces are left out.
   check_predicts_measured("h200_sm90_s5",
-                          {"h200_d64_causal", "h200_d64_none", "h200_d128_causal", "h200_d128_none",
-                           "h200_d256_causal", "h200_d256_none"},
+                          {"h200_d64_causal", "h200_d64_none", "h200_d128_causal", "h200_d128_none"},
                           sim::CostModel::builtin("h200"), 0.05);
 }
 
