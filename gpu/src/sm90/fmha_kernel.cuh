@@ -387,14 +387,18 @@ class TileTraceRecorder {
       : p_(p), active_(p.trace.events != nullptr && recorder) {}
 
   // The slot published with the tile just received (read before the hand-off slot is released).
+  // Every consumer thread keeps the slots, recorder or not, and only the stores depend on
+  // active_: slots updated under a per-thread condition made ptxas treat the whole tile loop as
+  // divergent, and it then built every wgmma descriptor in ordinary registers and moved it to
+  // uniform ones before each HGMMA (48 R2UR per block at d = 128; docs/gpu-performance.md,
+  // eleventh session).
   __device__ __forceinline__ void receive(const u32& published_slot) {
-    if (active_) next_slot_ = published_slot;
+    next_slot_ = published_slot;
   }
   // The received tile begins.
   __device__ __forceinline__ void stamp_start() {
-    if (!active_) return;
     slot_ = next_slot_;
-    if (slot_ < p_.trace.capacity) p_.trace.events[slot_].start_ns = global_timer_ns();
+    if (active_ && slot_ < p_.trace.capacity) p_.trace.events[slot_].start_ns = global_timer_ns();
   }
   __device__ __forceinline__ void stamp_end() {
     if (active_ && slot_ < p_.trace.capacity) p_.trace.events[slot_].end_ns = global_timer_ns();
@@ -512,7 +516,9 @@ __device__ void run_consumer(const Params& p, Storage& smem, Pipelines& pipes) {
   using PipelineQ = typename Traits::PipelineQ;
   using PipelineKV = typename Traits::PipelineKV;
 
-  const int warpgroup = static_cast<int>(threadIdx.x) / Traits::kWarpgroupThreads - 1;  // 0, 1..
+  // 0, 1..; through a shuffle, so that ptxas knows it is warp-uniform (the Q operand's
+  // descriptors depend on it).
+  const int warpgroup = cutlass::canonical_warp_group_idx() - 1;
   const int thread = static_cast<int>(threadIdx.x) % Traits::kWarpgroupThreads;
   const int warp = thread / 32;
   const int lane = thread % 32;
