@@ -73,44 +73,37 @@ void check_predicts_measured(const std::string& dir, const std::vector<std::stri
 }  // namespace
 
 TEST_CASE("the built-in h200 table predicts the shipped kernel's traces measured on an H200") {
-  // tests/data/h200_sm90_s6: the six traces of the warp-specialized sm90 kernel that
-  // tools/bench/record_cost_traces.sh recorded (2026-11-30, sixth session) and the table's d = 64
-  // and 128 entries were fitted to (the replay lands 0.5-1.2 % short).
-  // tests/data/h200_sm90_s11_d256: the same two d = 256 workloads recorded (2026-12-01, eleventh
-  // session) on the kernel whose PV wait is pinned after the row max, which the d = 256 entry was
-  // refitted to (replayed 1.4 % short / 0.0 %).
+  // tests/data/h200_sm90_s11: the eight traces tools/bench/record_cost_traces.sh recorded
+  // (2026-12-01, eleventh session) on the shipped kernel, which the table's entries were fitted
+  // to (d = 64 BM 192 with six padded grid points beside them, below); each replays within 2 %.
+  // Earlier recordings of the same workloads, on slower kernels, replay short.
   const std::string s6 = std::string(TILESCHED_TEST_DATA_DIR) + "/h200_sm90_s6/";
   const std::string s9 = std::string(TILESCHED_TEST_DATA_DIR) + "/h200_sm90_s9_d256/";
-  const std::string s11 = std::string(TILESCHED_TEST_DATA_DIR) + "/h200_sm90_s11_d256/";
-  check_predicts_measured(
-      "h200_sm90_s6", {"h200_d64_causal", "h200_d64_none", "h200_d128_causal", "h200_d128_none"},
-      sim::CostModel::builtin("h200"), 0.02);
+  const std::string s11 = std::string(TILESCHED_TEST_DATA_DIR) + "/h200_sm90_s11/";
+  const sim::CostModel h200 = sim::CostModel::builtin("h200");
+  const auto makespan = [](const Trace& t) { return sim::compute_metrics(t).makespan_us; };
   std::vector<Trace> traces;
-  for (const char* name :
-       {"h200_d64_causal", "h200_d64_none", "h200_d128_causal", "h200_d128_none"})
-    traces.push_back(sim::read_trace(s6 + name + ".trace.json"));
-  for (const char* mask : {"causal", "none"}) {
-    CAPTURE(mask);
-    traces.push_back(sim::read_trace(s11 + "h200_d256_" + mask + ".trace.json.gz"));
-    REQUIRE(traces.back().source == "gpu");
-    const double m = sim::compute_metrics(traces.back()).makespan_us;
-    const double p = sim::compute_metrics(sim::replay(traces.back().workload,
-                                                      sim::CostModel::builtin("h200")))
-                         .makespan_us;
-    CHECK(p == doctest::Approx(m).epsilon(0.02));
-    // The ninth session's d = 256 kernel (the PV wait where ptxas put it, before the softmax)
-    // took longer on the same workload (2.3 % causal, 3.4 % not), and the refitted table
-    // predicts it short.
-    const Trace before = sim::read_trace(s9 + "h200_d256_" + mask + ".trace.json.gz");
-    CHECK(sim::compute_metrics(before).makespan_us > 1.015 * m);
-    CHECK(sim::compute_metrics(sim::replay(before.workload, sim::CostModel::builtin("h200")))
-              .makespan_us < sim::compute_metrics(before).makespan_us);
-  }
+  for (const char* d : {"64", "128", "256"})
+    for (const char* mask : {"causal", "none"}) {
+      const std::string name = std::string("h200_d") + d + "_" + mask;
+      CAPTURE(name);
+      traces.push_back(sim::read_trace(s11 + name + ".trace.json.gz"));
+      REQUIRE(traces.back().source == "gpu");
+      const double m = makespan(traces.back());
+      CHECK(makespan(sim::replay(traces.back().workload, h200)) == doctest::Approx(m).epsilon(0.02));
+      // The sixth session's kernel (d = 256: the ninth's) took longer on the same workload: the
+      // descriptors in ordinary registers, the PV wait before the softmax.
+      const Trace before = std::string(d) == "256"
+                               ? sim::read_trace(s9 + name + ".trace.json.gz")
+                               : sim::read_trace(s6 + name + ".trace.json");
+      CHECK(makespan(before) > 1.02 * m);
+      CHECK(makespan(sim::replay(before.workload, h200)) < makespan(before));
+    }
 
   // Padded grid points at d = 256 on the ninth session's kernel (its call G: 8 heads, batch x seq
-  // = 16384, seq 512, 1024 and 2048, causal and not, tile scheduler), not in the fit: short rows,
-  // where the fixed cost weighs most, replayed within 3 % by the entry fitted on the long built-in
-  // workload of the kernel after (0.8-2.3 % faster at these lengths in its A/B).
+  // = 16384, seq 512, 1024 and 2048, causal and not, tile scheduler), not in the fit: the shipped
+  // kernel is 6-11 % faster at these lengths (docs/gpu-performance.md, eleventh session), and the
+  // table predicts them short, by at most 15 %.
   for (const char* seq : {"512", "1024", "2048"})
     for (const char* mask : {"causal", "none"}) {
       const std::string name = std::string("h200_grid_d256_s") + seq + "_" + mask;
@@ -123,7 +116,8 @@ TEST_CASE("the built-in h200 table predicts the shipped kernel's traces measured
                                                         sim::CostModel::builtin("h200")))
                            .makespan_us;
       INFO("measured " << m << " us, replayed " << p << " us");
-      CHECK(p == doctest::Approx(m).epsilon(0.03));
+      CHECK(p < m);
+      CHECK(p > 0.85 * m);
     }
 
   // The table is what `tilesched fit` derives from those traces, hand-off included, to the four
@@ -141,15 +135,15 @@ TEST_CASE("the built-in h200 table predicts the shipped kernel's traces measured
 }
 
 TEST_CASE("the d = 64 kernel with 192-row tiles: its traces and the table's tile height") {
-  // tests/data/h200_sm90_s8_d64: traces of the d = 64 kernels recorded on an H200 (2026-11-30,
-  // eighth session, calls 3 and 5): at BM 192 (three consumer warpgroups) the built-in ragged
-  // workload, causal and not, and padded grid points (32 heads, batch x seq = 16384, seq 512,
-  // 1024 and 2048, causal and not); at BM 128 the same grid points. The h200 table's
+  // tests/data/h200_sm90_s11: traces of the d = 64 kernels recorded on an H200 (2026-12-01,
+  // eleventh session, device calls 14 and 16): at BM 192 (three consumer warpgroups) the built-in
+  // ragged workload, causal and not, and padded grid points (32 heads, batch x seq = 16384, seq
+  // 512, 1024 and 2048, causal and not); at BM 128 the same grid points. The h200 table's
   // tile_heights.192 at d = 64 is the fit of the eight BM 192 traces, and replays each within
-  // 3 %; replayed with the BM 128 coefficients the built-in workload comes out 21-22 % short.
-  // The table's own d = 64 entry (fitted on tests/data/h200_sm90_s6) replays the BM 128 grid
+  // 3 %; replayed with the BM 128 coefficients the built-in workload comes out far short. The
+  // table's own d = 64 entry (fitted on the BM 128 built-in workload) replays the BM 128 grid
   // points within 3 % too.
-  const std::string dir = std::string(TILESCHED_TEST_DATA_DIR) + "/h200_sm90_s8_d64/";
+  const std::string dir = std::string(TILESCHED_TEST_DATA_DIR) + "/h200_sm90_s11/";
   std::vector<std::string> tall = {"h200_d64_bm192_causal", "h200_d64_bm192_none"};
   std::vector<std::string> short_rows;
   for (const char* seq : {"512", "1024", "2048"})
@@ -307,14 +301,21 @@ TEST_CASE("fit: a head dim that ran two tile heights gets an entry and a tile he
 
 TEST_CASE("the built-in h200 table and the kernel of the fifth session") {
   // tests/data/h200_sm90_s5: record_cost_traces.sh's six traces recorded (2026-11-30, fifth
-  // session) on another machine: d = 128 and 256 on the previous kernel (232 consumer registers at
-  // d = 128), d = 64 on the third session's (a stale object in that build,
-  // docs/gpu-verification.md). The table, fitted to the sixth session's traces, predicts them
-  // 0.8-3.0 % short. Its d = 256 entry follows two later d = 256 kernels (ninth and eleventh
-  // sessions, together about 5 % faster on these workloads), so the d = 256 traces are left out.
-  check_predicts_measured("h200_sm90_s5",
-                          {"h200_d64_causal", "h200_d64_none", "h200_d128_causal", "h200_d128_none"},
-                          sim::CostModel::builtin("h200"), 0.05);
+  // session) on another machine, on kernels since made faster (docs/gpu-verification.md). The
+  // table, fitted to the eleventh session's kernel, predicts every one short, by at most 20 %.
+  for (const char* name : {"h200_d64_causal", "h200_d64_none", "h200_d128_causal",
+                           "h200_d128_none", "h200_d256_causal", "h200_d256_none"}) {
+    CAPTURE(name);
+    const Trace measured = sim::read_trace(std::string(TILESCHED_TEST_DATA_DIR) +
+                                           "/h200_sm90_s5/" + name + ".trace.json");
+    REQUIRE(measured.source == "gpu");
+    const double m = sim::compute_metrics(measured).makespan_us;
+    const double p =
+        sim::compute_metrics(sim::replay(measured.workload, sim::CostModel::builtin("h200")))
+            .makespan_us;
+    CHECK(p < m);
+    CHECK(p > 0.8 * m);
+  }
 }
 
 TEST_CASE("the h200_mma_sync table predicts the traces measured on the mma.sync kernel") {
