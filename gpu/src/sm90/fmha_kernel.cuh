@@ -17,10 +17,10 @@
 //     of block j is issued together with the PV of block j + 1, and the warpgroups take turns
 //     issuing (PingPong), so one's softmax runs under the others' GEMMs. Whether this
 //     warpgroup's softmax of block j also runs under its own PV depends on where the PV wait
-//     lands (PvWait): at d = 64 and 128 ptxas puts it before the softmax (measured fastest
-//     there), at d = 256 it is pinned after the row max. Epilogue: O / rowsum and LSE, only rows
-//     the tile owns; O from registers or, with kEpilogueTma, through shared memory (at d = 256 a
-//     V stage the tile no longer reads: StageOInV) and a TMA store.
+//     lands (PvWait): it is pinned after the row max (ptxas would put it before the softmax).
+//     Epilogue: O / rowsum and LSE, only rows the tile owns; O from registers or, with
+//     kEpilogueTma, through shared memory (at d = 256 a V stage the tile no longer reads:
+//     StageOInV) and a TMA store.
 //
 // Every role walks the same tile sequence, including tiles with no work and the final "none":
 // the producer commits every hand-off slot it acquires and consumers wait for every one, so no

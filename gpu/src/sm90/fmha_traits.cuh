@@ -25,10 +25,10 @@ using Element = cutlass::bfloat16_t;
 // Where a consumer's main loop waits for its PV GEMM, which runs while the softmax of the next
 // block's scores does (run_consumer): Unpinned, where ptxas puts the wait (the top of the
 // softmax's basic block: the whole softmax waits for the PV); AfterSoftmax; AfterMax, after the
-// row max (ptxas still moves some of the exponentials above it). Measured (docs/
-// gpu-performance.md, eleventh session): AfterMax +1..+3 % at d = 256 (more with the
-// exponentials held below the wait: no better), but at d = 64 and 128 every pinned place lost
-// (AfterSoftmax -2..-11 %, AfterMax -0..-4 %): there the early wait releases the V stage sooner.
+// row max (ptxas may still move some exponentials above it). Measured (docs/gpu-performance.md,
+// eleventh session): with the descriptors in uniform registers, AfterMax over Unpinned
+// +0.4..+2.7 % at d = 64 and 128 (but seq 512: -0.7..+0.6 %) and +1.0..+4.8 % at d = 256; before
+// that fix AfterMax lost at d = 64 and 128. AfterSoftmax lost everywhere (-1..-11 %).
 enum class PvWait { Unpinned, AfterSoftmax, AfterMax };
 
 // A kernel configuration: head dim, keys per K/V block (BN), K/V pipeline stages, Q buffers,
@@ -48,7 +48,7 @@ template <int D, int BN, int StagesKV, int StagesQ, bool SkipUnitRescale = false
           bool RebuildQOperand = false, int FmaExp2Eighths = 0, bool RescaleUnderQK = false,
           int ConsumerRegisters = 232, bool PrefetchTile = false, bool EpilogueTma = false,
           bool PingPongTurns = true, int ConsumerWarpgroups = 2, bool StageOInV = false,
-          PvWait PvWaitAt = PvWait::Unpinned>
+          PvWait PvWaitAt = PvWait::AfterMax>
 struct KernelConfig {
   static constexpr int kHeadDim = D;
   static constexpr int kBlockN = BN;
@@ -128,8 +128,7 @@ struct DefaultConfig<128, 128> {
 template <>
 struct DefaultConfig<256, 128> {
   using type = KernelConfig<256, 80, 2, 1, /*SkipUnitRescale=*/true, /*RebuildQOperand=*/true, 0,
-                            false, 232, false, /*EpilogueTma=*/true, true, 2, /*StageOInV=*/true,
-                            PvWait::AfterMax>;
+                            false, 232, false, /*EpilogueTma=*/true, true, 2, /*StageOInV=*/true>;
 };
 
 // The kernel's types and sizes for one configuration. It is the configuration (its switches are
