@@ -33,6 +33,8 @@ def main():
                  "(d in 64, 128, 256; seq dividing 16384)")
     if args.launches < 1:
         sys.exit("peer_kernels.py: --launches must be at least 1")
+    if args.peer == "fa4" and not args.fa4_site:
+        sys.exit("peer_kernels.py: fa4 needs --fa4-site DIR")
     batch, heads = 16384 // s, 2048 // d
 
     import torch
@@ -46,8 +48,6 @@ def main():
             with sdpa_kernel(SDPBackend.CUDNN_ATTENTION):
                 F.scaled_dot_product_attention(q, k, v, is_causal=args.causal)
     else:
-        if not args.fa4_site:
-            sys.exit("peer_kernels.py: fa4 needs --fa4-site DIR")
         site.addsitedir(args.fa4_site)
         try:
             from flash_attn.cute import flash_attn_func

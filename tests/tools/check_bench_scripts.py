@@ -1,0 +1,96 @@
+#!/usr/bin/env python3
+"""The CPU side of the device-only benchmark scripts in tools/bench/: ab_compare.py and
+ncu_summary.py on synthetic inputs (the figures they print), and the argument checks of
+ab_bench.sh, ncu_compare.sh and peer_kernels.py, which must refuse bad input before touching a
+GPU. Prints "ok: ..." when every check passes, else the first failure, exit 1.
+
+  check_bench_scripts.py TOOLS_BENCH_DIR SCRATCH_DIR
+"""
+import csv
+import json
+import os
+import subprocess
+import sys
+
+
+def run(args):
+    p = subprocess.run(args, capture_output=True, text=True)
+    return p.returncode, p.stdout, p.stderr
+
+
+def fail(what):
+    print(f"FAILED: {what}")
+    sys.exit(1)
+
+
+def expect(cond, what):
+    if not cond:
+        fail(what)
+
+
+def main():
+    bench, scratch = sys.argv[1], sys.argv[2]
+    os.makedirs(scratch, exist_ok=True)
+    py = sys.executable
+
+    # ab_compare.py: B / A of the rounds' means, and each side's spread.
+    ab = os.path.join(scratch, "ab")
+    os.makedirs(ab, exist_ok=True)
+    for side, tflops in (("a", (600.0, 606.0)), ("b", (630.0, 636.3))):
+        for r, t in enumerate(tflops, start=1):
+            rows = [{"d": 128, "seq": 8192, "causal": False, "tflops": t},
+                    {"d": 128, "seq": 8192, "causal": True, "tflops": t / 2}]
+            with open(os.path.join(ab, f"{side}{r}.json"), "w") as f:
+                json.dump({"rows": rows}, f)
+    rc, out, err = run([py, os.path.join(bench, "ab_compare.py"), ab])
+    expect(rc == 0, f"ab_compare.py exit {rc}: {err}")
+    expect("| 128 | 8192 | D | 600.0, 606.0 | 630.0, 636.3 | **1.050** | 0.010 | 0.010 |" in out,
+           f"ab_compare.py dense row: {out}")
+    expect("| 128 | 8192 | C |" in out, f"ab_compare.py causal row: {out}")
+    rc, out, err = run([py, os.path.join(bench, "ab_compare.py"), os.path.join(scratch, "none")])
+    expect(rc != 0 and "has no a*.json or b*.json rounds" in err, f"ab_compare.py empty dir: {err}")
+
+    # ncu_summary.py: figures from the raw export, stall reasons, opcodes from the SASS export.
+    prefix = os.path.join(scratch, "k")
+    with open(prefix + "_raw.csv", "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["ID", "Kernel Name", "gpu__time_duration.sum",
+                    "sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active",
+                    "smsp__average_warps_issue_stalled_barrier_per_issue_active.ratio",
+                    "smsp__average_warps_issue_stalled_wait_per_issue_active.ratio"])
+        w.writerow(["", "", "ms", "%", "ratio", "ratio"])
+        w.writerow(["0", "fmha_kernel<x>", "1.628", "74.6", "0.86", "1.64"])
+    with open(prefix + "_sass.csv", "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["Kernel Name", "fmha_kernel<x>"])
+        w.writerow(["Address", "Source", "Warp Stall Sampling (All Samples)", "Instructions Executed"])
+        w.writerow(["0x10", "HGMMA.64x128x16.F32.BF16 R88, gdesc[UR8], R88", "5", "2000000"])
+        w.writerow(["0x20", "@!P0 MUFU.EX2 R1, R2", "3", "3000000"])
+        w.writerow(["0x30", "MUFU.EX2 R3, R4", "3", "1000000"])
+    rc, out, err = run([py, os.path.join(bench, "ncu_summary.py"), prefix])
+    expect(rc == 0, f"ncu_summary.py exit {rc}: {err}")
+    expect("| kernel | fmha_kernel<x> |" in out, f"ncu_summary.py kernel row: {out}")
+    expect("| tensor pipe active (% of peak) | 74.6 |" in out, f"ncu_summary.py tensor row: {out}")
+    expect(out.index("| wait | 1.64 |") < out.index("| barrier | 0.86 |"),
+           f"ncu_summary.py stall order: {out}")
+    expect("| MUFU | 4.00 |" in out and "| HGMMA | 2.00 |" in out and "| all | 6.00 |" in out,
+           f"ncu_summary.py opcodes (a predicate guard is not an opcode): {out}")
+    rc, out, err = run([py, os.path.join(bench, "ncu_summary.py"), os.path.join(scratch, "nope")])
+    expect(rc != 0 and "nope_raw.csv does not exist" in err, f"ncu_summary.py missing file: {err}")
+
+    # Bad input is refused before any GPU work.
+    rc, out, err = run(["bash", os.path.join(bench, "ab_bench.sh"), "a", "b", os.path.join(scratch, "x"), "two"])
+    expect(rc == 2 and "ROUNDS must be a positive integer, not 'two'" in err, f"ab_bench.sh rounds: {rc} {err}")
+    rc, out, err = run(["bash", os.path.join(bench, "ncu_compare.sh"), "tilesched", os.path.join(scratch, "y"),
+                        "128", "8192", "sliding"])
+    expect(rc == 2 and "mask must be none or causal, not 'sliding'" in err, f"ncu_compare.sh mask: {rc} {err}")
+    rc, out, err = run([py, os.path.join(bench, "peer_kernels.py"), "cudnn", "--seq-len", "1000"])
+    expect(rc != 0 and "no grid shape with --head-dim 128 --seq-len 1000" in err,
+           f"peer_kernels.py shape: {rc} {err}")
+    rc, out, err = run([py, os.path.join(bench, "peer_kernels.py"), "fa4"])
+    expect(rc != 0 and "fa4 needs --fa4-site DIR" in err, f"peer_kernels.py fa4 site: {rc} {err}")
+    print("ok: ab_compare.py, ncu_summary.py and the argument checks of the device scripts")
+
+
+if __name__ == "__main__":
+    main()
