@@ -636,7 +636,7 @@ __device__ void run_consumer(const Params& p, Storage& smem, Pipelines& pipes) {
       RowState rs{{-INFINITY, -INFINITY}, {0.f, 0.f}};
       // Never true (validate() bounds the rows), but ptxas cannot know: kPvWait's pinning store
       // depends on it.
-      const bool never = p.q_rows < 0;
+      [[maybe_unused]] const bool never = p.q_rows < 0;
       float alpha[2];
       clear(tOrO);
 
@@ -718,14 +718,12 @@ __device__ void run_consumer(const Params& p, Storage& smem, Pipelines& pipes) {
         // the top of its basic block, right after the mask, unless something holds it: it keeps
         // a shared-memory store before the wait, so a store of a softmax result, on a condition
         // that never holds but that ptxas cannot prove, pins the wait after that result.
-        float base[2];
+        [[maybe_unused]] float base[2];  // AfterMax: the softmax's second part subtracts it
         if constexpr (Traits::kPvWait == PvWait::AfterMax) {
           softmax_max(tSrS, rs, p.scale_log2, alpha, base);
           if (never) smem.never_written = __float_as_uint(base[0]) ^ __float_as_uint(base[1]);
         } else {
           softmax_block<Traits::kFmaExp2Eighths>(tSrS, rs, p.scale_log2, alpha);
-          if constexpr (Traits::kPvWait == PvWait::AfterSoftmax)
-            if (never) smem.never_written = __float_as_uint(rs.sum[0]) ^ __float_as_uint(rs.sum[1]);
         }
         warpgroup_wait<0>();  // PV done: its P and V stage are free, O may be rescaled
         pipes.v.consumer_release(v_r);

@@ -30,23 +30,21 @@ struct Rebind<
   using type = KernelConfig<D, BN, StagesKV, StagesQ, S, Rebuild, Fma, R, Registers, P, E, T, W,
                             OInV, Wait>;
 };
-template <int D, int BM>
-struct ExperimentConfigs {
-  using C = typename DefaultConfig<D, BM>::type;
+// Variants 1 and 2 of a default C: each flips one of its switches.
+template <class C>
+struct OneSwitchFlipped {
   using v1 = typename Rebind<C, !C::kPingPong, C::kPvWait>::type;
-  static constexpr PvWait kOtherWait =
-      C::kPvWait == PvWait::Unpinned ? PvWait::AfterMax : PvWait::Unpinned;
-  using v2 = typename Rebind<C, C::kPingPong, kOtherWait>::type;
-  using v3 = C;
+  using v2 = typename Rebind<C, C::kPingPong,
+                             C::kPvWait == PvWait::Unpinned ? PvWait::AfterMax
+                                                            : PvWait::Unpinned>::type;
+};
+template <int D, int BM>
+struct ExperimentConfigs : OneSwitchFlipped<typename DefaultConfig<D, BM>::type> {
+  using v3 = typename DefaultConfig<D, BM>::type;
 };
 // BM 192 at d = 64: 3, the next tile received under the last PV (PrefetchTile).
 template <>
-struct ExperimentConfigs<64, 192> {
-  using C = typename DefaultConfig<64, 192>::type;
-  using v1 = typename Rebind<C, !C::kPingPong, C::kPvWait>::type;
-  static constexpr PvWait kOtherWait =
-      C::kPvWait == PvWait::Unpinned ? PvWait::AfterMax : PvWait::Unpinned;
-  using v2 = typename Rebind<C, C::kPingPong, kOtherWait>::type;
+struct ExperimentConfigs<64, 192> : OneSwitchFlipped<DefaultConfig<64, 192>::type> {
   using v3 = KernelConfig<64, 128, 3, 2, false, false, 0, false, 160, true, true, true, 3>;
 };
 #endif

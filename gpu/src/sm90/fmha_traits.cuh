@@ -24,12 +24,13 @@ using Element = cutlass::bfloat16_t;
 
 // Where a consumer's main loop waits for its PV GEMM, which runs while the softmax of the next
 // block's scores does (run_consumer): Unpinned, where ptxas puts the wait (the top of the
-// softmax's basic block: the whole softmax waits for the PV); AfterSoftmax; AfterMax, after the
-// row max (ptxas may still move some exponentials above it). Measured (docs/gpu-performance.md,
-// eleventh session): with the descriptors in uniform registers, AfterMax over Unpinned
-// +0.4..+2.7 % at d = 64 and 128 (but seq 512: -0.7..+0.6 %) and +1.0..+4.8 % at d = 256; before
-// that fix AfterMax lost at d = 64 and 128. AfterSoftmax lost everywhere (-1..-11 %).
-enum class PvWait { Unpinned, AfterSoftmax, AfterMax };
+// softmax's basic block: the whole softmax waits for the PV); AfterMax, after the row max (ptxas
+// may still move some exponentials above it). Measured (docs/gpu-performance.md, eleventh
+// session): with the descriptors in uniform registers, AfterMax over Unpinned +0.4..+2.7 % at
+// d = 64 and 128 (but seq 512: -0.7..+0.6 %) and +1.0..+4.8 % at d = 256; before that fix
+// AfterMax lost at d = 64 and 128. A wait pinned after the whole softmax lost everywhere
+// (-1..-11 %) and was removed.
+enum class PvWait { Unpinned, AfterMax };
 
 // A kernel configuration: head dim, keys per K/V block (BN), K/V pipeline stages, Q buffers,
 // whether O's rescale is skipped for a warp whose rows' max did not move in a block, whether the
