@@ -154,8 +154,13 @@ __device__ void run_producer(const Params& p, Storage& smem, Pipelines& pipes) {
   // Tiles with work whose loads were issued (kStageOInV's o_released phases).
   [[maybe_unused]] u32 tiles_loaded = 0;
   for (bool first = true;; first = false) {
-    // The hand-off slot must be free: consumers have read what it held two tiles ago.
-    producer_acquire(pipes.tile, tile_w, "tile hand-off (producer)");
+    // The hand-off slot must be free: consumers have read what it held two tiles ago. Only the
+    // threads that write the slot (the loader, and while recording the trace writer) poll its
+    // mbarrier; the warpgroup's other threads wait for the loader at a named barrier, where a
+    // waiting warp issues nothing (polling it, three idle warps executed 54 M of the 619 M
+    // instructions at d = 128, seq 8192; docs/gpu-performance.md).
+    if (loader || tracer) producer_acquire(pipes.tile, tile_w, "tile hand-off (producer)");
+    named_barrier_sync(kProducerBarrier, Traits::kWarpgroupThreads);
     const u32 slot = tile_w.index();
     const Optional<SeqInfo> work =
         first ? p.scheduler.template first_work<true, SchedulerSync::Producer>(p.summary, st, slot)
@@ -164,15 +169,19 @@ __device__ void run_producer(const Params& p, Storage& smem, Pipelines& pipes) {
     // arrive releases that write to the consumers, who acquire it by waiting on the same mbarrier.
     if (loader) pipes.tile.producer_commit(tile_w);
     if (tracer) {
+      u32 event = 0;
       if (work) {
-        const u32 event = atomicAdd(p.trace.count, 1u);
+        event = atomicAdd(p.trace.count, 1u);
+        smem.trace_slot[slot] = event;
+      }
+      pipes.tile.producer_commit(tile_w);  // releases trace_slot[slot] as thread 0's does sidx
+      // The event but its times, after the hand-off: the consumers write only the times.
+      if (work) {
         if (event < p.trace.capacity)
           fill_event_head(p, p.trace.events[event], cta, step, st.idx, *work,
                           tile_geometry(p, *work));
-        smem.trace_slot[slot] = event;
         ++step;
       }
-      pipes.tile.producer_commit(tile_w);  // releases trace_slot[slot] as thread 0's does sidx
     }
     ++tile_w;
     if (!work) break;
@@ -332,9 +341,29 @@ __device__ __forceinline__ void rescale_rows(Fragment& o, const float (&alpha)[2
   for (int e = 0; e < cute::size(o); ++e) o(e) *= alpha[(e / 2) % 2];
 }
 
+// Operand slice k of a GEMM fragment (MMA, MMA_M or MMA_N, MMA_K). A shared-memory operand is a
+// tensor of wgmma descriptors: CuTe advances one with a 32-bit add on its low word, and ptxas then
+// rebuilds the constant high word beside every HGMMA (a UMOV each, 29 per K/V block and warp at
+// d = 128). Advanced as one 64-bit value (the same value: the start-address field never carries
+// out of the low word), each descriptor pair takes one 64-bit uniform add (UIADD3.64).
+template <class Fragment>
+__device__ __forceinline__ auto k_slice(const Fragment& t, int k) {
+  using namespace cute;
+  using Iterator = typename Fragment::iterator;
+  if constexpr (std::is_base_of_v<GMMA::DescriptorIterator, Iterator>) {
+    Iterator it = t.data();
+    it.desc_.desc_ = t.data().desc_.desc_ + static_cast<std::uint64_t>(t.layout()(0, 0, k));
+    return make_tensor(it, t(_, _, 0).layout());
+  } else {
+    return t(_, _, k);
+  }
+}
+
 // One warpgroup GEMM batch: C (=|+=) A B over every k slice, issued asynchronously; the caller
-// commits and waits.
-template <class TiledMma, class TA, class TB, class TC>
+// commits and waits. B's slices are always advanced with 64-bit adds; A's only with kWideA (Q's
+// loop-invariant descriptors otherwise stay hoisted before the loop, which 64-bit adds undid:
+// ptxas then recomputed them at every block, three instructions each).
+template <bool kWideA = false, class TiledMma, class TA, class TB, class TC>
 __device__ __forceinline__ void warpgroup_gemm(TiledMma& mma, const TA& a, const TB& b, TC& c,
                                                bool accumulate) {
   using namespace cute;
@@ -343,7 +372,10 @@ __device__ __forceinline__ void warpgroup_gemm(TiledMma& mma, const TA& a, const
   warpgroup_arrive();
   CUTE_UNROLL
   for (int k = 0; k < size<2>(a); ++k) {
-    cute::gemm(mma, a(_, _, k), b(_, _, k), c);
+    if constexpr (kWideA)
+      cute::gemm(mma, k_slice(a, k), k_slice(b, k), c);
+    else
+      cute::gemm(mma, a(_, _, k), k_slice(b, k), c);
     mma.accumulate_ = GMMA::ScaleOut::One;
   }
   warpgroup_commit_batch();
@@ -635,7 +667,7 @@ __device__ void run_consumer(const Params& p, Storage& smem, Pipelines& pipes) {
       };
       RowState rs{{-INFINITY, -INFINITY}, {0.f, 0.f}};
       // Never true (validate() bounds the rows), but ptxas cannot know: kPvWait's pinning store
-      // depends on it.
+      // and kRebuildQOperand's q_step depend on it.
       [[maybe_unused]] const bool never = p.q_rows < 0;
       float alpha[2];
       clear(tOrO);
@@ -646,26 +678,21 @@ __device__ void run_consumer(const Params& p, Storage& smem, Pipelines& pipes) {
       consumer_wait(pipes.q, q_r, "Q buffer (consumer)");
       const int q_buffer = q_r.index();
       // The loop's QK^T operand. By default its descriptors (a register pair per k slice) are
-      // made once, before the loop, in uniform registers. With kRebuildQOperand the loop builds
-      // them at every block (in ordinary registers, one integer op per k slice) from the tile's
-      // Q buffer address, which the warp writes to shared memory here and reads back (volatile,
-      // so that it cannot be hoisted): at d = 256 the 16 hoisted pairs pushed the loop into local
-      // memory (184 bytes of spills), while at d = 64 and 128 the rebuild only adds
-      // instructions (measured slower).
-      Element** const q_buffer_slot =
-          &smem.q_buffer_of_warp[warpgroup * (Traits::kWarpgroupThreads / 32) + warp];
-      if constexpr (Traits::kRebuildQOperand) {
-        __syncwarp();  // the warp's reads of the previous tile's address are done
-        if (lane == 0)
-          *q_buffer_slot = smem.q.data() + q_buffer * cosize(typename Traits::SmemLayoutQBuffer{});
-        __syncwarp();
-      }
+      // made once, before the loop, in uniform registers. With kRebuildQOperand the loop makes
+      // them at every block, one 64-bit uniform add each, from the Q buffer's descriptor carried
+      // through the loop: it moves by q_step at every block, which is 0 (`never`) but not to
+      // ptxas, so the 16 descriptors of d = 256 are not hoisted out of the loop, where they had
+      // pushed it into local memory (184 bytes of spills). (Before, the loop rebuilt them from
+      // the buffer's address read back from shared memory: 2 R2UR and 2 more instructions per k
+      // slice; docs/gpu-performance.md, twelfth session.)
+      [[maybe_unused]] std::uint64_t q_desc = tSrQ(_, _, _, q_buffer).data().desc_.desc_;
+      [[maybe_unused]] const std::uint64_t q_step = never ? 1u : 0u;
       auto q_operand_in_loop = [&] {
         if constexpr (Traits::kRebuildQOperand) {
-          Element* const buffer = *static_cast<Element* const volatile*>(q_buffer_slot);
-          Tensor q = make_tensor(make_smem_ptr(buffer), typename Traits::SmemLayoutQBuffer{});
-          return thr_qk.partition_fragment_A(
-              local_tile(q, Shape<Int<kRows>, Int<D>>{}, make_coord(warpgroup, _0{})));
+          q_desc += q_step;
+          auto it = tSrQ(_, _, _, 0).data();
+          it.desc_.desc_ = q_desc;
+          return make_tensor(it, tSrQ(_, _, _, 0).layout());
         } else {
           return tSrQ(_, _, _, q_buffer);
         }
@@ -700,10 +727,14 @@ __device__ void run_consumer(const Params& p, Storage& smem, Pipelines& pipes) {
       // kRescaleUnderQK, O's rescale for block j + 1 runs while the QK^T of block j is in flight
       // (O is no GEMM's operand then), instead of after the softmax, where it lengthens the
       // stretch between this warpgroup's GEMM turns.
-      for (--block_idx; block_idx >= 0; --block_idx) {
+      // The blocks that need the mask are the highest ones (needs_mask grows with the block), so
+      // they come first: one loop runs them with the mask, a second runs the rest without testing
+      // for it (the test took about 10 instructions and a branch per block).
+      auto kv_block = [&](int block_idx, auto masked) {
         ping_pong.wait_turn();
         consumer_wait(pipes.k, k_r, "K stage (consumer)");
-        warpgroup_gemm(mma_qk, q_operand_in_loop(), tSrK(_, _, _, k_r.index()), tSrS, false);
+        warpgroup_gemm<Traits::kRebuildQOperand>(mma_qk, q_operand_in_loop(),
+                                                 tSrK(_, _, _, k_r.index()), tSrS, false);
         if constexpr (Traits::kRescaleUnderQK) rescale_o();
         consumer_wait(pipes.v, v_r, "V stage (consumer)");
         warpgroup_gemm(mma_pv, tOrP, tOrV(_, _, _, v_r.index()), tOrO, true);
@@ -712,8 +743,7 @@ __device__ void run_consumer(const Params& p, Storage& smem, Pipelines& pipes) {
         pipes.k.consumer_release(k_r);
         ++k_r;
         if (block_idx == 0) pipes.q.consumer_release(q_r);
-        const u32 key0 = static_cast<u32>(block_idx) * kBlockN;
-        if (needs_mask(block_idx)) mask_block(key0);
+        if constexpr (decltype(masked)::value) mask_block(static_cast<u32>(block_idx) * kBlockN);
         // Where the wait for the PV goes (kPvWait). ptxas moves the wait (WARPGROUP.DEPBAR) up to
         // the top of its basic block, right after the mask, unless something holds it: it keeps
         // a shared-memory store before the wait, so a store of a softmax result, on a condition
@@ -732,7 +762,10 @@ __device__ void run_consumer(const Params& p, Storage& smem, Pipelines& pipes) {
         if constexpr (Traits::kPvWait == PvWait::AfterMax)
           softmax_exp<Traits::kFmaExp2Eighths>(tSrS, rs, p.scale_log2, alpha, base);
         convert_to_p(tSrS, tOrP);
-      }
+      };
+      for (--block_idx; block_idx >= 0 && needs_mask(block_idx); --block_idx)
+        kv_block(block_idx, std::true_type{});
+      for (; block_idx >= 0; --block_idx) kv_block(block_idx, std::false_type{});
 
       // Block 0's PV (no QK^T left to hide the rescale under: it runs before the turn).
       if constexpr (Traits::kRescaleUnderQK) rescale_o();

@@ -21,10 +21,13 @@ namespace tilesched::gpu::sm90 {
 // warpgroup's scheduler hand-off (scheduler.hpp).
 // With N consumer warpgroups (two or three): barrier 2 + w, consumer warpgroup w may issue its
 // GEMMs (the turns below); barrier 2 + N + w, consumer warpgroup w's 128 threads around its O
-// staging for the TMA store. Ids 2..7 of the 16 at most.
+// staging for the TMA store; barrier 8, the producer warpgroup (kProducerBarrier). Ids 2..8 of
+// the 16 at most.
 enum class NamedBarrier : std::uint32_t {};
 constexpr std::uint32_t kIssueBarrier0 = 2;
 constexpr int kMaxConsumerWarpgroups = 3;
+// The producer warpgroup's 128 threads, once per tile: the loader has the hand-off slot.
+constexpr NamedBarrier kProducerBarrier{kIssueBarrier0 + 2 * kMaxConsumerWarpgroups};  // 8
 static_assert(kSchedulerBarrierId < kIssueBarrier0,
               "the kernel's named barriers start after the scheduler's");
 // Written as a choice between constants for two warpgroups (the ids then stay immediates, as

@@ -246,9 +246,6 @@ struct FmhaTraits : Config {
     cutlass::arch::ClusterBarrier o_released;
     u32 sidx[kTileSlots];
     u32 trace_slot[kTileSlots];  // while recording: the event slot of the tile in sidx[slot]
-    // The Q buffer each consumer warp's current tile reads (written by its lane 0): the main loop
-    // reads it back at every block (run_consumer says why).
-    Element* q_buffer_of_warp[kConsumerThreads / 32];
     // With kMaskFromShared, each consumer warp's mask values for its current tile (kv_len and its
     // first row's last visible key, written by its lane 0), read back where a block is masked.
     u32 mask_of_warp[kConsumerThreads / 32][2];
