@@ -107,10 +107,11 @@ TEST_CASE("the twelfth session's kernel: the h200 table, fitted to the eleventh'
             dir + "h200_grid_d64_bm" + bm + "_s" + seq + "_" + mask + ".trace.json.gz", 0.97, 1.03);
 }
 
-TEST_CASE("the built-in h200 table predicts the shipped kernel's traces measured on an H200") {
+TEST_CASE("the built-in h200 table predicts the traces it was fitted to, measured on an H200") {
   // tests/data/h200_sm90_s11: the eight traces tools/bench/record_cost_traces.sh recorded
-  // (2026-12-01, eleventh session) on the shipped kernel, which the table's entries were fitted
-  // to (d = 64 BM 192 with six padded grid points beside them, below); each replays within 2 %.
+  // (2026-12-01, eleventh session) on that session's kernel, which the table's entries were
+  // fitted to (d = 64 BM 192 with six padded grid points beside them, below); each replays within
+  // 2 %. (The twelfth session's kernel, faster, is the test above's.)
   // Earlier recordings of the same workloads, on slower kernels, replay short.
   const std::string s6 = std::string(TILESCHED_TEST_DATA_DIR) + "/h200_sm90_s6/";
   const std::string s9 = std::string(TILESCHED_TEST_DATA_DIR) + "/h200_sm90_s9_d256/";
