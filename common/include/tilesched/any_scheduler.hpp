@@ -1,11 +1,12 @@
 // One scheduler type that can be any scheduler of scheduler.hpp, chosen at run time: a small
 // tagged value holding the kind and every scheduler's parameters, whose calls switch on the kind.
 //
-// Why: a kernel templated on the scheduler is compiled once per scheduler, and a CuTe kernel takes
-// minutes to compile. The switch runs once per tile (first_work / advance), next to a tile's
-// thousands of cycles, so a kernel instantiated with AnyScheduler costs one compile per head dim
-// instead of one per head dim and scheduler. The kernel stays templated on the scheduler policy:
-// a concrete scheduler still plugs in where its static kind is worth a compile.
+// Why: a kernel templated on the scheduler is instantiated once per scheduler. The switch runs
+// once per tile (first_work / advance), next to a tile's thousands of cycles, so one kernel
+// instantiated with AnyScheduler runs every kind. The kernel stays templated on the scheduler
+// policy, and a concrete scheduler plugs in where its static kind is worth an instantiation: the
+// sm90 kernel has its own for tile, queued and lpt_queued, whose tile path is shorter code
+// (docs/gpu-kernel.md).
 //
 // Build one from any runtime scheduler, e.g. through with_scheduler (workload.hpp), with the
 // schedule plan's arrays for the planned schedulers:

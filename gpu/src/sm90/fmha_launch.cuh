@@ -72,17 +72,17 @@ Status with_config(F&& f) {
 
 // The kernel's shared memory exceeds the 48 KB default: opt in before launching or asking for
 // occupancy.
-template <class Config>
+template <class Config, class Scheduler = runtime::AnyScheduler>
 Status allow_shared_memory() {
-  return detail::cuda_status(cudaFuncSetAttribute(&fmha_kernel<runtime::AnyScheduler, Config>,
+  return detail::cuda_status(cudaFuncSetAttribute(&fmha_kernel<Scheduler, Config>,
                                                   cudaFuncAttributeMaxDynamicSharedMemorySize,
                                                   FmhaTraits<Config>::kSharedBytes),
                              "cudaFuncSetAttribute(max dynamic shared memory)");
 }
 
-template <class Config>
-Status launch_config(const AttentionArgs& a, const runtime::AnyScheduler& scheduler,
-                     const TileSummary& summary) {
+template <class Config, class Scheduler>
+Status launch_with(const AttentionArgs& a, const Scheduler& scheduler,
+                   const TileSummary& summary) {
   using namespace cute;
   using Traits = FmhaTraits<Config>;
   constexpr int D = Traits::kHeadDim;
@@ -97,7 +97,7 @@ Status launch_config(const AttentionArgs& a, const runtime::AnyScheduler& schedu
                                    make_stride(std::int64_t(heads) * D, _1{}, Int<D>{})));
   };
 
-  FmhaParams<runtime::AnyScheduler, Config> p;
+  FmhaParams<Scheduler, Config> p;
   p.q_rows = static_cast<std::int32_t>(w.total_q_rows());  // padded: B * S_max (row layout)
   p.kv_rows = static_cast<std::int32_t>(w.total_kv_rows());
   p.tma_q = make_tma_copy(SM90_TMA_LOAD{}, gmem(a.q, p.q_rows, w.num_q_heads),
@@ -123,12 +123,31 @@ Status launch_config(const AttentionArgs& a, const runtime::AnyScheduler& schedu
   p.trace = a.trace;
   p.trace_block_n = w.block_n;
 
-  auto* kernel = &fmha_kernel<runtime::AnyScheduler, Config>;
-  if (Status s = allow_shared_memory<Config>(); !s) return s;
+  auto* kernel = &fmha_kernel<Scheduler, Config>;
+  if (Status s = allow_shared_memory<Config, Scheduler>(); !s) return s;
   const GridDim g = scheduler.grid_dim(summary);
   kernel<<<dim3(g.x, g.y, g.z), Traits::kThreads, Traits::kSharedBytes,
            static_cast<cudaStream_t>(a.stream)>>>(p);
   return detail::cuda_status(cudaGetLastError(), "launching the attention kernel");
+}
+
+// The kernel for the scheduler's kind: its own instantiation for the kinds `bench` runs (tile for
+// dense rows; queued and lpt_queued, the simulator's picks for causal ones), AnyScheduler's for
+// the rest. A kernel with AnyScheduler carries every kind's tile path (about 7,100 SASS
+// instructions at d = 128 against 4,400-4,800 for one kind), which a tile runs once between its
+// K/V blocks: at seq 512 causal, Nsight Compute showed our warps stalled for instruction fetch four
+// to five times as often as cuDNN's, and the specialised kernels were 0.3-2.2 % faster
+// (docs/gpu-performance.md, thirteenth session). Each instantiation adds about a minute of
+// compile time per configuration.
+template <class Config>
+Status launch_config(const AttentionArgs& a, const runtime::AnyScheduler& scheduler,
+                     const TileSummary& summary) {
+  switch (scheduler.kind) {
+    case SchedulerKind::Tile: return launch_with<Config>(a, scheduler.tile, summary);
+    case SchedulerKind::Queued: return launch_with<Config>(a, scheduler.queued, summary);
+    case SchedulerKind::LptQueued: return launch_with<Config>(a, scheduler.lpt_queued, summary);
+    default: return launch_with<Config>(a, scheduler, summary);
+  }
 }
 
 template <int D, int BM>
