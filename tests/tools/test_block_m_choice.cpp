@@ -137,7 +137,8 @@ TEST_CASE("predict_block_m: one candidate, none, and a table without the tile he
   REQUIRE(dense.predicted_us.size() == 2);
   CHECK(dense.predicted_us[0].second == doctest::Approx(2323.0).epsilon(0.01));
   CHECK(dense.predicted_us[1].second == doctest::Approx(2310.1).epsilon(0.01));
-  CHECK(dense.predicted_us[1].second == doctest::Approx(dense.predicted_us[0].second).epsilon(0.01));
+  CHECK(dense.predicted_us[1].second ==
+        doctest::Approx(dense.predicted_us[0].second).epsilon(0.01));
   // num_ctas: the device's count for each candidate, or the workload's own.
   w.num_ctas = 7;
   const viz::BlockMChoice own = viz::predict_block_m(

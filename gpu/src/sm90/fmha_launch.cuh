@@ -81,8 +81,7 @@ Status allow_shared_memory() {
 }
 
 template <class Config, class Scheduler>
-Status launch_with(const AttentionArgs& a, const Scheduler& scheduler,
-                   const TileSummary& summary) {
+Status launch_with(const AttentionArgs& a, const Scheduler& scheduler, const TileSummary& summary) {
   using namespace cute;
   using Traits = FmhaTraits<Config>;
   constexpr int D = Traits::kHeadDim;
