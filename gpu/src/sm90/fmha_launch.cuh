@@ -132,12 +132,12 @@ Status launch_with(const AttentionArgs& a, const Scheduler& scheduler, const Til
 
 // The kernel for the scheduler's kind: its own instantiation for the kinds `bench` runs (tile for
 // dense rows; queued and lpt_queued, the simulator's picks for causal ones), AnyScheduler's for
-// the rest. A kernel with AnyScheduler carries every kind's tile path (about 7,100 SASS
-// instructions at d = 128 against 4,400-4,800 for one kind), which a tile runs once between its
-// K/V blocks: at seq 512 causal, Nsight Compute showed our warps stalled for instruction fetch four
-// to five times as often as cuDNN's, and the specialised kernels were 0.3-2.2 % faster
-// (docs/gpu-performance.md, thirteenth session). Each instantiation adds about a minute of
-// compile time per configuration.
+// the rest. A kernel with AnyScheduler carries every kind's code in the path a tile runs once
+// between its K/V blocks (the whole kernel: about 7,100 SASS instructions at d = 128, one kind's
+// 4,400-4,800): at seq 512 causal, Nsight Compute showed our warps stalled for instruction fetch
+// four to five times as often as cuDNN's, and the specialised kernels were 0.2-2.2 % faster
+// (docs/gpu-performance.md, thirteenth session). The build took no measurable time more (the
+// front end, not ptxas, takes a translation unit's time).
 template <class Config>
 Status launch_config(const AttentionArgs& a, const runtime::AnyScheduler& scheduler,
                      const TileSummary& summary) {
