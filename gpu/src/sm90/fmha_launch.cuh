@@ -138,13 +138,24 @@ Status launch_with(const AttentionArgs& a, const Scheduler& scheduler, const Til
 // four to five times as often as cuDNN's, and the specialised kernels were 0.2-2.2 % faster
 // (docs/gpu-performance.md, thirteenth session). The build took no measurable time more (the
 // front end, not ptxas, takes a translation unit's time).
+// The queued and lpt_queued kernels (the causal rows' schedulers) also receive the next tile under
+// a tile's last PV (PrefetchTile) at every configuration: +1.4-2.4 % at d = 64 seq 512-1024
+// causal, +0.9-1.5 % at d = 256, within +-0.3 % from 8192 up; the tile kernel (dense rows) keeps
+// each configuration's own choice, which measured PrefetchTile 1-4 % slower on long dense rows at
+// d = 64 and 256 (docs/gpu-performance.md, fourteenth session).
+template <class Config>
+struct PrefetchingConfig : Config {
+  static constexpr bool kPrefetchTile = true;
+};
 template <class Config>
 Status launch_config(const AttentionArgs& a, const runtime::AnyScheduler& scheduler,
                      const TileSummary& summary) {
   switch (scheduler.kind) {
     case SchedulerKind::Tile: return launch_with<Config>(a, scheduler.tile, summary);
-    case SchedulerKind::Queued: return launch_with<Config>(a, scheduler.queued, summary);
-    case SchedulerKind::LptQueued: return launch_with<Config>(a, scheduler.lpt_queued, summary);
+    case SchedulerKind::Queued:
+      return launch_with<PrefetchingConfig<Config>>(a, scheduler.queued, summary);
+    case SchedulerKind::LptQueued:
+      return launch_with<PrefetchingConfig<Config>>(a, scheduler.lpt_queued, summary);
     default: return launch_with<Config>(a, scheduler, summary);
   }
 }

@@ -87,7 +87,8 @@ struct KernelConfig {
 //            where no row's max moved another +3-13 % (at d = 64 and 128 the vote costs more than
 //            the rescale it saves).
 // PrefetchTile (the next tile received under the last PV) gains 1-4 % at d = 128 seq <= 2048 and
-// nothing longer; at d = 64 and 256 it gains 1-2 % short but loses 1-4 % on long dense rows.
+// nothing longer; at d = 64 and 256 it gains 1-2 % short but loses 1-4 % on long dense rows (so
+// there only the queued kinds' kernels take it: launch_config, fmha_launch.cuh).
 // EpilogueTma (a warpgroup whose 64 rows all belong to the tile stages O with stmatrix and
 // stores it with a TMA store) gains 1-8 % at d = 64 and 128; its two 64 x d staging buffers
 // (16 / 32 KB) do not fit beside d = 256's tiles, which stage O in the V ring instead (below).
