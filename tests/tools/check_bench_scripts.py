@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
-"""The CPU side of the device-only benchmark scripts in tools/bench/: ab_compare.py and
-ncu_summary.py on synthetic inputs (the figures they print), and the argument checks of
+"""The CPU side of the device-only benchmark scripts in tools/bench/: ab_compare.py,
+ncu_summary.py and ragged_mix.py on synthetic inputs (the figures they print; ragged_mix.py
+drives a stand-in for the tilesched binary), and the argument checks of
 ab_bench.sh, ncu_compare.sh and peer_kernels.py, which must refuse bad input before touching a
 GPU. Prints "ok: ..." when every check passes, else the first failure, exit 1.
 
@@ -9,6 +10,7 @@ GPU. Prints "ok: ..." when every check passes, else the first failure, exit 1.
 import csv
 import json
 import os
+import shutil
 import subprocess
 import sys
 
@@ -89,7 +91,49 @@ def main():
            f"peer_kernels.py shape: {rc} {err}")
     rc, out, err = run([py, os.path.join(bench, "peer_kernels.py"), "fa4"])
     expect(rc != 0 and "fa4 needs --fa4-site DIR" in err, f"peer_kernels.py fa4 site: {rc} {err}")
-    print("ok: ab_compare.py, ncu_summary.py and the argument checks of the device scripts")
+    # ragged_mix.py: a stand-in binary prints what `tilesched run` prints; TFLOP/s from the traced
+    # makespan on the mix's causal FLOPs (4228 us at d = 128: 711.9), and a run whose check
+    # fails makes the script fail.
+    fake = os.path.join(scratch, "fake_tilesched")
+    with open(fake, "w") as f:
+        f.write("""#!/bin/bash
+case "$*" in *planned*) verdict=DIFFERS ;; *) verdict="identical to the simulator's" ;; esac
+echo "workload: queued, 10 sequences, Hq 32, Hkv 8, d 128, causal, BM 128"
+echo "schedule: queued, tile set $verdict (100 tiles)"
+echo "output: 100 tiles vs the simulator, worst relative error 0.00336, 0 over 1e-02"
+echo "makespan         4228 us                              4221 us"
+""")
+    os.chmod(fake, 0o755)
+    mix = os.path.join(scratch, "mix")
+    rc, out, err = run([py, os.path.join(bench, "ragged_mix.py"), "--tilesched", fake, "--out", mix,
+                        "--head-dims", "128", "--schedulers", "queued"])
+    expect(rc == 0, f"ragged_mix.py exit {rc}: {err}")
+    expect("| 128 (128) | 4228 us, 711.9 (4221) |" in out, f"ragged_mix.py row: {out}")
+    with open(os.path.join(mix, "ragged.json")) as f:
+        expect(json.load(f)["runs"][0]["ok"] is True, "ragged_mix.py json")
+    rc, out, err = run([py, os.path.join(bench, "ragged_mix.py"), "--tilesched", fake, "--out", mix,
+                        "--head-dims", "128", "--schedulers", "planned"])
+    expect(rc == 1 and "CHECK FAILED" in out, f"ragged_mix.py failed check: {rc} {out}")
+    rc, out, err = run([py, os.path.join(bench, "ragged_mix.py"), "--tilesched", fake, "--out", mix,
+                        "--head-dims", "96"])
+    expect(rc != 0 and "--head-dims: '96' is not one of 64, 128, 256" in err,
+           f"ragged_mix.py head dim: {rc} {err}")
+    rc, out, err = run([py, os.path.join(bench, "ragged_mix.py"), "--tilesched",
+                        os.path.join(scratch, "missing"), "--out", mix])
+    expect(rc != 0 and "is not an executable file" in err, f"ragged_mix.py binary: {rc} {err}")
+    # phase_probe.patch still applies to the kernel it instruments (in a git checkout; a source
+    # tree without git skips this).
+    root = os.path.dirname(os.path.dirname(os.path.abspath(bench)))
+    rc, out, err = run(["git", "-C", root, "rev-parse", "--is-inside-work-tree"]) \
+        if shutil.which("git") else (1, "", "")
+    probe = "phase_probe.patch skipped (not a git checkout)"
+    if rc == 0 and out.strip() == "true":
+        rc, out, err = run(["git", "-C", root, "apply", "--check",
+                            os.path.join(bench, "phase_probe.patch")])
+        expect(rc == 0, f"phase_probe.patch no longer applies: {err}")
+        probe = "phase_probe.patch applies"
+    print("ok: ab_compare.py, ncu_summary.py, ragged_mix.py and the argument checks of the device "
+          f"scripts; {probe}")
 
 
 if __name__ == "__main__":
