@@ -23,6 +23,8 @@ import sys
 # sharing 8 KV heads.
 LENGTHS = [16384, 128, 8192, 256, 4096, 512, 2048, 1024, 3000, 700]
 Q_HEADS, KV_HEADS = 32, 8
+# One run takes seconds on an H200; a run that hangs is reported as failed, not waited for.
+RUN_TIMEOUT_S = 600
 
 
 def causal_flops(d):
@@ -45,11 +47,15 @@ def run_one(binary, d, scheduler, out_dir):
     cmd = [binary, "run", "--q-lens", ",".join(map(str, LENGTHS)), "--heads", str(Q_HEADS),
            "--kv-heads", str(KV_HEADS), "--head-dim", str(d), "--mask", "causal",
            "--scheduler", scheduler, "--out", os.path.join(out_dir, f"run_d{d}_{scheduler}")]
-    proc = subprocess.run(cmd, capture_output=True, text=True)
-    log = proc.stdout + proc.stderr
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=RUN_TIMEOUT_S)
+        log, rc = proc.stdout + proc.stderr, proc.returncode
+    except subprocess.TimeoutExpired as e:
+        out = e.stdout.decode() if isinstance(e.stdout, bytes) else (e.stdout or "")
+        log, rc = out + f"\nragged_mix.py: timed out after {RUN_TIMEOUT_S} s\n", "timeout"
     with open(os.path.join(out_dir, f"run_d{d}_{scheduler}.log"), "w") as f:
         f.write(log)
-    row = {"d": d, "scheduler": scheduler, "rc": proc.returncode}
+    row = {"d": d, "scheduler": scheduler, "rc": rc}
     m = re.search(r"^makespan\s+([\d.]+) us\s+([\d.]+) us", log, re.M)
     if m:
         row["measured_us"] = float(m.group(1))
@@ -62,7 +68,7 @@ def run_one(binary, d, scheduler, out_dir):
     row["schedule_check"] = m.group(1) if m else None
     m = re.search(r"^output: (.*)$", log, re.M)
     row["output_check"] = m.group(1) if m else None
-    row["ok"] = (proc.returncode == 0 and "measured_us" in row and row["schedule_check"] is not None
+    row["ok"] = (rc == 0 and "measured_us" in row and row["schedule_check"] is not None
                  and "DIFFERS" not in row["schedule_check"] and row["output_check"] is not None
                  and ", 0 over" in row["output_check"])
     return row
