@@ -19,6 +19,8 @@ import re
 import subprocess
 import sys
 
+from gpu_bench import attention_flops  # the FLOP count of the grid's tables
+
 # Lengths from 128 to 16384 in no order (the scheduler sees them as given), 32 query heads
 # sharing 8 KV heads.
 LENGTHS = [16384, 128, 8192, 256, 4096, 512, 2048, 1024, 3000, 700]
@@ -28,8 +30,7 @@ RUN_TIMEOUT_S = 600
 
 
 def causal_flops(d):
-    pairs = sum(s * (s + 1) // 2 for s in LENGTHS)
-    return 4.0 * d * Q_HEADS * pairs
+    return sum(attention_flops(1, s, Q_HEADS, d, True) for s in LENGTHS)
 
 
 def parse_list(text, what, allowed=None):
