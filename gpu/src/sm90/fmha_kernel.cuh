@@ -257,16 +257,26 @@ struct RowState {
 // Accumulator element e of a 64 x N wgmma fragment: column pair bit 0, row + 8 bit 1, 8-column
 // block e / 4. The thread's rows are lane / 4 (+ 8) of warp w's 16 rows; columns 2 * (lane % 4)
 // (+ 1) of each 8-column block.
+// The thread's keys in a block are key0 + 2 * (lane % 4) plus a compile-time offset per element
+// (8 * (e / 4) + e % 2), so each row's test is that offset against one signed bound, the row's
+// last visible key less the thread's first key: one compare with an immediate and one select per
+// element (it was about four: the key, both bounds, their conjunction).
 template <class Fragment>
 __device__ __forceinline__ void mask_scores(Fragment& s, u32 key0, u32 kv_len, bool causal,
                                             const u32 (&key_limit)[2]) {
   const int lane = threadIdx.x % 32;
+  // kv_len >= 1 (a tile with work) and every key and row position is below 2^31 (validate()), so
+  // the bounds fit an int; a negative one masks the row's whole block.
+  const int first_key = static_cast<int>(key0) + 2 * (lane % 4);
+  int last[2];
   CUTE_UNROLL
-  for (int e = 0; e < cute::size(s); ++e) {
-    const u32 key = key0 + 8 * (e / 4) + 2 * (lane % 4) + (e % 2);
-    const bool visible = key < kv_len && (!causal || key <= key_limit[(e / 2) % 2]);
-    if (!visible) s(e) = -INFINITY;
+  for (int r = 0; r < 2; ++r) {
+    const u32 last_key = causal ? min(kv_len - 1u, key_limit[r]) : kv_len - 1u;
+    last[r] = static_cast<int>(last_key) - first_key;
   }
+  CUTE_UNROLL
+  for (int e = 0; e < cute::size(s); ++e)
+    if (8 * (e / 4) + (e % 2) > last[(e / 2) % 2]) s(e) = -INFINITY;
 }
 
 // Online softmax of one block, in two parts that the main loop may separate (kPvWait). The first:
@@ -458,7 +468,9 @@ __device__ __forceinline__ void normalize_rows(const Params& p, const FragmentO&
     float sum = rs.sum[r];
     sum += __shfl_xor_sync(0xffffffffu, sum, 1);
     sum += __shfl_xor_sync(0xffffffffu, sum, 2);
-    inv[r] = 1.f / sum;
+    // rcp.approx (one MUFU.RCP, at most 1 ulp off): the IEEE division adds a range check and a
+    // call to its slow path, and the product is rounded to bf16 anyway.
+    asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(inv[r]) : "f"(sum));
     const u32 row_in_tile = static_cast<u32>(thread_row + 8 * r);
     if (lane % 4 == 0 && row_in_tile < rows.query_rows) {
       const std::size_t row = std::size_t(rows.first_query_row) + row_in_tile;
