@@ -189,6 +189,44 @@ class LptQueuedScheduler : public detail::CountedPlannedScheduler<LptQueuedSched
   TS_HOST_DEVICE constexpr WorkInfo tile_work(const TileSummary& s, u32 idx) const {
     return tile_of_id(s, order[idx]);
   }
+
+  // The counter's hand-off, then on the GPU a prefetch of the order entries the CTA's next index
+  // will likely read: its read of order[idx] depends on the counter's atomic, and the two in series
+  // delayed the next tile's loads where one Q buffer leaves the producer no slack (d = 256, short
+  // causal rows: lpt_queued measured 5 % behind queued and the static lpt, either of which pays
+  // only one of the two; docs/gpu-performance.md). About C indices are taken while a CTA runs one
+  // tile, so the lines of [idx + C/2, idx + 3C) go to L1, one per producer thread. A hint only:
+  // where the next index falls elsewhere, the read goes to L2 as before.
+  template <bool producer = true, SchedulerSync sync = SchedulerSync::Default>
+  TS_HOST_DEVICE Optional<SeqInfo> advance(const TileSummary& s, TileState& st,
+                                           u32 pipeline_idx = 0) const {
+    const Optional<SeqInfo> work =
+        CountedPlannedScheduler::template advance<producer, sync>(s, st, pipeline_idx);
+    if constexpr (producer) prefetch_next_entries(st.idx);
+    return work;
+  }
+  template <bool producer = true, SchedulerSync sync = SchedulerSync::Default>
+  TS_HOST_DEVICE Optional<SeqInfo> first_work(const TileSummary& s, TileState& st,
+                                              u32 pipeline_idx = 0) const {
+    const Optional<SeqInfo> work =
+        CountedPlannedScheduler::template first_work<producer, sync>(s, st, pipeline_idx);
+    if constexpr (producer) prefetch_next_entries(st.idx);
+    return work;
+  }
+
+ private:
+  TS_HOST_DEVICE TS_FORCEINLINE void prefetch_next_entries(u32 idx) const {
+#if TS_DEVICE_PASS
+    constexpr u32 kEntriesPerLine = 128 / sizeof(u32);
+    const std::uint64_t first = (std::uint64_t(idx) + num_ctas / 2) / kEntriesPerLine;
+    const std::uint64_t last = (std::uint64_t(idx) + 3ull * num_ctas) / kEntriesPerLine;
+    const std::uint64_t line = first + detail::thread_rank() % kSchedulerBarrierThreads;
+    if (line <= last && line * kEntriesPerLine < tile_count)
+      asm volatile("prefetch.L1 [%0];" ::"l"(order + line * kEntriesPerLine));
+#else
+    (void)idx;
+#endif
+  }
 };
 
 // Host-planned lists: CTA c processes list_tiles[list_offsets[c] .. list_offsets[c + 1]) in
