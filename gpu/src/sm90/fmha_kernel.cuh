@@ -153,7 +153,9 @@ __device__ void run_producer(const Params& p, Storage& smem, Pipelines& pipes) {
   u32 step = 0;
   // Tiles with work whose loads were issued (kStageOInV's o_released phases).
   [[maybe_unused]] u32 tiles_loaded = 0;
-  for (bool first = true;; first = false) {
+  // One hand-off: every producer thread takes part (the scheduler's barrier); the loader (and
+  // while recording the trace writer) acquires and commits the slot.
+  auto schedule = [&](bool first) {
     // The hand-off slot must be free: consumers have read what it held two tiles ago. Only the
     // threads that write the slot (the loader, and while recording the trace writer) poll its
     // mbarrier; the warpgroup's other threads wait for the loader at a named barrier, where a
@@ -184,63 +186,90 @@ __device__ void run_producer(const Params& p, Storage& smem, Pipelines& pipes) {
       }
     }
     ++tile_w;
-    if (!work) break;
-    if (loader) {
-      const TileGeometry g = tile_geometry(p, *work);
-      if (has_work(g)) {
-        const int head = static_cast<int>(work->head_idx);
-        const int kv_head = static_cast<int>(work->head_idx / p.group);
-        // Q: the tile's BM rows from its first row (a ragged tile need not start on a multiple
-        // of BM). Rows past the tile's sequence are loaded but never stored; rows past the
-        // tensor are zero-filled by the TMA.
-        Tensor gQ =
-            local_tile(domain_offset(make_coord(static_cast<int>(g.rows.first_query_row), _0{}),
-                                     mQ(_, _, head)),
-                       Shape<Int<Traits::kBlockM>, Int<D>>{}, make_coord(_0{}, _0{}));
-        auto [tQg, tQs] = tma_partition(p.tma_q, group_modes<0, 2>(sQ), group_modes<0, 2>(gQ));
-        producer_acquire(pipes.q, q_w, "Q buffer (producer)");
-        copy(p.tma_q.with(*pipes.q.producer_get_barrier(q_w)), tQg, tQs(_, q_w.index()));
-        ++q_w;
+    return work;
+  };
+  // The loads of one tile, issued by the loader: Q and the highest K block, then `between` (in every
+  // thread that called this), then the rest of the K/V blocks.
+  auto load_tile = [&](const SeqInfo& work, const TileGeometry& g, auto&& between) {
+    const bool loads = loader && has_work(g);
+    const int head = static_cast<int>(work.head_idx);
+    const int kv_head = static_cast<int>(work.head_idx / p.group);
+    // Q: the tile's BM rows from its first row (a ragged tile need not start on a multiple
+    // of BM). Rows past the tile's sequence are loaded but never stored; rows past the
+    // tensor are zero-filled by the TMA.
+    Tensor gQ =
+        local_tile(domain_offset(make_coord(static_cast<int>(g.rows.first_query_row), _0{}),
+                                 mQ(_, _, head)),
+                   Shape<Int<Traits::kBlockM>, Int<D>>{}, make_coord(_0{}, _0{}));
+    auto [tQg, tQs] = tma_partition(p.tma_q, group_modes<0, 2>(sQ), group_modes<0, 2>(gQ));
 
-        // K/V blocks of the sequence, (BN, d, block). Keys past the sequence's end may belong to
-        // the next sequence: consumers mask them (scores -inf, so P = 0 whatever V holds).
-        auto kv_blocks_of = [&](auto& m) {
-          return local_tile(
-              domain_offset(make_coord(static_cast<int>(g.kv_start), _0{}), m(_, _, kv_head)),
-              Shape<Int<Traits::kBlockN>, Int<D>>{}, make_coord(_, _0{}));
-        };
-        Tensor gK = kv_blocks_of(mK);
-        Tensor gV = kv_blocks_of(mV);
-        const auto k_parts = tma_partition(p.tma_k, group_modes<0, 2>(sK), group_modes<0, 2>(gK));
-        const auto v_parts = tma_partition(p.tma_v, group_modes<0, 2>(sV), group_modes<0, 2>(gV));
-        auto load_k = [&](int block) {
-          producer_acquire(pipes.k, k_w, "K stage (producer)");
-          copy(p.tma_k.with(*pipes.k.producer_get_barrier(k_w)), get<0>(k_parts)(_, block),
-               get<1>(k_parts)(_, k_w.index()));
-          ++k_w;
-        };
-        // With kStageOInV the previous tile's O lies in V stages until its stores have read it.
-        const bool wait_o = Traits::kStageOInV && tiles_loaded > 0;
-        auto load_v = [&](int block) {
-          if (wait_o && block == static_cast<int>(g.kv_blocks) - 1)
-            barrier_wait(smem.o_released, (tiles_loaded - 1) % 2, "O staged in V (producer)");
-          producer_acquire(pipes.v, v_w, "V stage (producer)");
-          copy(p.tma_v.with(*pipes.v.producer_get_barrier(v_w)), get<0>(v_parts)(_, block),
-               get<1>(v_parts)(_, v_w.index()));
-          ++v_w;
-        };
-        // The consumers' order: QK^T(last), then for each j below it QK^T(j) with PV(j + 1),
-        // finally PV(0). Loading K(j) before V(j + 1) keeps the next GEMM's operand first.
-        int block = static_cast<int>(g.kv_blocks) - 1;
-        load_k(block);
-        for (; block > 0; --block) {
-          load_k(block - 1);
-          load_v(block);
-        }
-        load_v(0);
-        ++tiles_loaded;
-      }
+    // K/V blocks of the sequence, (BN, d, block). Keys past the sequence's end may belong to
+    // the next sequence: consumers mask them (scores -inf, so P = 0 whatever V holds).
+    auto kv_blocks_of = [&](auto& m) {
+      return local_tile(
+          domain_offset(make_coord(static_cast<int>(g.kv_start), _0{}), m(_, _, kv_head)),
+          Shape<Int<Traits::kBlockN>, Int<D>>{}, make_coord(_, _0{}));
+    };
+    Tensor gK = kv_blocks_of(mK);
+    Tensor gV = kv_blocks_of(mV);
+    const auto k_parts = tma_partition(p.tma_k, group_modes<0, 2>(sK), group_modes<0, 2>(gK));
+    const auto v_parts = tma_partition(p.tma_v, group_modes<0, 2>(sV), group_modes<0, 2>(gV));
+    auto load_k = [&](int block) {
+      producer_acquire(pipes.k, k_w, "K stage (producer)");
+      copy(p.tma_k.with(*pipes.k.producer_get_barrier(k_w)), get<0>(k_parts)(_, block),
+           get<1>(k_parts)(_, k_w.index()));
+      ++k_w;
+    };
+    // With kStageOInV the previous tile's O lies in V stages until its stores have read it.
+    const bool wait_o = Traits::kStageOInV && tiles_loaded > 0;
+    auto load_v = [&](int block) {
+      if (wait_o && block == static_cast<int>(g.kv_blocks) - 1)
+        barrier_wait(smem.o_released, (tiles_loaded - 1) % 2, "O staged in V (producer)");
+      producer_acquire(pipes.v, v_w, "V stage (producer)");
+      copy(p.tma_v.with(*pipes.v.producer_get_barrier(v_w)), get<0>(v_parts)(_, block),
+           get<1>(v_parts)(_, v_w.index()));
+      ++v_w;
+    };
+    // The consumers' order: QK^T(last), then for each j below it QK^T(j) with PV(j + 1), finally
+    // PV(0). Loading K(j) before V(j + 1) keeps the next GEMM's operand first.
+    int block = static_cast<int>(g.kv_blocks) - 1;
+    if (loads) {
+      producer_acquire(pipes.q, q_w, "Q buffer (producer)");
+      copy(p.tma_q.with(*pipes.q.producer_get_barrier(q_w)), tQg, tQs(_, q_w.index()));
+      ++q_w;
+      load_k(block);
     }
+    between();
+    if (loads) {
+      for (; block > 0; --block) {
+        load_k(block - 1);
+        load_v(block);
+      }
+      load_v(0);
+      ++tiles_loaded;
+    }
+  };
+  for (Optional<SeqInfo> work = schedule(true); work;) {
+    Optional<SeqInfo> next{};
+    if constexpr (Traits::kStagesQ == 1) {
+      // One Q buffer: the next tile's Q waits for this tile's last QK^T, and the scheduler's
+      // advance (the counter's atomic, a plan read) then sat between this tile's last load and
+      // the next one's first. For a sequence of at most 512 keys the next tile is scheduled right
+      // after this tile's Q and first K instead; every producer thread takes part, so the loads
+      // are split around it. Not for longer sequences: a CTA that holds its next tile one tile
+      // sooner unbalanced the counter schedulers on long causal rows (docs/gpu-performance.md,
+      // candidates L and LS2).
+      const TileGeometry g = tile_geometry(p, *work);
+      const bool early = g.kv_len <= 512u;
+      load_tile(*work, g, [&] {
+        if (early) next = schedule(false);
+      });
+      if (!early) next = schedule(false);
+    } else {
+      if (loader) load_tile(*work, tile_geometry(p, *work), [] {});
+      next = schedule(false);
+    }
+    work = next;
   }
 }
 
