@@ -191,30 +191,33 @@ class LptQueuedScheduler : public detail::CountedPlannedScheduler<LptQueuedSched
   }
 
   // The counter's hand-off, then on the GPU a prefetch of the order entries the CTA's next index
-  // will likely read: its read of order[idx] depends on the counter's atomic, and the two in series
-  // delayed the next tile's loads where one Q buffer leaves the producer no slack (d = 256, short
-  // causal rows: lpt_queued measured 5 % behind queued and the static lpt, either of which pays
-  // only one of the two; docs/gpu-performance.md). About C indices are taken while a CTA runs one
-  // tile, so the lines of [idx + C/2, idx + 3C) go to L1, one per producer thread. A hint only:
-  // where the next index falls elsewhere, the read goes to L2 as before.
+  // will likely read: that read of order[idx] depends on the counter's atomic, so the two run in
+  // series on the producer's path to the next tile's loads. About C indices are taken while a CTA
+  // runs one tile, so the lines of [idx + C/2, idx + 3C) go to L1, one per producer thread. A hint
+  // only: where the next index falls elsewhere, the read goes to L2 as before. Measured on the
+  // H200: +2.1-2.5 % at d = 64 causal 2048-16384, neutral elsewhere (docs/gpu-performance.md,
+  // fifteenth session).
   template <bool producer = true, SchedulerSync sync = SchedulerSync::Default>
   TS_HOST_DEVICE Optional<SeqInfo> advance(const TileSummary& s, TileState& st,
                                            u32 pipeline_idx = 0) const {
-    const Optional<SeqInfo> work =
-        CountedPlannedScheduler::template advance<producer, sync>(s, st, pipeline_idx);
-    if constexpr (producer) prefetch_next_entries(st.idx);
-    return work;
+    return prefetched<producer>(
+        CountedPlannedScheduler::template advance<producer, sync>(s, st, pipeline_idx), st);
   }
   template <bool producer = true, SchedulerSync sync = SchedulerSync::Default>
   TS_HOST_DEVICE Optional<SeqInfo> first_work(const TileSummary& s, TileState& st,
                                               u32 pipeline_idx = 0) const {
-    const Optional<SeqInfo> work =
-        CountedPlannedScheduler::template first_work<producer, sync>(s, st, pipeline_idx);
-    if constexpr (producer) prefetch_next_entries(st.idx);
-    return work;
+    return prefetched<producer>(
+        CountedPlannedScheduler::template first_work<producer, sync>(s, st, pipeline_idx), st);
   }
 
  private:
+  // `work` as the hand-off left it in `st`, after a producer's prefetch from st.idx.
+  template <bool producer>
+  TS_HOST_DEVICE TS_FORCEINLINE Optional<SeqInfo> prefetched(const Optional<SeqInfo>& work,
+                                                             const TileState& st) const {
+    if constexpr (producer) prefetch_next_entries(st.idx);
+    return work;
+  }
   TS_HOST_DEVICE TS_FORCEINLINE void prefetch_next_entries(u32 idx) const {
 #if TS_DEVICE_PASS
     constexpr u32 kEntriesPerLine = 128 / sizeof(u32);
