@@ -8,7 +8,9 @@
 //     memory), and thread 0 arrives on the tile hand-off mbarrier of that slot (while a trace is
 //     recorded, thread 32 too, after writing the tile's event: TileTraceRecorder).
 //     Thread 0 then issues the tile's TMA loads: Q into one of the Q buffers, K and V blocks into
-//     their stage rings, each stage guarded by a full/empty mbarrier pair (PipelineTmaAsync).
+//     their stage rings, each stage guarded by a full/empty mbarrier pair (PipelineTmaAsync). The
+//     next hand-off follows the last load, or with one Q buffer and a sequence of at most 512
+//     keys the tile's Q and first K (run_producer).
 //   warpgroups 1.. (two or three: KernelConfig), the consumers (registers raised): each owns 64 of
 //     the tile's BM = 64 * consumers query rows. Per tile: wait on the hand-off mbarrier,
 //     advance<producer = false> (reads the slot), release the slot; then for every K/V block, last
