@@ -60,8 +60,28 @@ __global__ void reset_counters(u32* counter, u32 counter_value, u32* trace_count
 
 }  // namespace
 
+// split_tail's scheduler, for the sizes of what it hands out (a valid split_tail workload).
+runtime::SplitTailScheduler split_tail_scheduler(const Workload& w) {
+  return runtime::SplitTailScheduler(
+      w.mapping(), w.num_ctas, static_cast<u32>(w.valid_tile_count()), w.split_tail_tile_blocks());
+}
+
 u32 processed_tile_count(const Workload& w) {
-  return static_cast<u32>(std::min<std::uint64_t>(w.valid_tile_count(), kU32Limit));
+  const std::uint64_t n = w.scheduler == SchedulerKind::SplitTail && w.validate().empty()
+                              ? split_tail_scheduler(w).work_items()
+                              : w.valid_tile_count();
+  return static_cast<u32>(std::min<std::uint64_t>(n, kU32Limit));
+}
+
+SplitWorkspaceLayout split_workspace_layout(const Workload& w) {
+  SplitWorkspaceLayout l;
+  if (w.scheduler != SchedulerKind::SplitTail || !w.validate().empty()) return l;
+  const runtime::SplitTailScheduler s = split_tail_scheduler(w);
+  const std::size_t warpgroups = std::max<u32>(w.block_m / 64, 1);
+  // Per consumer thread: its head_dim / 2 accumulators, then its two rows' max and sum.
+  l.slot_floats = warpgroups * 128 * (w.head_dim / 2 + 4);
+  l.slots = s.tail_tiles() == 0 ? 0 : s.piece_slots();
+  return l;
 }
 
 GridDim launch_grid(const Workload& w, const PlanArrays& plan) {
@@ -117,6 +137,19 @@ Status validate(const AttentionArgs& a) {
         "a ragged batch needs device row-offset arrays for Q and KV "
         "(B+1 prefix sums); one of them is null");
   if (!std::isfinite(a.softmax_scale)) return Status::error("softmax scale must be finite");
+  if (w.scheduler == SchedulerKind::SplitTail) {
+    if (w.block_n != kernel_block_n(w.head_dim))
+      return Status::error(fmt::format(
+          "split_tail splits tiles in the kernel's KV blocks: give BN (block_n) {} at head dim {}, "
+          "not {}",
+          kernel_block_n(w.head_dim), w.head_dim, w.block_n));
+    if (split_workspace_bytes(w) > 0 &&
+        (a.split_workspace == nullptr || !aligned_16(a.split_workspace)))
+      return Status::error(fmt::format(
+          "split_tail needs a 16-byte aligned device workspace of "
+          "split_workspace_bytes() = {} bytes (split_workspace is {})",
+          split_workspace_bytes(w), a.split_workspace == nullptr ? "null" : "misaligned"));
+  }
   if (takes_from_counter(w.scheduler) && a.queue_counter == nullptr)
     return Status::error(fmt::format(
         "the {} scheduler needs a device counter (queue_counter is null)", to_string(w.scheduler)));

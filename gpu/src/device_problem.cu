@@ -55,6 +55,7 @@ struct DeviceProblem::Buffers {
   thrust::device_vector<std::uint16_t> q, k, v, o;
   thrust::device_vector<float> lse;
   thrust::device_vector<u32> q_offsets, kv_offsets, counter;
+  thrust::device_vector<float> split;  // split_tail's workspace (empty otherwise)
   // The schedule plan's arrays (planned schedulers only; empty otherwise).
   thrust::device_vector<u32> order, list_offsets, list_tiles, sequence_tiles;
 };
@@ -97,6 +98,7 @@ Status DeviceProblem::create(const Workload& w, bool record_trace, const Schedul
             buffers_->q_offsets.assign(qo.begin(), qo.end());
             buffers_->kv_offsets.assign(ko.begin(), ko.end());
             buffers_->counter.resize(1);
+            buffers_->split.resize((split_workspace_bytes(w) + sizeof(float) - 1) / sizeof(float));
             buffers_->order.assign(plan.order.begin(), plan.order.end());
             buffers_->list_offsets.assign(plan.list_offsets.begin(), plan.list_offsets.end());
             buffers_->list_tiles.assign(plan.list_tiles.begin(), plan.list_tiles.end());
@@ -153,6 +155,8 @@ AttentionArgs DeviceProblem::args() const {
   a.q_row_offsets = thrust::raw_pointer_cast(buffers_->q_offsets.data());
   a.kv_row_offsets = thrust::raw_pointer_cast(buffers_->kv_offsets.data());
   a.queue_counter = thrust::raw_pointer_cast(buffers_->counter.data());
+  a.split_workspace =
+      buffers_->split.empty() ? nullptr : thrust::raw_pointer_cast(buffers_->split.data());
   a.plan =
       PlanArrays{plan_tiles_, device_data(buffers_->order), device_data(buffers_->list_offsets),
                  device_data(buffers_->list_tiles), device_data(buffers_->sequence_tiles)};

@@ -101,6 +101,7 @@ Status TraceRecorder::download(const Workload& w, Trace& out, const PlanArrays& 
     t.prompt_idx = e.prompt_idx;
     t.query_rows = e.query_rows;
     t.kv_blocks = e.kv_blocks;
+    t.kv_block_begin = e.kv_block_begin;
     t.start_us = static_cast<double>(e.start_ns - t0) * 1e-3;
     t.end_us = static_cast<double>(e.end_ns - t0) * 1e-3;
     t.sm_id = static_cast<std::int32_t>(e.sm_id);

@@ -8,11 +8,13 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <map>
 #include <numeric>
 #include <stdexcept>
 #include <thread>
 
 #include "tilesched/geometry.hpp"
+#include "tilesched/sim/cost_model.hpp"
 #include "tilesched/sim/describe.hpp"
 #include "tilesched/splitmix64.hpp"
 
@@ -131,8 +133,35 @@ void mask_block(Scores& S, const TilePiece& p, u32 q_len, u32 kv_len, u32 kv0, u
 
 // The blockwise online softmax of one tile (FlashAttention's forward recurrence) in fp32 against
 // its sequence's keys in BN-wide blocks; writes the piece's rows of O and LSE.
+// O = acc / l and LSE = m + log l for the piece's rows.
+template <class Acc, class Vec>
+void write_rows(const Layout& L, const TilePiece& p, const Acc& acc, const Vec& m, const Vec& l,
+                AttentionResult& out) {
+  RowsView O = L.o_rows(out.o.data(), p.first_row, p.rows, p.head);
+  for (u32 r = 0; r < p.rows; ++r) {
+    float* lse = &out.lse[(p.first_row + r) * L.hq + p.head];
+    if (l(r) > 0) {
+      O.row(r) = acc.row(r) / l(r);
+      *lse = m(r) + std::log(l(r));
+    } else {  // no key visible: nothing to average
+      O.row(r).setZero();
+      *lse = kNegInf;
+    }
+  }
+}
+
+// A piece's state once its blocks are done, for split tiles: the running max, sum and
+// unnormalised O of its rows.
+struct PartialState {
+  MatrixRM acc;
+  Eigen::VectorXf row_max, row_sum;
+};
+
+// KV blocks [block_begin, block_end) of the tile (all of them by default). With `partial` the
+// piece's running state is stored there instead of O and LSE.
 void attend_tile(const Workload& w, const Layout& L, const AttentionInputs& in, float scale,
-                 const TilePiece& p, AttentionResult& out, Workspace& ws) {
+                 const TilePiece& p, AttentionResult& out, Workspace& ws, u32 block_begin = 0,
+                 u32 block_end = kAllKvBlocks, PartialState* partial = nullptr) {
   const RowSpan kv = L.keys.sequence(p.prompt);
   const u32 q_len = w.q_lens[p.prompt];
   const u32 kv_head = p.head / L.group;
@@ -148,7 +177,11 @@ void attend_tile(const Workload& w, const Layout& L, const AttentionInputs& in, 
   m.setConstant(kNegInf);
   l.setZero();
 
-  for (u32 kv0 = 0; kv0 < key_end; kv0 += w.block_n) {
+  const std::uint64_t range_end = std::min<std::uint64_t>(
+      key_end, std::uint64_t(std::min(block_end, ceil_div(key_end, w.block_n))) * w.block_n);
+  for (std::uint64_t kv0_64 = std::uint64_t(block_begin) * w.block_n; kv0_64 < range_end;
+       kv0_64 += w.block_n) {
+    const u32 kv0 = static_cast<u32>(kv0_64);
     const u32 n = std::min(w.block_n, kv.length - kv0);
     const ConstRowsView K = L.kv_rows(in.k.data(), std::size_t(kv.start) + kv0, n, kv_head);
     const ConstRowsView V = L.kv_rows(in.v.data(), std::size_t(kv.start) + kv0, n, kv_head);
@@ -168,17 +201,13 @@ void attend_tile(const Workload& w, const Layout& L, const AttentionInputs& in, 
     m = new_max;
   }
 
-  RowsView O = L.o_rows(out.o.data(), p.first_row, p.rows, p.head);
-  for (u32 r = 0; r < p.rows; ++r) {
-    float* lse = &out.lse[(p.first_row + r) * L.hq + p.head];
-    if (l(r) > 0) {
-      O.row(r) = acc.row(r) / l(r);
-      *lse = m(r) + std::log(l(r));
-    } else {  // no key visible: nothing to average
-      O.row(r).setZero();
-      *lse = kNegInf;
-    }
+  if (partial != nullptr) {
+    partial->acc = acc;
+    partial->row_max = m;
+    partial->row_sum = l;
+    return;
   }
+  write_rows(L, p, acc, m, l, out);
 }
 
 void add_problem(std::vector<CoverageProblem>& ps, CoverageProblem::Kind kind, u32 row, u32 head,
@@ -264,6 +293,8 @@ bool count_writes(const Workload& w, const Layout& L, const Trace& trace,
     const std::size_t seq_end = std::size_t(seq.start) + seq.length;
     const std::size_t end = std::min<std::size_t>(first + e.query_rows, L.total_q);
     plan[i] = {first, static_cast<u32>(end > first ? end - first : 0)};
+    // The pieces of a split tile write its rows once, together: counted with the first piece.
+    if (e.kv_block_begin != 0) continue;
     const TileHeads heads = w.tile_heads(e.head_idx);
     for (u32 head = heads.first; head < heads.first + heads.count; ++head) {
       auto report = [&](CoverageProblem::Kind kind, std::size_t r) {
@@ -297,6 +328,74 @@ void report_gaps(const Workload& w, const Layout& L, AttentionResult& out) {
       }
 }
 
+// Which events are pieces of a tile (split_tail): they process part of its KV blocks.
+std::vector<bool> piece_events(const Workload& w, const Trace& trace) {
+  std::vector<bool> piece(trace.events.size(), false);
+  for (std::size_t i = 0; i < trace.events.size(); ++i) {
+    const TraceEvent& e = trace.events[i];
+    piece[i] = e.kv_block_begin != 0 || e.kv_blocks < whole_tile_cost(w, e).kv_blocks;
+  }
+  return piece;
+}
+
+// Combines each split tile's pieces in KV-block order (the max of the maxima, the sums and
+// accumulators rescaled to it) and writes its rows once. A tile whose pieces do not cover its
+// blocks exactly once (or disagree on the tile) is reported and left unwritten.
+void combine_pieces(const Workload& w, const Layout& L, const Trace& trace,
+                    const std::vector<TileWrite>& plan, const std::vector<bool>& piece,
+                    std::vector<std::vector<PartialState>>& partials, AttentionResult& out) {
+  std::map<u32, std::vector<std::size_t>> by_tile;
+  for (std::size_t i = 0; i < trace.events.size(); ++i)
+    if (piece[i]) by_tile[trace.events[i].linear_idx].push_back(i);
+  const u32 bm = w.tile_shape();
+  for (auto& [idx, events] : by_tile) {
+    std::sort(events.begin(), events.end(), [&](std::size_t a, std::size_t b) {
+      return trace.events[a].kv_block_begin < trace.events[b].kv_block_begin;
+    });
+    const TraceEvent& first = trace.events[events.front()];
+    const u32 whole = whole_tile_cost(w, first).kv_blocks;
+    std::uint64_t next = 0;
+    bool exact = true;
+    for (const std::size_t i : events) {
+      const TraceEvent& e = trace.events[i];
+      exact = exact && e.kv_block_begin == next && e.kv_blocks > 0 &&
+              e.prompt_idx == first.prompt_idx && e.head_idx == first.head_idx &&
+              e.prompt_offset == first.prompt_offset && plan[i].rows == plan[events[0]].rows &&
+              partials[i].size() == partials[events[0]].size();
+      next = std::uint64_t(e.kv_block_begin) + e.kv_blocks;
+    }
+    exact = exact && next == whole;
+    const TileWrite rows = plan[events.front()];
+    const TileHeads heads = w.tile_heads(first.head_idx);
+    if (!exact) {
+      for (u32 head = heads.first; head < heads.first + heads.count; ++head)
+        for (u32 r = 0; r < rows.rows; ++r)
+          add_problem(out.problems, CoverageProblem::Kind::SplitKv, u32(rows.first_row + r), head,
+                      first.prompt_idx, first.head_idx, first.prompt_offset, first.cta);
+      continue;
+    }
+    std::size_t part = 0;
+    for (u32 head = heads.first; head < heads.first + heads.count; ++head)
+      for (u32 done = 0; done < rows.rows; done += bm, ++part) {
+        const TilePiece p{rows.first_row + done, std::min(bm, rows.rows - done),
+                          first.prompt_offset + done, first.prompt_idx, head};
+        Eigen::VectorXf m = partials[events[0]][part].row_max;
+        for (const std::size_t i : events) m = m.cwiseMax(partials[i][part].row_max);
+        // Rows that saw no key in any piece keep max -inf; shift by 0 so exp() stays 0.
+        const Eigen::VectorXf shift = (m.array() == kNegInf).select(0.0f, m);
+        MatrixRM acc = MatrixRM::Zero(p.rows, L.d);
+        Eigen::VectorXf l = Eigen::VectorXf::Zero(p.rows);
+        for (const std::size_t i : events) {
+          const PartialState& s = partials[i][part];
+          const Eigen::VectorXf a = (s.row_max - shift).array().exp().matrix();
+          l += a.cwiseProduct(s.row_sum);
+          acc += a.asDiagonal() * s.acc;
+        }
+        write_rows(L, p, acc, m, l, out);
+      }
+  }
+}
+
 // Computes every planned tile in `order` on `threads` threads. A tile is computed in BM-row
 // pieces so the scratch space stays BM x BN even if a malformed event claims more rows.
 void attend_tiles(const Workload& w, const Layout& L, const AttentionInputs& in, float scale,
@@ -307,19 +406,29 @@ void attend_tiles(const Workload& w, const Layout& L, const AttentionInputs& in,
   std::atomic<std::size_t> tiles_done{0};
   const u32 bm = w.tile_shape();
   for (unsigned t = 0; t < threads; ++t) spaces.emplace_back(bm, w.block_n, L.d);
+  // A split tile's pieces keep their states here (one per head and BM rows), by event.
+  std::vector<std::vector<PartialState>> partials(trace.events.size());
+  const std::vector<bool> piece = piece_events(w, trace);
   parallel_for(order.size(), threads, [&](std::size_t k, unsigned id) {
     const std::size_t i = order[k];
     const TraceEvent& e = trace.events[i];
     const TileHeads heads = w.tile_heads(e.head_idx);
     for (u32 head = heads.first; head < heads.first + heads.count; ++head)
       for (u32 done = 0; done < plan[i].rows; done += bm) {
-        const TilePiece piece{plan[i].first_row + done, std::min(bm, plan[i].rows - done),
-                              e.prompt_offset + done, e.prompt_idx, head};
-        attend_tile(w, L, in, scale, piece, out, spaces[id]);
+        const TilePiece rows{plan[i].first_row + done, std::min(bm, plan[i].rows - done),
+                             e.prompt_offset + done, e.prompt_idx, head};
+        if (!piece[i]) {
+          attend_tile(w, L, in, scale, rows, out, spaces[id]);
+          continue;
+        }
+        partials[i].emplace_back();
+        attend_tile(w, L, in, scale, rows, out, spaces[id], e.kv_block_begin,
+                    e.kv_block_begin + e.kv_blocks, &partials[i].back());
       }
     const std::size_t done = ++tiles_done;
     if (progress) progress(done, order.size());
   });
+  combine_pieces(w, L, trace, plan, piece, partials, out);
 }
 
 }  // namespace
@@ -380,6 +489,11 @@ std::string CoverageProblem::message() const {
       return fmt::format(
           "write past the end: {} on CTA {} would write {}, past the end of the output (clamped)",
           tile, cta, where);
+    case Kind::SplitKv:
+      return fmt::format(
+          "split tile: the pieces of {} do not cover its KV blocks exactly once; {} left "
+          "unwritten",
+          tile, where);
   }
   return "?";
 }

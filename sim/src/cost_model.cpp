@@ -388,6 +388,12 @@ CostModel CostModel::load(const std::string& path) {
 }
 
 TileCost event_tile_cost(const Workload& w, const TraceEvent& e) {
+  const TileCost whole = whole_tile_cost(w, e);
+  if (e.kv_block_begin == 0 && e.kv_blocks >= whole.kv_blocks) return whole;
+  return piece_cost(whole, e.kv_block_begin, e.kv_block_begin + e.kv_blocks);
+}
+
+TileCost whole_tile_cost(const Workload& w, const TraceEvent& e) {
   const u32 seq_len = w.q_lens.at(e.prompt_idx);
   const u32 num_keys = w.key_len(e.prompt_idx);
   // A faithful-mode tile at or past its sequence's end is processed with rows whose positions lie

@@ -28,7 +28,9 @@ struct ReplayContext {
     e.prompt_idx = s.prompt_idx;
     e.query_rows = faithful_rows ? faithful_query_rows(s, w.tile_shape())
                                  : tile_rows(summary.query_layout(), s, w.tile_shape()).query_rows;
-    const TileCost c = event_tile_cost(w, e);
+    const TileCost whole = whole_tile_cost(w, e);
+    const TileCost c = s.is_piece() ? piece_cost(whole, s.kv_block_begin, s.kv_block_end) : whole;
+    if (s.is_piece()) e.kv_block_begin = std::min(s.kv_block_begin, whole.kv_blocks);
     e.kv_blocks = c.kv_blocks;
     p.solo_us = k.tile_time_us(c);
     return p;
@@ -137,6 +139,16 @@ std::uint64_t replayed_tile_count(const Workload& w) {
       }
     });
     return tiles;
+  }
+  // split_tail: the full waves' tiles and the tail's pieces.
+  if (w.scheduler == SchedulerKind::SplitTail) {
+    u32 counter_value = 0;
+    std::uint64_t events = 0;
+    with_scheduler(w, AtomicCounter{&counter_value}, [&](const auto& sched) {
+      using S = std::decay_t<decltype(sched)>;
+      if constexpr (std::is_same_v<S, runtime::SplitTailScheduler>) events = sched.work_items();
+    });
+    return events;
   }
   // Every other scheduler, and safe mode, skip the tiles past a sequence's end.
   return w.valid_tile_count();

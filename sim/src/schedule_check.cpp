@@ -13,8 +13,12 @@ namespace tilesched::sim {
 namespace {
 
 std::string tile_name(const TraceEvent& e) {
-  return fmt::format("{} [idx {}, {} rows, {} kv blocks] on CTA {} step {}", describe_tile(e),
-                     e.linear_idx, e.query_rows, e.kv_blocks, e.cta, e.step);
+  const std::string blocks = e.kv_block_begin == 0
+                                 ? fmt::format("{} kv blocks", e.kv_blocks)
+                                 : fmt::format("kv blocks {}..{}", e.kv_block_begin,
+                                               std::uint64_t(e.kv_block_begin) + e.kv_blocks - 1);
+  return fmt::format("{} [idx {}, {} rows, {}] on CTA {} step {}", describe_tile(e), e.linear_idx,
+                     e.query_rows, blocks, e.cta, e.step);
 }
 
 std::map<u32, std::vector<TraceEvent>> by_cta(const Trace& t) {
@@ -27,7 +31,7 @@ std::map<u32, std::vector<TraceEvent>> by_cta(const Trace& t) {
 bool same_work(const TraceEvent& a, const TraceEvent& b) {
   return a.linear_idx == b.linear_idx && a.prompt_offset == b.prompt_offset &&
          a.head_idx == b.head_idx && a.prompt_idx == b.prompt_idx && a.query_rows == b.query_rows &&
-         a.kv_blocks == b.kv_blocks;
+         a.kv_blocks == b.kv_blocks && a.kv_block_begin == b.kv_block_begin;
 }
 
 bool same_tile(const TraceEvent& a, const TraceEvent& b) {

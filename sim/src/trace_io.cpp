@@ -21,17 +21,20 @@ using nlohmann::json;
 namespace {
 
 json event_to_json(const TraceEvent& e) {
-  return json{{"cta", e.cta},
-              {"step", e.step},
-              {"linear_idx", e.linear_idx},
-              {"prompt_offset", e.prompt_offset},
-              {"head_idx", e.head_idx},
-              {"prompt_idx", e.prompt_idx},
-              {"query_rows", e.query_rows},
-              {"kv_blocks", e.kv_blocks},
-              {"start_us", e.start_us},
-              {"end_us", e.end_us},
-              {"sm_id", e.sm_id}};
+  json j{{"cta", e.cta},
+         {"step", e.step},
+         {"linear_idx", e.linear_idx},
+         {"prompt_offset", e.prompt_offset},
+         {"head_idx", e.head_idx},
+         {"prompt_idx", e.prompt_idx},
+         {"query_rows", e.query_rows},
+         {"kv_blocks", e.kv_blocks},
+         {"start_us", e.start_us},
+         {"end_us", e.end_us},
+         {"sm_id", e.sm_id}};
+  // Only pieces of a tile (split_tail) name their first block: whole tiles read as before.
+  if (e.kv_block_begin != 0) j["kv_block_begin"] = e.kv_block_begin;
+  return j;
 }
 
 json header_to_json(const Trace& t) {
@@ -49,7 +52,7 @@ TraceEvent event_from_json(const json& j, const std::string& prefix) {
   require_object(j, "field '" + prefix.substr(0, prefix.size() - 1) + "'");
   check_known_fields(j,
                      {"cta", "step", "linear_idx", "prompt_offset", "head_idx", "prompt_idx",
-                      "query_rows", "kv_blocks", "start_us", "end_us", "sm_id"},
+                      "query_rows", "kv_blocks", "kv_block_begin", "start_us", "end_us", "sm_id"},
                      prefix);
   TraceEvent e;
   e.cta = as_u32(require(j, "cta", prefix), prefix + "cta");
@@ -60,6 +63,8 @@ TraceEvent event_from_json(const json& j, const std::string& prefix) {
   e.prompt_idx = as_u32(require(j, "prompt_idx", prefix), prefix + "prompt_idx");
   e.query_rows = as_u32(require(j, "query_rows", prefix), prefix + "query_rows");
   e.kv_blocks = as_u32(require(j, "kv_blocks", prefix), prefix + "kv_blocks");
+  if (j.contains("kv_block_begin"))
+    e.kv_block_begin = as_u32(j["kv_block_begin"], prefix + "kv_block_begin");
   e.start_us = as_double(require(j, "start_us", prefix), prefix + "start_us");
   e.end_us = as_double(require(j, "end_us", prefix), prefix + "end_us");
   if (j.contains("sm_id")) e.sm_id = as_i32(j["sm_id"], prefix + "sm_id");
@@ -100,6 +105,13 @@ void check_event_values(const TraceEvent& e, const Trace& t, u32 work_tiles,
     fail(prefix + "kv_blocks",
          fmt::format("{} KV blocks are more than the {} that sequence {}'s keys fill (BN {})",
                      e.kv_blocks, key_blocks, e.prompt_idx, w.block_n));
+  if (e.kv_block_begin >= key_blocks || e.kv_block_begin + e.kv_blocks > key_blocks)
+    if (e.kv_block_begin != 0)
+      fail(prefix + "kv_block_begin",
+           fmt::format("blocks {}..{} lie past the {} KV blocks that sequence {}'s keys fill "
+                       "(BN {})",
+                       e.kv_block_begin, std::uint64_t(e.kv_block_begin) + e.kv_blocks, key_blocks,
+                       e.prompt_idx, w.block_n));
   for (const auto& [name, us] : {std::pair{"start_us", e.start_us}, {"end_us", e.end_us}}) {
     const std::string problem = trace_time_problem(us);
     if (!problem.empty()) fail(prefix + name, problem);

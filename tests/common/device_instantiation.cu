@@ -47,6 +47,8 @@ template __global__ void walk_kernel<runtime::LptQueuedScheduler, true, Schedule
     runtime::LptQueuedScheduler, TileSummary, u32*, u32);
 template __global__ void walk_kernel<runtime::LptQueuedScheduler, false, SchedulerSync::Producer>(
     runtime::LptQueuedScheduler, TileSummary, u32*, u32);
+template __global__ void walk_kernel<runtime::SplitTailScheduler, true, SchedulerSync::Producer>(
+    runtime::SplitTailScheduler, TileSummary, u32*, u32);
 template __global__ void walk_kernel<runtime::RaggedQueuedScheduler, true, SchedulerSync::All>(
     runtime::RaggedQueuedScheduler, TileSummary, u32*, u32);
 template __global__ void walk_kernel<runtime::RaggedQueuedScheduler, true, SchedulerSync::None>(

@@ -96,8 +96,9 @@ TEST_CASE("visible keys: all without a mask, bottom-right aligned diagonal with 
 namespace {
 // Every field in one line, so a failure shows them all.
 std::string show(const TileGeometry& g) {
-  return fmt::format("rows {}+{} of {}, keys {}+{}, {} kv blocks", g.rows.first_query_row,
-                     g.rows.query_rows, g.seq_len, g.kv_start, g.kv_len, g.kv_blocks);
+  return fmt::format("rows {}+{} of {}, keys {}+{}, {} kv blocks, processing {}..{}",
+                     g.rows.first_query_row, g.rows.query_rows, g.seq_len, g.kv_start, g.kv_len,
+                     g.kv_blocks, g.kv_block_begin, g.kv_block_end);
 }
 void check_geometry(const TileGeometry& g, const TileGeometry& want) {
   CHECK(show(g) == show(want));
@@ -115,14 +116,34 @@ TEST_CASE("tile geometry: query rows, the sequence's keys and the KV blocks, pad
                          Mask::Causal);
   };
   // Sequence 1's only tile sees every key: ceil(500 / 64) blocks.
-  check_geometry(ragged(0, 1), TileGeometry{{300, 10}, 10, 300, 500, 8});
+  check_geometry(ragged(0, 1), TileGeometry{{300, 10}, 10, 300, 500, 8, 0, 8});
   // Rows 128..255 of sequence 0 see keys < 256.
-  check_geometry(ragged(128, 0), TileGeometry{{128, 128}, 300, 0, 300, 4});
+  check_geometry(ragged(128, 0), TileGeometry{{128, 128}, 300, 0, 300, 4, 0, 4});
   // Padded: 2 x 200 query rows, 2 x 700 keys at b * 700, no mask.
   const TileSummary pad = TileSummary::make(2, 200, 128);
   check_geometry(tile_geometry(pad.query_layout(), RowLayout{nullptr, 700},
                                pad.seq_info(WorkInfo{128, 3, 1, true}), 128, 128, Mask::None),
-                 TileGeometry{{328, 72}, 200, 700, 700, 6});
+                 TileGeometry{{328, 72}, 200, 700, 700, 6, 0, 6});
+}
+
+TEST_CASE("a piece's geometry clamps its block range, and its cost counts its own masked blocks") {
+  const TileSummary pad = TileSummary::make(2, 200, 128);
+  SeqInfo s = pad.seq_info(WorkInfo{0, 0, 0, true});
+  s.kv_block_begin = 2;
+  s.kv_block_end = 9;  // past the tile's 6 blocks: clamped
+  const TileGeometry g =
+      tile_geometry(pad.query_layout(), RowLayout{nullptr, 700}, s, 128, 128, Mask::None);
+  CHECK(g.kv_blocks == 6);
+  CHECK(g.kv_block_begin == 2);
+  CHECK(g.kv_block_end == 6);
+  CHECK(g.piece_blocks() == 4);
+  // 700 keys in blocks of 128: the last of 6 is partial (masked).
+  const TileCost whole{6, 1};
+  CHECK(piece_cost(whole, 0, 3).kv_blocks == 3);
+  CHECK(piece_cost(whole, 0, 3).masked_blocks == 0);
+  CHECK(piece_cost(whole, 4, 6).masked_blocks == 1);
+  CHECK(piece_cost(whole, 5, 99).kv_blocks == 1);
+  CHECK(piece_cost(whole, 7, 9).kv_blocks == 0);
 }
 
 TEST_CASE("the transient scheduler's index is the inverse map's (linear_index)") {

@@ -4,11 +4,13 @@
 #include <doctest/doctest.h>
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <iterator>
 #include <random>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -134,6 +136,42 @@ TEST_CASE("every strategy and CTA count on a ragged causal batch") {
   }
 }
 
+// A split_tail problem (tiles of one cost) from any batch: its first lengths for every sequence,
+// no mask, the kernel's BN.
+Workload split_tail_of(Workload w) {
+  w.scheduler = SchedulerKind::SplitTail;
+  w.schedule = Schedule::Default;
+  w.flip_prompt_idx = false;
+  w.mask = Mask::None;
+  const u32 q = std::max<u32>(w.q_lens[0], 1), kv = std::max<u32>(w.key_len(0), 1);
+  w.q_lens.assign(w.q_lens.size(), q);
+  w.kv_lens.assign(w.q_lens.size(), kv);
+  w.block_n = gpu::kernel_block_n(w.head_dim);
+  return w;
+}
+
+TEST_CASE("split_tail: the tail's tiles split over every CTA, combined by the second kernel") {
+  int i = 0;
+  for (u32 d : {64u, 128u, 256u})
+    for (u32 ctas : {132u, 7u, 5u, 300u})  // 300: more CTAs than fit at once (waves)
+      for (const auto& [batch, q, kv] :
+           {std::tuple<u32, u32, u32>{2, 300, 300}, {3, 129, 700}, {1, 1000, 1000}}) {
+        Workload w;
+        w.padded = (i % 2) == 0;
+        w.q_lens.assign(batch, q);
+        w.kv_lens.assign(batch, kv);
+        w.num_kv_heads = 1 + (i % 2);
+        w.num_q_heads = w.num_kv_heads * ((i % 3) == 0 ? 4 : 1);
+        w.head_dim = d;
+        w = split_tail_of(w);
+        w.num_ctas = ctas;
+        w.schedule = (i % 4 == 1) ? Schedule::PromptRotate : Schedule::Default;
+        ++i;
+        REQUIRE_MESSAGE(w.validate().empty(), w.validate());
+        expect_ok(w, 4000 + i);
+      }
+}
+
 TEST_CASE("padded and ragged, GQA 1/4/8, d 64/128/256, causal and not") {
   int i = 0;
   for (bool padded : {true, false})
@@ -220,8 +258,10 @@ TEST_CASE("random problems") {
     const Strategy& s = kStrategies[pick(kStrategyCount)];
     const u32 ctas_choices[] = {132u, 1u, 7u, 1u + static_cast<u32>(pick(300))};
     w = apply(w, s, ctas_choices[pick(4)]);
+    if (pick(8) == 0) w = split_tail_of(w);  // one problem in eight: split_tail
     const std::vector<u32> block_ms = gpu::kernel_block_ms(w.head_dim);  // every tile height
     w.block_m = block_ms[pick(static_cast<int>(block_ms.size()))];
+    if (w.scheduler == SchedulerKind::SplitTail) w.block_n = gpu::kernel_block_n(w.head_dim);
     // The planned orders group heads into L2 sections: none, a few heads, or the default L2.
     const std::uint64_t l2_choices[] = {0, 64 * 1024, w.l2_bytes};
     w.l2_bytes = l2_choices[pick(3)];
@@ -280,6 +320,22 @@ std::vector<std::pair<ArgsEdit, const char*>> bad_argument_cases() {
        "decode workloads are not supported"},
       {[](gpu::AttentionArgs& a) { a.workload.scheduler = SchedulerKind::Planned; },
        "schedule plan"},
+      {[](gpu::AttentionArgs& a) { a.workload.scheduler = SchedulerKind::SplitTail; },
+       "split_tail needs mask none"},
+      {[](gpu::AttentionArgs& a) {
+         a.workload.scheduler = SchedulerKind::SplitTail;
+         a.workload.mask = Mask::None;
+         a.workload.q_lens = {200, 200};
+         a.workload.block_n = 64;
+       },
+       "give BN (block_n) 128 at head dim 64, not 64"},
+      {[](gpu::AttentionArgs& a) {
+         a.workload.scheduler = SchedulerKind::SplitTail;
+         a.workload.mask = Mask::None;
+         a.workload.q_lens = {200, 200};
+         a.split_workspace = nullptr;
+       },
+       "split_workspace_bytes()"},
       {[](gpu::AttentionArgs& a) {
          static const u32 order[1] = {0};  // never read: the launch is refused
          a.workload.scheduler = SchedulerKind::Lpt;
@@ -359,6 +415,16 @@ TEST_CASE("a counter scheduler's launch is graph-capturable and replays with a f
     w.num_ctas = 7;
     replay_captured_launch(w);
   }
+}
+
+TEST_CASE("a split_tail launch (two kernels) is graph-capturable and replays") {
+  Workload w = ragged_base();
+  w.q_lens = {300, 300};
+  w.kv_lens = {300, 300};
+  w = split_tail_of(w);
+  w.num_ctas = 7;
+  REQUIRE_MESSAGE(w.validate().empty(), w.validate());
+  replay_captured_launch(w);
 }
 
 TEST_CASE("paired timing of traced and plain launches (the benchmark's trace cost)") {

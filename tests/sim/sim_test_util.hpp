@@ -97,8 +97,8 @@ inline bool same_event(const TraceEvent& a, const TraceEvent& b) {
   return a.cta == b.cta && a.step == b.step && a.linear_idx == b.linear_idx &&
          a.prompt_offset == b.prompt_offset && a.head_idx == b.head_idx &&
          a.prompt_idx == b.prompt_idx && a.query_rows == b.query_rows &&
-         a.kv_blocks == b.kv_blocks && a.start_us == b.start_us && a.end_us == b.end_us &&
-         a.sm_id == b.sm_id;
+         a.kv_blocks == b.kv_blocks && a.kv_block_begin == b.kv_block_begin &&
+         a.start_us == b.start_us && a.end_us == b.end_us && a.sm_id == b.sm_id;
 }
 
 inline std::string show(const TraceEvent& e) {
@@ -160,6 +160,13 @@ void for_random_workloads(std::uint64_t seed, int count, SchedulerKind scheduler
   for (int iter = 0; iter < count; ++iter) {
     Workload w = random_workload(rng);
     w.scheduler = scheduler;
+    if (scheduler == SchedulerKind::SplitTail) {  // tiles of one cost: no mask, one length
+      w.mask = Mask::None;
+      const u32 q = std::max<u32>(w.q_lens[0], 1), kv = std::max(w.key_len(0), q);
+      w.q_lens.assign(w.q_lens.size(), q);
+      w.kv_lens.assign(w.q_lens.size(), kv);
+      REQUIRE_MESSAGE(w.validate().empty(), w.validate());
+    }
     CAPTURE(iter);
     check(w, iter);
   }

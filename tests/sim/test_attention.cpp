@@ -319,3 +319,34 @@ TEST_CASE("attention rejects inputs that do not match the workload") {
   CHECK(contains(invalid_argument_text([&] { sim::tiled_attention(w, in, t); }),
                  "trace event 0 names prompt 7"));
 }
+
+TEST_CASE("split_tail: the pieces of split tiles combine to the reference; a missing piece shows") {
+  // 3 x 70 rows, 4 heads, BM 32: 36 tiles over 5 CTAs, 7 full waves and one tile whose 5 KV
+  // blocks (100 keys, BN 24) go one to each CTA.
+  Workload w = small_workload({70, 70, 70}, 4, 2, Mask::None);
+  w.kv_lens = {100, 100, 100};
+  w.padded = true;
+  w.scheduler = SchedulerKind::SplitTail;
+  REQUIRE_MESSAGE(w.validate().empty(), w.validate());
+  const sim::AttentionInputs in = sim::make_inputs(w, 77);
+  const auto ref = sim::reference_attention(w, in);
+  const Trace t = sim::replay(w);
+  std::size_t pieces = 0;
+  for (const TraceEvent& e : t.events) pieces += e.kv_blocks < 5 ? 1 : 0;
+  CHECK(pieces >= 4);  // both tail tiles are cut
+  const auto tiled = sim::tiled_attention(w, in, t, 0.f, 2);
+  CHECK_MESSAGE(tiled.problems.empty(), all_problems(tiled));
+  for (std::uint32_t n : tiled.row_writes) CHECK(n == 1);
+  CHECK(sim::relative_error(tiled.o, ref.o) < 1e-5);
+  CHECK(sim::relative_error(tiled.lse, ref.lse) < 1e-5);
+
+  // Drop one piece of a split tile: the tile is reported and left unwritten, never half done.
+  Trace broken = t;
+  const auto piece = std::find_if(broken.events.begin(), broken.events.end(),
+                                  [](const TraceEvent& e) { return e.kv_block_begin > 0; });
+  REQUIRE(piece != broken.events.end());
+  broken.events.erase(piece);
+  const auto bad = sim::tiled_attention(w, in, broken, 0.f, 2);
+  CHECK(has_problem(bad, sim::CoverageProblem::Kind::SplitKv, "do not cover its KV blocks"));
+  CHECK(std::isnan(sim::relative_error(bad.o, ref.o)));
+}

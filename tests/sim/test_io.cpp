@@ -1,6 +1,7 @@
 // Files and JSON: atomic writes, workload and trace round trips, and one message per bad input.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cstdio>
 
 #include "sim_test_util.hpp"
@@ -168,7 +169,7 @@ TEST_CASE("workload JSON: each bad input has its own message naming the field") 
   CHECK(contains(m, "'scheduler'"));
   CHECK(contains(m,
                  "unknown name \"dynamic\" (accepted: tile, queued, transient, lpt, "
-                 "lpt_queued, planned, ragged_queued)"));
+                 "lpt_queued, planned, ragged_queued, split_tail)"));
   m = workload_error(with("mask", "sliding"));
   CHECK(contains(m, "'mask'"));
   CHECK(contains(m, "unknown name \"sliding\""));
@@ -275,6 +276,34 @@ TEST_CASE("trace JSON round-trips exactly, in memory and through a file") {
       REQUIRE_MESSAGE(same_event(back.events[i], t.events[i]), show(t.events[i]));
   }
   CHECK(sim::trace_to_json(sim::read_trace(path)) == sim::trace_to_json(t));
+}
+
+TEST_CASE(
+    "a split_tail trace round-trips its pieces; a piece past its sequence's blocks is refused") {
+  Workload w;
+  w.q_lens = {300, 300};
+  w.padded = true;
+  w.num_q_heads = w.num_kv_heads = 3;
+  w.mask = Mask::None;
+  w.num_ctas = 4;
+  w.scheduler = SchedulerKind::SplitTail;
+  REQUIRE_MESSAGE(w.validate().empty(), w.validate());
+  const Trace t = sim::replay(w);
+  const auto piece = std::find_if(t.events.begin(), t.events.end(),
+                                  [](const TraceEvent& e) { return e.kv_block_begin > 0; });
+  REQUIRE(piece != t.events.end());
+  const Trace back = sim::trace_from_json(sim::trace_to_json(t));
+  REQUIRE(back.events.size() == t.events.size());
+  for (std::size_t i = 0; i < t.events.size(); ++i)
+    CHECK_MESSAGE(same_event(back.events[i], t.events[i]), show(t.events[i]));
+  json j = sim::trace_to_json(t);
+  j["events"][std::size_t(piece - t.events.begin())]["kv_block_begin"] = 3;  // 3 blocks of 128
+  try {
+    sim::trace_from_json(j);
+    FAIL("a piece past its sequence's 3 KV blocks was accepted");
+  } catch (const std::exception& e) {
+    CHECK_MESSAGE(contains(e.what(), "kv_block_begin"), e.what());
+  }
 }
 
 TEST_CASE("trace JSON: each bad input has its own message") {

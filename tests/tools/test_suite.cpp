@@ -189,6 +189,27 @@ TEST_CASE("compact traces read back as the trace, times to the nanosecond") {
   const Trace back = cli::trace_from_columns(j);
   CHECK(back.events[3].kv_blocks == odd.events[3].kv_blocks);
   CHECK(back.events[1].sm_id == 77);
+  // split_tail's pieces keep their first KV blocks.
+  Workload split = small_suite()[0].workload;
+  split.scheduler = SchedulerKind::SplitTail;
+  split.mask = Mask::None;
+  split.q_lens.assign(split.q_lens.size(), 300);
+  split.kv_lens.clear();
+  split.num_ctas = 5;
+  REQUIRE_MESSAGE(split.validate().empty(), split.validate());
+  const Trace pieces = sim::replay(split);
+  const nlohmann::json pj = cli::trace_to_columns(pieces);
+  REQUIRE(pj.contains("tiles"));
+  CHECK(pj["tiles"].contains("kv_block_begin"));
+  const Trace pieces_back = cli::trace_from_columns(pj);
+  REQUIRE(pieces_back.events.size() == pieces.events.size());
+  std::size_t moved = 0;
+  for (std::size_t i = 0; i < pieces.events.size(); ++i) {
+    CHECK(pieces_back.events[i].kv_block_begin == pieces.events[i].kv_block_begin);
+    CHECK(pieces_back.events[i].kv_blocks == pieces.events[i].kv_blocks);
+    moved += pieces.events[i].kv_block_begin != 0 ? 1 : 0;
+  }
+  CHECK(moved > 0);
   // Damaged columns are refused with a message.
   nlohmann::json bad = j;
   bad["gap_ns"].erase(0);

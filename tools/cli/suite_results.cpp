@@ -68,13 +68,14 @@ TraceEvent derived_event(const Workload& w, const TileSummary& summary, u32 idx)
   const bool faithful = w.scheduler == SchedulerKind::Tile && w.ragged_mode == RaggedMode::Faithful;
   e.query_rows = faithful ? faithful_query_rows(s, w.block_m)
                           : tile_rows(summary.query_layout(), s, w.block_m).query_rows;
-  e.kv_blocks = sim::event_tile_cost(w, e).kv_blocks;
+  e.kv_blocks = sim::whole_tile_cost(w, e).kv_blocks;
   return e;
 }
 
 bool same_tile(const TraceEvent& a, const TraceEvent& b) {
   return a.prompt_offset == b.prompt_offset && a.head_idx == b.head_idx &&
-         a.prompt_idx == b.prompt_idx && a.query_rows == b.query_rows && a.kv_blocks == b.kv_blocks;
+         a.prompt_idx == b.prompt_idx && a.query_rows == b.query_rows &&
+         a.kv_blocks == b.kv_blocks && a.kv_block_begin == b.kv_block_begin;
 }
 
 // Whether every event's tile is what the index map gives (then its columns can be left out).
@@ -137,12 +138,18 @@ json trace_to_columns(const Trace& t) {
     json tiles = json::object();
     for (const char* name : {"prompt_offset", "head_idx", "prompt_idx", "query_rows", "kv_blocks"})
       tiles[name] = json::array();
+    bool pieces = false;  // split_tail's: their first blocks too
     for (const TraceEvent& e : t.events) {
       tiles["prompt_offset"].push_back(e.prompt_offset);
       tiles["head_idx"].push_back(e.head_idx);
       tiles["prompt_idx"].push_back(e.prompt_idx);
       tiles["query_rows"].push_back(e.query_rows);
       tiles["kv_blocks"].push_back(e.kv_blocks);
+      pieces = pieces || e.kv_block_begin != 0;
+    }
+    if (pieces) {
+      tiles["kv_block_begin"] = json::array();
+      for (const TraceEvent& e : t.events) tiles["kv_block_begin"].push_back(e.kv_block_begin);
     }
     j["tiles"] = std::move(tiles);
   }
@@ -193,6 +200,8 @@ Trace decode_columns(const json& j) {
         e.prompt_idx = (*tiles).at("prompt_idx").at(k).get<u32>();
         e.query_rows = (*tiles).at("query_rows").at(k).get<u32>();
         e.kv_blocks = (*tiles).at("kv_blocks").at(k).get<u32>();
+        if (tiles->contains("kv_block_begin"))
+          e.kv_block_begin = (*tiles).at("kv_block_begin").at(k).get<u32>();
       } else {
         if (linear >= summary.max_idx(t.workload.num_q_heads))
           throw std::invalid_argument(

@@ -16,6 +16,7 @@
 
 #include "tilesched/planned_schedulers.hpp"
 #include "tilesched/scheduler.hpp"
+#include "tilesched/split_tail.hpp"
 
 namespace tilesched::runtime {
 
@@ -31,6 +32,12 @@ class AnyScheduler {
       case SchedulerKind::LptQueued: return f(lpt_queued);
       case SchedulerKind::Planned: return f(planned);
       case SchedulerKind::RaggedQueued: return f(ragged_queued);
+#if !TS_DEVICE_PASS
+      // Host only: the GPU runs split_tail in a kernel of its own (gpu/src/sm90/fmha_launch.cuh).
+      // In the AnyScheduler kernel its walk made ptxas build the K/V loop's wgmma descriptors in
+      // ordinary registers (48 R2UR per block at d = 128), so the device switch leaves it out.
+      case SchedulerKind::SplitTail: return f(split_tail);
+#endif
       case SchedulerKind::Tile: break;
     }
     return f(tile);
@@ -45,6 +52,7 @@ class AnyScheduler {
   LptQueuedScheduler lpt_queued{};
   PlannedListScheduler planned{};
   RaggedQueuedScheduler ragged_queued{};
+  SplitTailScheduler split_tail{};
 
   constexpr AnyScheduler() = default;
   TS_HOST_DEVICE constexpr AnyScheduler(const TileScheduler& s)  // NOLINT: implicit by design
@@ -61,9 +69,13 @@ class AnyScheduler {
       : kind(SchedulerKind::Planned), planned(s) {}
   TS_HOST_DEVICE constexpr AnyScheduler(const RaggedQueuedScheduler& s)  // NOLINT
       : kind(SchedulerKind::RaggedQueued), ragged_queued(s) {}
+  TS_HOST_DEVICE constexpr AnyScheduler(const SplitTailScheduler& s)  // NOLINT
+      : kind(SchedulerKind::SplitTail), split_tail(s) {}
 
   // Whether a CTA can get more than one tile (the concrete schedulers' may_advance).
-  TS_HOST_DEVICE constexpr bool may_advance() const { return kind != SchedulerKind::Transient; }
+  TS_HOST_DEVICE constexpr bool may_advance() const {
+    return kind != SchedulerKind::Transient;
+  }
 
   // The counter's start value of a counter scheduler (queued, lpt_queued, ragged_queued); 0 for
   // the others, which have no counter.

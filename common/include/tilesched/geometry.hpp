@@ -93,13 +93,29 @@ TS_HOST_DEVICE constexpr TileCost tile_cost(u32 prompt_offset, u32 query_rows, u
   return TileCost{blocks, blocks - full};
 }
 
+// The cost of KV blocks [begin, end) of a tile whose whole cost is `c` (a split_tail piece): the
+// masked blocks are a tile's last ones.
+TS_HOST_DEVICE constexpr TileCost piece_cost(TileCost c, u32 begin, u32 end) {
+  end = min_u32(end, c.kv_blocks);
+  begin = min_u32(begin, end);
+  const u32 first_masked = c.kv_blocks - c.masked_blocks;
+  const u32 from = begin > first_masked ? begin : first_masked;
+  return TileCost{end - begin, end > from ? end - from : 0u};
+}
+
 // Everything the kernel needs to know about where a tile's data is.
 struct TileGeometry {
   TileRows rows;  // query rows the tile owns (safe ragged mode: never more)
   u32 seq_len;    // query rows of its sequence
   u32 kv_start;   // first key row of its sequence in K/V
   u32 kv_len;     // keys of its sequence
-  u32 kv_blocks;  // BN-wide KV blocks it processes
+  u32 kv_blocks;  // BN-wide KV blocks its rows see (the whole tile's)
+  // The blocks this work item processes, [kv_block_begin, kv_block_end) of those: all of them
+  // but for split_tail's pieces (SeqInfo).
+  u32 kv_block_begin;
+  u32 kv_block_end;
+
+  TS_HOST_DEVICE constexpr u32 piece_blocks() const { return kv_block_end - kv_block_begin; }
 };
 
 TS_HOST_DEVICE constexpr TileGeometry tile_geometry(const RowLayout& queries, const RowLayout& keys,
@@ -114,6 +130,8 @@ TS_HOST_DEVICE constexpr TileGeometry tile_geometry(const RowLayout& queries, co
   g.kv_blocks =
       tile_cost(s.prompt_offset, g.rows.query_rows, g.seq_len, g.kv_len, block_m, block_n, mask)
           .kv_blocks;
+  g.kv_block_end = min_u32(s.kv_block_end, g.kv_blocks);
+  g.kv_block_begin = min_u32(s.kv_block_begin, g.kv_block_end);
   return g;
 }
 

@@ -39,6 +39,7 @@ inline constexpr EnumName<SchedulerKind> kSchedulerKindNames[] = {
     {SchedulerKind::LptQueued, "lpt_queued"},
     {SchedulerKind::Planned, "planned"},
     {SchedulerKind::RaggedQueued, "ragged_queued"},
+    {SchedulerKind::SplitTail, "split_tail"},
 };
 inline constexpr EnumName<RaggedMode> kRaggedModeNames[] = {
     {RaggedMode::Safe, "safe"},

@@ -36,6 +36,9 @@ struct TileState {
   u32 idx = 0;
   u32* sidx = nullptr;
   u32 max_idx = 0;
+  // split_tail only: this CTA's next and end position in the tail's KV blocks.
+  u32 tail_pos = 0;
+  u32 tail_end = 0;
 
   TS_HOST_DEVICE constexpr bool is_valid(u32 i) const { return i < max_idx; }
   TS_HOST_DEVICE constexpr bool is_valid() const { return idx < max_idx; }

@@ -22,7 +22,12 @@ struct TraceEvent {
   double start_us = 0;  // predicted (sim) or %globaltimer relative to the kernel's start (GPU)
   double end_us = 0;
   std::int32_t sm_id = -1;  // GPU only
+  // The first processed KV block among the tile's: 0 for a whole tile; a split_tail piece
+  // processes blocks [kv_block_begin, kv_block_begin + kv_blocks) of its tile. (Last, where it
+  // fills the padding after sm_id: the event stays 56 bytes.)
+  u32 kv_block_begin = 0;
 };
+static_assert(sizeof(TraceEvent) <= 56, "a replay holds millions of events");
 
 struct Trace {
   static constexpr int kFormatVersion = 1;

@@ -34,6 +34,8 @@ enum class SchedulerKind : u32 {
   LptQueued = 4,     // persistent, dynamic: the queued counter over that order
   Planned = 5,       // persistent, static: host-planned per-CTA lists (greedy longest-first)
   RaggedQueued = 6,  // persistent, dynamic: a counter over the valid tiles only
+  SplitTail = 7,     // persistent, static: tile's stride for the full waves, then the last
+                     // partial wave's KV blocks split evenly over every CTA (split_tail.hpp)
 };
 
 // Whether a scheduler's CTAs take their tiles from a global counter: the order in which CTAs
@@ -61,15 +63,27 @@ struct WorkInfo {
   TS_HOST_DEVICE constexpr bool is_valid() const { return is_valid_tile; }
 };
 
+// kv_block_end of a SeqInfo that processes all of its tile's KV blocks.
+inline constexpr u32 kAllKvBlocks = 0xFFFFFFFFu;
+
 // A tile placed in its sequence. A tile is only worth processing when it starts inside it.
+// Every scheduler but split_tail hands out whole tiles: KV blocks [0, kAllKvBlocks), i.e. all
+// the blocks the tile's rows see (geometry.hpp clamps the range to them). split_tail's pieces
+// process [kv_block_begin, kv_block_end) of them, in BN-wide blocks.
 struct SeqInfo {
   u32 seq_len = 0;       // query rows of this sequence
   u32 start_of_seq = 0;  // first query row of the sequence in the packed (ragged) layout
   u32 prompt_offset = 0;
   u32 head_idx = 0;
   u32 prompt_idx = 0;
+  u32 kv_block_begin = 0;
+  u32 kv_block_end = kAllKvBlocks;
 
   TS_HOST_DEVICE constexpr bool is_valid() const { return seq_len > prompt_offset; }
+  // Whether this is a piece of a tile rather than the whole of it (only split_tail's).
+  TS_HOST_DEVICE constexpr bool is_piece() const {
+    return kv_block_begin != 0 || kv_block_end != kAllKvBlocks;
+  }
 };
 
 // A device-friendly optional (std::optional is not usable in device code).

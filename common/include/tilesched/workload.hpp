@@ -17,6 +17,7 @@
 #include "tilesched/names.hpp"
 #include "tilesched/planned_schedulers.hpp"
 #include "tilesched/scheduler.hpp"
+#include "tilesched/split_tail.hpp"
 #include "tilesched/validate.hpp"
 
 namespace tilesched {
@@ -172,6 +173,10 @@ struct Workload {
               "a decode workload has one new token per sequence, but sequence {} has {} query "
               "rows (give the cache lengths as kv_lens and 1 for every q_len)",
               b, q_lens[b]);
+    if (scheduler == SchedulerKind::SplitTail) {
+      const std::string problem = validate_split_tail();
+      if (!problem.empty()) return problem;
+    }
     const std::uint64_t q_rows = padded ? std::uint64_t(max_seq_len()) * batch_size() : q_total;
     const std::uint64_t kv_rows = padded ? std::uint64_t(max_key_len()) * batch_size() : kv_total;
     if (q_rows > kU32Limit || kv_rows > kU32Limit)
@@ -180,7 +185,30 @@ struct Workload {
         ScheduleProblem{batch_size(), max_seq_len(), tile_shape(), scheduled_heads(), num_ctas});
   }
 
+  // split_tail's KV blocks per tile (every tile has the same; validate() checks it).
+  u32 split_tail_tile_blocks() const { return ceil_div(key_len(0), block_n); }
+
  private:
+  // split_tail splits KV blocks evenly, which balances only tiles of one cost.
+  std::string validate_split_tail() const {
+    if (decoding) return "split_tail schedules prefill tiles; decoding is not supported";
+    if (mask != Mask::None)
+      return "split_tail needs mask none (every tile the same cost); for causal masks use lpt or "
+             "lpt_queued";
+    for (u32 b = 0; b < batch_size(); ++b)
+      if (q_lens[b] != q_lens[0] || key_len(b) != key_len(0))
+        return fmt::format(
+            "split_tail needs every sequence of one query length and one key length (every tile "
+            "the same cost), but sequence {} differs from sequence 0",
+            b);
+    if (q_lens[0] == 0 || key_len(0) == 0) return "split_tail needs non-empty sequences";
+    // Tail positions stay below P + W + C, P < C * nb.
+    const std::uint64_t nb = ceil_div(key_len(0), block_n);
+    if (std::uint64_t(num_ctas) * (nb + 2) > kU32Limit)
+      return fmt::format("split_tail: {} CTAs x {} KV blocks per tile do not fit in 32 bits",
+                         num_ctas, nb);
+    return {};
+  }
   u32 row_span(u32 b) const { return padded ? max_seq_len() : q_lens[b]; }
   template <class F>
   std::vector<u32> offsets_of(F span) const {
@@ -221,6 +249,9 @@ decltype(auto) with_scheduler(const Workload& w, const SchedulerInputs& in, F&& 
     case SchedulerKind::RaggedQueued:
       return f(runtime::RaggedQueuedScheduler(m, w.num_ctas, p.sequence_tiles, p.tile_count,
                                               in.counter));
+    case SchedulerKind::SplitTail:
+      return f(runtime::SplitTailScheduler(m, w.num_ctas, static_cast<u32>(w.valid_tile_count()),
+                                           w.split_tail_tile_blocks()));
     case SchedulerKind::Tile: break;
   }
   return f(runtime::TileScheduler(m, w.num_ctas, w.ragged_mode));

@@ -37,6 +37,7 @@
 
 #include "sm90/fmha_sync.cuh"
 #include "sm90/fmha_traits.cuh"
+#include "tilesched/any_scheduler.hpp"
 #include "tilesched/geometry.hpp"
 #include "tilesched/gpu/attention.hpp"
 #include "tilesched/scheduler.hpp"
@@ -66,6 +67,8 @@ struct FmhaParams {
   bool causal = false;
   TraceBuffer trace;
   u32 trace_block_n = 0;  // the workload's BN: a trace's kv_blocks use it (SPEC §7)
+  // split_tail: the pieces' slots (attention.hpp's SplitWorkspaceLayout)
+  float* split_partials = nullptr;
 };
 
 // Where a tile's rows and keys are (SPEC §7, common's geometry), the same for producer and
@@ -79,7 +82,30 @@ __device__ __forceinline__ TileGeometry tile_geometry(const Params& p, const Seq
 
 // Whether a tile has anything to compute; both roles decide it from the same SeqInfo.
 __device__ __forceinline__ bool has_work(const TileGeometry& g) {
-  return g.rows.query_rows > 0 && g.kv_blocks > 0;
+  return g.rows.query_rows > 0 && g.kv_blocks > 0;  // a piece is never empty (split_tail)
+}
+
+// Whether a kernel's scheduler hands out pieces of tiles (split_tail; the AnyScheduler kernel
+// never runs it: any_scheduler.hpp). The other kernels keep their code as it was without
+// pieces (the block range's bounds as constants: one instruction less per K/V block).
+template <class Params>
+inline constexpr bool kHandsOutPieces =
+    std::is_same_v<std::decay_t<decltype(Params::scheduler)>, runtime::SplitTailScheduler>;
+
+// The piece of a split tile a work item is (split_tail's; every other scheduler hands out whole
+// tiles: one piece).
+template <class Scheduler>
+__device__ __forceinline__ SplitPiece split_piece(const Scheduler&, u32, u32) {
+  return {};
+}
+__device__ __forceinline__ SplitPiece split_piece(const runtime::SplitTailScheduler& s, u32 idx,
+                                                  u32 kv_block_begin) {
+  return s.split_of(idx, kv_block_begin);
+}
+__device__ __forceinline__ SplitPiece split_piece(const runtime::AnyScheduler& s, u32 idx,
+                                                  u32 kv_block_begin) {
+  return s.kind == SchedulerKind::SplitTail ? s.split_tail.split_of(idx, kv_block_begin)
+                                            : SplitPiece{};
 }
 
 __device__ __forceinline__ std::uint64_t global_timer_ns() {
@@ -225,7 +251,8 @@ __device__ void run_producer(const Params& p, Storage& smem, Pipelines& pipes) {
     // With kStageOInV the previous tile's O lies in V stages until its stores have read it.
     const bool wait_o = Traits::kStageOInV && tiles_loaded > 0;
     auto load_v = [&](int block) {
-      if (wait_o && block == static_cast<int>(g.kv_blocks) - 1)
+      if (wait_o &&
+          block == static_cast<int>(kHandsOutPieces<Params> ? g.kv_block_end : g.kv_blocks) - 1)
         barrier_wait(smem.o_released, (tiles_loaded - 1) % 2, "O staged in V (producer)");
       producer_acquire(pipes.v, v_w, "V stage (producer)");
       copy(p.tma_v.with(*pipes.v.producer_get_barrier(v_w)), get<0>(v_parts)(_, block),
@@ -234,7 +261,9 @@ __device__ void run_producer(const Params& p, Storage& smem, Pipelines& pipes) {
     };
     // The consumers' order: QK^T(last), then for each j below it QK^T(j) with PV(j + 1), finally
     // PV(0). Loading K(j) before V(j + 1) keeps the next GEMM's operand first.
-    int block = static_cast<int>(g.kv_blocks) - 1;
+    // A split_tail piece loads its blocks [kv_block_begin, kv_block_end) alike.
+    const int begin = kHandsOutPieces<Params> ? static_cast<int>(g.kv_block_begin) : 0;
+    int block = static_cast<int>(kHandsOutPieces<Params> ? g.kv_block_end : g.kv_blocks) - 1;
     if (loads) {
       producer_acquire(pipes.q, q_w, "Q buffer (producer)");
       copy(p.tma_q.with(*pipes.q.producer_get_barrier(q_w)), tQg, tQs(_, q_w.index()));
@@ -243,11 +272,11 @@ __device__ void run_producer(const Params& p, Storage& smem, Pipelines& pipes) {
     }
     between();
     if (loads) {
-      for (; block > 0; --block) {
+      for (; block > begin; --block) {
         load_k(block - 1);
         load_v(block);
       }
-      load_v(0);
+      load_v(begin);
       ++tiles_loaded;
     }
   };
@@ -440,8 +469,13 @@ __device__ __forceinline__ void fill_event_head(const Params& p, DeviceTraceEven
   e.kv_blocks = tile_cost(work.prompt_offset, g.rows.query_rows, g.seq_len, g.kv_len,
                           Traits::kBlockM, p.trace_block_n, p.causal ? Mask::Causal : Mask::None)
                     .kv_blocks;
+  e.kv_block_begin = 0;
+  // A piece (split_tail, whose workload's BN is the kernel's: validate()) counts its own blocks.
+  if (kHandsOutPieces<Params> && work.is_piece()) {
+    e.kv_blocks = g.piece_blocks();
+    e.kv_block_begin = g.kv_block_begin;
+  }
   e.sm_id = sm_id();
-  e.reserved = 0;
 }
 
 // Trace recording is split between the roles so that the consumers, whose every stall delays
@@ -580,6 +614,39 @@ __device__ __forceinline__ void store_tile_outputs_tma(const Params& p, Element*
   }
 }
 
+// split_tail: where piece `rank` of a split tile keeps one warpgroup's state. Per consumer thread
+// its head_dim / 2 accumulators (unscaled O), then its two rows' max and its part of their sums;
+// as float4 columns of the warpgroup's 128 threads, so that the stores and loads coalesce.
+template <class Params>
+__device__ __forceinline__ float* piece_state(const Params& p, const SplitPiece& piece, u32 rank,
+                                              int warpgroup) {
+  using Traits = typename Params::Traits;
+  constexpr int kWarpgroupFloats = Traits::kWarpgroupThreads * (Traits::kHeadDim / 2 + 4);
+  return p.split_partials +
+         std::size_t(piece.first_slot + rank) * Traits::kConsumerWarpgroups * kWarpgroupFloats +
+         warpgroup * kWarpgroupFloats;
+}
+
+// A piece of a split tile at its end: its state into its slot. combine_split_tiles, launched
+// after the kernel, finishes the tile. (Combining in the kernel, by the tile's last piece to
+// finish or by a piece that waits for the others, made ptxas treat the tile loop as divergent
+// and build the K/V loop's wgmma descriptors in ordinary registers: +85 instructions per block
+// at d = 128.)
+template <class Params, class FragmentO>
+__device__ __forceinline__ void save_piece(const Params& p, const SplitPiece& piece, int warpgroup,
+                                           int thread, const FragmentO& o, const RowState& rs) {
+  constexpr int kThreads = Params::Traits::kWarpgroupThreads;
+  constexpr int kAcc = decltype(cute::size(o))::value;
+  static_assert(kAcc % 4 == 0 && kAcc == Params::Traits::kHeadDim / 2, "float4 columns");
+  float* const mine = piece_state(p, piece, piece.rank, warpgroup);
+  CUTE_UNROLL
+  for (int e = 0; e < kAcc; e += 4)
+    *reinterpret_cast<float4*>(mine + (e / 4) * kThreads * 4 + thread * 4) =
+        make_float4(o(e), o(e + 1), o(e + 2), o(e + 3));
+  *reinterpret_cast<float4*>(mine + kAcc * kThreads + thread * 4) =
+      make_float4(rs.max[0], rs.max[1], rs.sum[0], rs.sum[1]);
+}
+
 template <class Params, class Storage, class Pipelines>
 __device__ void run_consumer(const Params& p, Storage& smem, Pipelines& pipes) {
   using namespace cute;
@@ -654,6 +721,7 @@ __device__ void run_consumer(const Params& p, Storage& smem, Pipelines& pipes) {
   for (Optional<SeqInfo> work = receive_tile(true); work;) {
     Optional<SeqInfo> next{};
     bool received = false;
+    const u32 work_idx = st.idx;  // kPrefetchTile moves st to the next tile before the epilogue
     const TileGeometry g = tile_geometry(p, *work);
     trace.stamp_start();
 
@@ -715,7 +783,9 @@ __device__ void run_consumer(const Params& p, Storage& smem, Pipelines& pipes) {
       float alpha[2];
       clear(tOrO);
 
-      int block_idx = static_cast<int>(g.kv_blocks) - 1;
+      // The blocks [kv_block_begin, kv_block_end): all of the tile's but for split_tail's pieces.
+      const int block_begin = kHandsOutPieces<Params> ? static_cast<int>(g.kv_block_begin) : 0;
+      int block_idx = static_cast<int>(kHandsOutPieces<Params> ? g.kv_block_end : g.kv_blocks) - 1;
 
       // Block kv_blocks - 1: S only, once the tile's Q has arrived, in this warpgroup's turn.
       consumer_wait(pipes.q, q_r, "Q buffer (consumer)");
@@ -747,7 +817,7 @@ __device__ void run_consumer(const Params& p, Storage& smem, Pipelines& pipes) {
       warpgroup_wait<0>();
       pipes.k.consumer_release(k_r);
       ++k_r;
-      if (block_idx == 0) pipes.q.consumer_release(q_r);
+      if (block_idx == block_begin) pipes.q.consumer_release(q_r);
       {
         const u32 key0 = static_cast<u32>(block_idx) * kBlockN;
         if (needs_mask(block_idx)) mask_block(key0);
@@ -785,7 +855,7 @@ __device__ void run_consumer(const Params& p, Storage& smem, Pipelines& pipes) {
         warpgroup_wait<1>();  // S ready; PV may still run
         pipes.k.consumer_release(k_r);
         ++k_r;
-        if (block_idx == 0) pipes.q.consumer_release(q_r);
+        if (block_idx == block_begin) pipes.q.consumer_release(q_r);
         if constexpr (decltype(masked)::value) mask_block(static_cast<u32>(block_idx) * kBlockN);
         // Where the wait for the PV goes (kPvWait). ptxas moves the wait (WARPGROUP.DEPBAR) up to
         // the top of its basic block, right after the mask, unless something holds it: it keeps
@@ -806,9 +876,9 @@ __device__ void run_consumer(const Params& p, Storage& smem, Pipelines& pipes) {
           softmax_exp<Traits::kFmaExp2Eighths>(tSrS, rs, p.scale_log2, alpha, base);
         convert_to_p(tSrS, tOrP);
       };
-      for (--block_idx; block_idx >= 0 && needs_mask(block_idx); --block_idx)
+      for (--block_idx; block_idx >= block_begin && needs_mask(block_idx); --block_idx)
         kv_block(block_idx, std::true_type{});
-      for (; block_idx >= 0; --block_idx) kv_block(block_idx, std::false_type{});
+      for (; block_idx >= block_begin; --block_idx) kv_block(block_idx, std::false_type{});
 
       // Block 0's PV (no QK^T left to hide the rescale under: it runs before the turn).
       if constexpr (Traits::kRescaleUnderQK) rescale_o();
@@ -826,14 +896,27 @@ __device__ void run_consumer(const Params& p, Storage& smem, Pipelines& pipes) {
       ++v_r;
       ++q_r;
 
+      // split_tail: a piece of a split tile leaves its state in its slot, and the tile's last
+      // piece to get here combines them all and stores the tile; the others store no rows.
+      // split_tail: a piece of a split tile leaves its state for combine_split_tiles and stores
+      // no rows.
+      TileRows rows = g.rows;
+      if (kHandsOutPieces<Params> && work->is_piece()) {
+        const SplitPiece piece = split_piece(p.scheduler, work_idx, g.kv_block_begin);
+        if (piece.is_split()) {
+          save_piece(p, piece, warpgroup, thread, tOrO, rs);
+          rows.query_rows = 0;
+        }
+      }
+
       // Epilogue: O / rowsum as bf16 and LSE, then O's stores, with a TMA store when the
       // configuration has one and the warpgroup's 64 rows all belong to the tile, else from
       // registers.
       const int thread_row = warpgroup * kRows + warp * 16 + lane / 4;
       Tensor tOrOut = make_tensor_like<Element>(tOrO);
-      normalize_rows(p, tOrO, rs, g.rows, work->head_idx, thread_row, tOrOut);
+      normalize_rows(p, tOrO, rs, rows, work->head_idx, thread_row, tOrOut);
       if constexpr (Traits::kEpilogueTma) {
-        const bool full = g.rows.query_rows >= static_cast<u32>((warpgroup + 1) * kRows);
+        const bool full = rows.query_rows >= static_cast<u32>((warpgroup + 1) * kRows);
         if (full) {
           Element* staging;
           if constexpr (Traits::kStageOInV) {
@@ -853,9 +936,9 @@ __device__ void run_consumer(const Params& p, Storage& smem, Pipelines& pipes) {
           } else {
             staging = smem.o.data() + warpgroup * cosize(typename Traits::SmemLayoutO{});
           }
-          store_tile_outputs_tma(p, staging, tOrOut, g.rows, work->head_idx, warpgroup, thread);
+          store_tile_outputs_tma(p, staging, tOrOut, rows, work->head_idx, warpgroup, thread);
         } else {
-          store_tile_outputs(p, tOrOut, g.rows, work->head_idx, thread_row);
+          store_tile_outputs(p, tOrOut, rows, work->head_idx, thread_row);
         }
         if constexpr (Traits::kStageOInV) {
           // One arrive per warpgroup and tile with work; a staging one once its store has read.
@@ -866,7 +949,7 @@ __device__ void run_consumer(const Params& p, Storage& smem, Pipelines& pipes) {
           ++tiles_stored;
         }
       } else {
-        store_tile_outputs(p, tOrOut, g.rows, work->head_idx, thread_row);
+        store_tile_outputs(p, tOrOut, rows, work->head_idx, thread_row);
       }
     }
 
@@ -958,6 +1041,62 @@ __global__ void __launch_bounds__(FmhaTraits<Config>::kThreads, 1)
   (void)p;
   __trap();
 #endif
+}
+
+// split_tail's second kernel, launched after the attention kernel on the same stream: block
+// (t, w) finishes warpgroup w's rows of the tail's split tile t from its pieces' states, in
+// KV-block order (the running maxima's max; sums and unscaled O rescaled to it), then O / sum
+// and LSE as the attention kernel's epilogue writes them. 128 threads, each combining what the
+// same consumer thread held.
+template <class Params>
+__global__ void __launch_bounds__(128) combine_split_tiles(const __grid_constant__ Params p) {
+  using namespace cute;
+  using Traits = typename Params::Traits;
+  constexpr int D = Traits::kHeadDim;
+  constexpr int kRows = Traits::kWarpgroupRows;
+  constexpr int kThreads = Traits::kWarpgroupThreads;
+  const auto& sched = p.scheduler;
+  const u32 idx = sched.full_tiles + blockIdx.x;
+  const SplitPiece piece = sched.split_of(idx, 0);
+  if (!piece.is_split()) return;  // a tail tile in one CTA's range: stored by the kernel
+  const int warpgroup = static_cast<int>(blockIdx.y);
+  const int thread = static_cast<int>(threadIdx.x);
+  const SeqInfo tile = sched.unsafe_seq_info(p.summary, idx);
+  const TileGeometry g = tile_geometry(p, tile);
+
+  typename Traits::TiledMmaPV mma_pv;
+  Tensor o = partition_fragment_C(mma_pv, Shape<Int<kRows>, Int<D>>{});
+  constexpr int kAcc = decltype(size(o))::value;
+  RowState rs{{-INFINITY, -INFINITY}, {0.f, 0.f}};
+  for (u32 k = 0; k < piece.pieces; ++k) {
+    const float* const state = piece_state(p, piece, k, warpgroup);
+    const float4 ms = __ldcg(reinterpret_cast<const float4*>(state + kAcc * kThreads + thread * 4));
+    rs.max[0] = fmaxf(rs.max[0], ms.x);
+    rs.max[1] = fmaxf(rs.max[1], ms.y);
+  }
+  clear(o);
+  for (u32 k = 0; k < piece.pieces; ++k) {
+    const float* const state = piece_state(p, piece, k, warpgroup);
+    const float4 ms = __ldcg(reinterpret_cast<const float4*>(state + kAcc * kThreads + thread * 4));
+    // A row no piece saw a key of keeps max -inf and weight 0.
+    const float w[2] = {rs.max[0] == -INFINITY ? 0.f : fast_exp2(ms.x - rs.max[0]),
+                        rs.max[1] == -INFINITY ? 0.f : fast_exp2(ms.y - rs.max[1])};
+    rs.sum[0] += w[0] * ms.z;
+    rs.sum[1] += w[1] * ms.w;
+    CUTE_UNROLL
+    for (int e = 0; e < kAcc; e += 4) {
+      const float4 a =
+          __ldcg(reinterpret_cast<const float4*>(state + (e / 4) * kThreads * 4 + thread * 4));
+      o(e) += w[(e / 2) % 2] * a.x;
+      o(e + 1) += w[(e / 2) % 2] * a.y;
+      o(e + 2) += w[((e + 2) / 2) % 2] * a.z;
+      o(e + 3) += w[((e + 2) / 2) % 2] * a.w;
+    }
+  }
+  const int thread_row = warpgroup * kRows + (thread / 32) * 16 + (thread % 32) / 4;
+  Tensor out = make_tensor_like<Element>(o);
+  normalize_rows(p, o, rs, g.rows, tile.head_idx, thread_row, out);
+  store_tile_outputs(p, out, g.rows, tile.head_idx, thread_row);
 }
 
 }  // namespace tilesched::gpu::sm90

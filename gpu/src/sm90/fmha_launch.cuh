@@ -121,23 +121,35 @@ Status launch_with(const AttentionArgs& a, const Scheduler& scheduler, const Til
   p.causal = w.mask == Mask::Causal;
   p.trace = a.trace;
   p.trace_block_n = w.block_n;
+  p.split_partials = static_cast<float*>(a.split_workspace);
 
   auto* kernel = &fmha_kernel<Scheduler, Config>;
   if (Status s = allow_shared_memory<Config, Scheduler>(); !s) return s;
   const GridDim g = scheduler.grid_dim(summary);
   kernel<<<dim3(g.x, g.y, g.z), Traits::kThreads, Traits::kSharedBytes,
            static_cast<cudaStream_t>(a.stream)>>>(p);
-  return detail::cuda_status(cudaGetLastError(), "launching the attention kernel");
+  if (Status s = detail::cuda_status(cudaGetLastError(), "launching the attention kernel"); !s)
+    return s;
+  // split_tail: the tail's split tiles are finished by a second kernel (combine_split_tiles).
+  if constexpr (std::is_same_v<Scheduler, runtime::SplitTailScheduler>) {
+    if (scheduler.tail_tiles() > 0) {
+      combine_split_tiles<<<dim3(scheduler.tail_tiles(), Traits::kConsumerWarpgroups),
+                            Traits::kWarpgroupThreads, 0, static_cast<cudaStream_t>(a.stream)>>>(p);
+      return detail::cuda_status(cudaGetLastError(), "launching split_tail's combine kernel");
+    }
+  }
+  return Status::success();
 }
 
 // The kernel for the scheduler's kind: its own instantiation for the kinds `bench` runs (tile for
-// dense rows; queued and lpt_queued, the simulator's picks for causal ones), AnyScheduler's for
-// the rest. A kernel with AnyScheduler carries every kind's code in the path a tile runs once
-// between its K/V blocks (the whole kernel: about 7,100 SASS instructions at d = 128, one kind's
-// 4,400-4,800): at seq 512 causal, Nsight Compute showed our warps stalled for instruction fetch
-// four to five times as often as cuDNN's, and the specialised kernels were 0.2-2.2 % faster
-// (docs/gpu-performance.md, thirteenth session). The build took no measurable time more (the
-// front end, not ptxas, takes a translation unit's time).
+// dense rows; queued and lpt_queued, the simulator's picks for causal ones) and for split_tail
+// (which the AnyScheduler kernel leaves out), AnyScheduler's for the rest. A kernel with
+// AnyScheduler carries every kind's code in the path a tile runs once between its K/V blocks (the
+// whole kernel: about 7,100 SASS instructions at d = 128, one kind's 4,400-4,800): at seq 512
+// causal, Nsight Compute showed our warps stalled for instruction fetch four to five times as often
+// as cuDNN's, and the specialised kernels were 0.2-2.2 % faster (docs/gpu-performance.md,
+// thirteenth session). The build took no measurable time more (the front end, not ptxas, takes a
+// translation unit's time).
 // The queued and lpt_queued kernels (the causal rows' schedulers) also receive the next tile under
 // a tile's last PV (PrefetchTile) at every configuration: +1.4-2.4 % at d = 64 seq 512-1024
 // causal, +0.9-1.5 % at d = 256, within +-0.3 % from 8192 up; the tile kernel (dense rows) keeps
@@ -156,6 +168,8 @@ Status launch_config(const AttentionArgs& a, const runtime::AnyScheduler& schedu
       return launch_with<PrefetchingConfig<Config>>(a, scheduler.queued, summary);
     case SchedulerKind::LptQueued:
       return launch_with<PrefetchingConfig<Config>>(a, scheduler.lpt_queued, summary);
+    // Always its own: the AnyScheduler kernel's switch leaves split_tail out (any_scheduler.hpp).
+    case SchedulerKind::SplitTail: return launch_with<Config>(a, scheduler.split_tail, summary);
     default: return launch_with<Config>(a, scheduler, summary);
   }
 }

@@ -56,7 +56,7 @@ struct DeviceTraceEvent {
   u32 query_rows = 0;
   u32 kv_blocks = 0;
   u32 sm_id = 0;
-  u32 reserved = 0;
+  u32 kv_block_begin = 0;  // a split_tail piece's first KV block (0 for a whole tile)
   std::uint64_t start_ns = 0;
   std::uint64_t end_ns = 0;
 };
@@ -88,6 +88,10 @@ struct AttentionArgs {
   // workload's schedule plan (common/schedule_plan.hpp; sim::plan_schedule builds the one the
   // simulator replays). DeviceProblem uploads them.
   PlanArrays plan;
+  // split_tail only: split_workspace_bytes(workload) bytes of device memory, where the pieces of
+  // a split tile leave their partial results for the combine kernel that attention_forward
+  // launches after the attention kernel.
+  void* split_workspace = nullptr;
   TraceBuffer trace;       // optional
   void* stream = nullptr;  // cudaStream_t; null is the legacy default stream
 };
@@ -104,9 +108,22 @@ Status validate(const AttentionArgs& args);
 // bad arguments. Asynchronous: errors inside the kernel surface at the next synchronisation.
 Status attention_forward(const AttentionArgs& args);
 
-// Tiles the schedulers will process: sum over sequences of ceil(q_len / BM) * num_q_heads. The
-// capacity a TraceBuffer needs.
+// Tiles the schedulers will process: sum over sequences of ceil(q_len / BM) * num_q_heads; for
+// split_tail the full waves' tiles and the tail's pieces. The capacity a TraceBuffer needs.
 u32 processed_tile_count(const Workload& w);
+
+// The device memory split_tail needs (AttentionArgs::split_workspace): per piece slot the
+// partial state of BM rows in fp32, as the consumer threads hold it (each thread's unscaled O,
+// its two rows' max and its part of their sums). Nothing for the other schedulers.
+struct SplitWorkspaceLayout {
+  std::size_t slot_floats = 0;  // floats per piece slot
+  std::size_t slots = 0;
+  std::size_t bytes() const { return slots * slot_floats * sizeof(float); }
+};
+SplitWorkspaceLayout split_workspace_layout(const Workload& w);
+inline std::size_t split_workspace_bytes(const Workload& w) {
+  return split_workspace_layout(w).bytes();
+}
 
 // A persistent CTA count that fills the device: SMs x CTAs of this kernel resident per SM.
 Status resident_ctas(const Workload& w, u32& out);

@@ -49,6 +49,8 @@ struct CoverageProblem {
     Gap,              // no tile wrote these rows (the tile fields name the tile that owns them)
     OutsideSequence,  // a tile wrote rows of another sequence (faithful mode past the end)
     PastEnd,          // a tile would have written past the end of the output buffer (clamped)
+    SplitKv,          // a split tile's pieces do not cover its KV blocks exactly once (its rows
+                      // are left unwritten)
   };
   Kind kind = Kind::Gap;
   u32 row = 0;        // first query row (packed/padded row index)
@@ -70,7 +72,11 @@ struct AttentionResult {
 };
 
 // For every event of `trace` in its CTA's order: the blockwise online softmax over BN-wide KV
-// blocks in fp32 (running max and sum), writing the tile's rows of O and LSE. Output starts as NaN
+// blocks in fp32 (running max and sum), writing the tile's rows of O and LSE. The pieces of a
+// split tile (split_tail: events of one index, each over part of its KV blocks) each keep their
+// running max, sum and unnormalised O; once all are computed they are combined in KV-block order
+// and the tile's rows written once (a tile whose pieces miss or repeat a block is reported,
+// SplitKv, and left unwritten). Output starts as NaN
 // and every write is counted. A faithful-mode tile past its sequence writes query_rows rows from
 // its first row (over the next sequence; rows past the buffer are clamped and reported), so the
 // overwrite shows up in `problems` and as attention error. softmax_scale <= 0 means 1/sqrt(d).

@@ -158,8 +158,12 @@ u32 traces_block_n(const std::vector<Trace>& traces, const std::vector<std::stri
 
 // The KV-block counts of a trace event, recomputed from its workload (SPEC §7). A faithful-mode
 // tile at or past its sequence's end counts every key of its sequence, as upstream would process
-// them, whether it writes BM rows (past the end) or none (starting exactly at the end).
+// them, whether it writes BM rows (past the end) or none (starting exactly at the end). A piece of
+// a tile (split_tail) counts the blocks it processed.
 TileCost event_tile_cost(const Workload& w, const TraceEvent& e);
+// The whole tile's, whatever part of it the event processed (split_tail's pieces: their
+// kv_block_begin and kv_blocks say which blocks).
+TileCost whole_tile_cost(const Workload& w, const TraceEvent& e);
 
 // Result of fitting one head_dim.
 struct CostFit {
