@@ -50,6 +50,9 @@ struct BenchCommandOptions {
   // candidate at its own tile height). Dense points use the static stride: their tiles cost the
   // same.
   std::optional<SchedulerKind> causal_scheduler;
+  // The scheduler of the dense points: tile, or split_tail (their tiles cost the same; split_tail
+  // also splits the last partial wave's KV blocks over every CTA).
+  SchedulerKind dense_scheduler = SchedulerKind::Tile;
   // Tile height (BM) of every point; 0: per point, the one the simulator predicts fastest
   // (choose_block_m).
   u32 block_m = 0;

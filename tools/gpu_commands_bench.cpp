@@ -57,7 +57,7 @@ std::string today_utc() {
 // differ by up to seq/BN blocks, so a dynamic scheduler balances them: `causal_scheduler`, or if
 // unset the candidate the simulator predicts fastest (`note` then says the predictions).
 Workload grid_point(u32 d, u32 seq, bool causal, std::optional<SchedulerKind> causal_scheduler,
-                    u32 block_m, std::string& note) {
+                    SchedulerKind dense_scheduler, u32 block_m, std::string& note) {
   Workload w;
   w.padded = true;
   w.q_lens.assign(kTokens / seq, seq);
@@ -68,7 +68,9 @@ Workload grid_point(u32 d, u32 seq, bool causal, std::optional<SchedulerKind> ca
   // (gpu::kernel_block_n: 80 at d = 256). The built-in cost table counts blocks of 128 keys (its
   // block_n, the BN of every trace it was fitted on): the replay costs the grid in those.
   w.block_n = 128;
-  w.scheduler = causal ? causal_scheduler.value_or(SchedulerKind::Queued) : SchedulerKind::Tile;
+  w.scheduler = causal ? causal_scheduler.value_or(SchedulerKind::Queued) : dense_scheduler;
+  // split_tail splits tiles in the kernel's KV blocks, so it counts them in the kernel's BN.
+  if (w.scheduler == SchedulerKind::SplitTail) w.block_n = gpu::kernel_block_n(d);
   const sim::CostModel cost = sim::CostModel::builtin(w.cost_profile);
   // The tile height (given, or the simulator's pick for that scheduler) and the device's CTAs.
   const auto prepare = [&](Workload& x) {
@@ -194,8 +196,8 @@ int bench_gpu_command(const BenchCommandOptions& options) {
     for (u32 seq : seqs)
       for (bool causal : {false, true}) {
         std::string choice;
-        const Workload w =
-            grid_point(d, seq, causal, options.causal_scheduler, options.block_m, choice);
+        const Workload w = grid_point(d, seq, causal, options.causal_scheduler,
+                                      options.dense_scheduler, options.block_m, choice);
         nlohmann::json row = bench_point(w, options);
         if (!choice.empty()) {
           fmt::print("      scheduler: {}\n", choice);

@@ -110,6 +110,21 @@ void add_bench_command(CLI::App& app, Action& action) {
           ""))
       ->type_name("KIND")
       ->default_str("auto");
+  cmd->add_option_function<std::string>(
+         "--dense-scheduler",
+         [bench](const std::string& name) {
+           bench->dense_scheduler = *parse_enum<SchedulerKind>(name);
+         },
+         "Scheduler of the dense points: tile (the static stride) | split_tail (the last "
+         "partial wave's KV blocks split over every CTA)")
+      ->check(CLI::Validator(
+          [](std::string& text) -> std::string {
+            if (text == "tile" || text == "split_tail") return {};
+            return fmt::format("unknown value '{}' (expected one of: tile, split_tail)", text);
+          },
+          ""))
+      ->type_name("KIND")
+      ->default_str("tile");
   cmd->footer("Needs the GPU half (a build configured with a CUDA compiler) and a device.");
   cmd->callback([bench, &action] { action = [bench] { return run_bench(*bench); }; });
 }
