@@ -57,7 +57,8 @@ std::string today_utc() {
 // differ by up to seq/BN blocks, so a dynamic scheduler balances them: `causal_scheduler`, or if
 // unset the candidate the simulator predicts fastest (`note` then says the predictions).
 Workload grid_point(u32 d, u32 seq, bool causal, std::optional<SchedulerKind> causal_scheduler,
-                    SchedulerKind dense_scheduler, u32 block_m, std::string& note) {
+                    SchedulerKind dense_scheduler, bool dense_ctas_by_waves, u32 block_m,
+                    std::string& note) {
   Workload w;
   w.padded = true;
   w.q_lens.assign(kTokens / seq, seq);
@@ -84,6 +85,11 @@ Workload grid_point(u32 d, u32 seq, bool causal, std::optional<SchedulerKind> ca
   note.clear();
   if (!causal || causal_scheduler) {
     prepare(w);
+    if (!causal && dense_ctas_by_waves && w.scheduler == SchedulerKind::Tile) {
+      const std::uint64_t tiles = w.valid_tile_count();
+      const std::uint64_t waves = (tiles + w.num_ctas - 1) / w.num_ctas;
+      w.num_ctas = w.resident_ctas = static_cast<u32>((tiles + waves - 1) / waves);
+    }
     return w;
   }
   const viz::SchedulerChoice c =
@@ -196,8 +202,9 @@ int bench_gpu_command(const BenchCommandOptions& options) {
     for (u32 seq : seqs)
       for (bool causal : {false, true}) {
         std::string choice;
-        const Workload w = grid_point(d, seq, causal, options.causal_scheduler,
-                                      options.dense_scheduler, options.block_m, choice);
+        const Workload w =
+            grid_point(d, seq, causal, options.causal_scheduler, options.dense_scheduler,
+                       options.dense_ctas_by_waves, options.block_m, choice);
         nlohmann::json row = bench_point(w, options);
         if (!choice.empty()) {
           fmt::print("      scheduler: {}\n", choice);

@@ -125,6 +125,14 @@ void add_bench_command(CLI::App& app, Action& action) {
           ""))
       ->type_name("KIND")
       ->default_str("tile");
+  cmd->add_option_function<std::string>(
+         "--dense-ctas",
+         [bench](const std::string& how) { bench->dense_ctas_by_waves = how == "waves"; },
+         "CTAs of the dense points with tile: waves (the fewest that take as many waves as the "
+         "device's SMs x CTAs per SM: 128 instead of 132 for 2048 tiles) | device (all of them)")
+      ->check(CLI::IsMember({"waves", "device"}))
+      ->type_name("HOW")
+      ->default_str("waves");
   cmd->footer("Needs the GPU half (a build configured with a CUDA compiler) and a device.");
   cmd->callback([bench, &action] { action = [bench] { return run_bench(*bench); }; });
 }
