@@ -86,9 +86,8 @@ Workload grid_point(u32 d, u32 seq, bool causal, std::optional<SchedulerKind> ca
   if (!causal || causal_scheduler) {
     prepare(w);
     if (!causal && dense_ctas_by_waves && w.scheduler == SchedulerKind::Tile) {
-      const std::uint64_t tiles = w.valid_tile_count();
-      const std::uint64_t waves = (tiles + w.num_ctas - 1) / w.num_ctas;
-      w.num_ctas = w.resident_ctas = static_cast<u32>((tiles + waves - 1) / waves);
+      const u32 tiles = static_cast<u32>(w.valid_tile_count());  // validate(): fits 32 bits
+      w.num_ctas = w.resident_ctas = ceil_div(tiles, ceil_div(tiles, w.num_ctas));
     }
     return w;
   }

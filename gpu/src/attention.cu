@@ -60,12 +60,6 @@ __global__ void reset_counters(u32* counter, u32 counter_value, u32* trace_count
 
 }  // namespace
 
-// split_tail's scheduler, for the sizes of what it hands out (a valid split_tail workload).
-runtime::SplitTailScheduler split_tail_scheduler(const Workload& w) {
-  return runtime::SplitTailScheduler(
-      w.mapping(), w.num_ctas, static_cast<u32>(w.valid_tile_count()), w.split_tail_tile_blocks());
-}
-
 u32 processed_tile_count(const Workload& w) {
   const std::uint64_t n = w.scheduler == SchedulerKind::SplitTail && w.validate().empty()
                               ? split_tail_scheduler(w).work_items()

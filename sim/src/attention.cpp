@@ -131,8 +131,6 @@ void mask_block(Scores& S, const TilePiece& p, u32 q_len, u32 kv_len, u32 kv0, u
   }
 }
 
-// The blockwise online softmax of one tile (FlashAttention's forward recurrence) in fp32 against
-// its sequence's keys in BN-wide blocks; writes the piece's rows of O and LSE.
 // O = acc / l and LSE = m + log l for the piece's rows.
 template <class Acc, class Vec>
 void write_rows(const Layout& L, const TilePiece& p, const Acc& acc, const Vec& m, const Vec& l,
@@ -157,8 +155,10 @@ struct PartialState {
   Eigen::VectorXf row_max, row_sum;
 };
 
-// KV blocks [block_begin, block_end) of the tile (all of them by default). With `partial` the
-// piece's running state is stored there instead of O and LSE.
+// The blockwise online softmax of one tile (FlashAttention's forward recurrence) in fp32 against
+// its sequence's keys in BN-wide blocks; writes the piece's rows of O and LSE. Only KV blocks
+// [block_begin, block_end) of the tile (all of them by default); with `partial` the piece's
+// running state is stored there instead of O and LSE.
 void attend_tile(const Workload& w, const Layout& L, const AttentionInputs& in, float scale,
                  const TilePiece& p, AttentionResult& out, Workspace& ws, u32 block_begin = 0,
                  u32 block_end = kAllKvBlocks, PartialState* partial = nullptr) {
@@ -333,7 +333,7 @@ std::vector<bool> piece_events(const Workload& w, const Trace& trace) {
   std::vector<bool> piece(trace.events.size(), false);
   for (std::size_t i = 0; i < trace.events.size(); ++i) {
     const TraceEvent& e = trace.events[i];
-    piece[i] = e.kv_block_begin != 0 || e.kv_blocks < whole_tile_cost(w, e).kv_blocks;
+    piece[i] = processes_part(e, whole_tile_cost(w, e));
   }
   return piece;
 }

@@ -389,7 +389,7 @@ CostModel CostModel::load(const std::string& path) {
 
 TileCost event_tile_cost(const Workload& w, const TraceEvent& e) {
   const TileCost whole = whole_tile_cost(w, e);
-  if (e.kv_block_begin == 0 && e.kv_blocks >= whole.kv_blocks) return whole;
+  if (!processes_part(e, whole)) return whole;
   return piece_cost(whole, e.kv_block_begin, e.kv_block_begin + e.kv_blocks);
 }
 

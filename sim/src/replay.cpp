@@ -141,15 +141,7 @@ std::uint64_t replayed_tile_count(const Workload& w) {
     return tiles;
   }
   // split_tail: the full waves' tiles and the tail's pieces.
-  if (w.scheduler == SchedulerKind::SplitTail) {
-    u32 counter_value = 0;
-    std::uint64_t events = 0;
-    with_scheduler(w, AtomicCounter{&counter_value}, [&](const auto& sched) {
-      using S = std::decay_t<decltype(sched)>;
-      if constexpr (std::is_same_v<S, runtime::SplitTailScheduler>) events = sched.work_items();
-    });
-    return events;
-  }
+  if (w.scheduler == SchedulerKind::SplitTail) return split_tail_scheduler(w).work_items();
   // Every other scheduler, and safe mode, skip the tiles past a sequence's end.
   return w.valid_tile_count();
 }

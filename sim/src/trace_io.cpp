@@ -105,13 +105,13 @@ void check_event_values(const TraceEvent& e, const Trace& t, u32 work_tiles,
     fail(prefix + "kv_blocks",
          fmt::format("{} KV blocks are more than the {} that sequence {}'s keys fill (BN {})",
                      e.kv_blocks, key_blocks, e.prompt_idx, w.block_n));
-  if (e.kv_block_begin >= key_blocks || e.kv_block_begin + e.kv_blocks > key_blocks)
-    if (e.kv_block_begin != 0)
-      fail(prefix + "kv_block_begin",
-           fmt::format("blocks {}..{} lie past the {} KV blocks that sequence {}'s keys fill "
-                       "(BN {})",
-                       e.kv_block_begin, std::uint64_t(e.kv_block_begin) + e.kv_blocks, key_blocks,
-                       e.prompt_idx, w.block_n));
+  if (e.kv_block_begin != 0 && (e.kv_block_begin >= key_blocks ||
+                                std::uint64_t(e.kv_block_begin) + e.kv_blocks > key_blocks))
+    fail(prefix + "kv_block_begin",
+         fmt::format("blocks {}..{} lie past the {} KV blocks that sequence {}'s keys fill "
+                     "(BN {})",
+                     e.kv_block_begin, std::uint64_t(e.kv_block_begin) + e.kv_blocks, key_blocks,
+                     e.prompt_idx, w.block_n));
   for (const auto& [name, us] : {std::pair{"start_us", e.start_us}, {"end_us", e.end_us}}) {
     const std::string problem = trace_time_problem(us);
     if (!problem.empty()) fail(prefix + name, problem);

@@ -74,14 +74,12 @@ class SplitTailScheduler : public detail::MappedScheduler {
     return st;
   }
 
-  // Workspace slots a kernel needs for the pieces: below C + R.
-  TS_HOST_DEVICE constexpr u32 piece_slots() const {
-    return num_ctas + (range == 0 ? 0u : tail_blocks / tile_blocks.divisor());
-  }
-  // Tiles of the tail (R): the completion counters a kernel needs.
+  // Tiles of the tail (R).
   TS_HOST_DEVICE constexpr u32 tail_tiles() const {
     return range == 0 ? 0u : tail_blocks / tile_blocks.divisor();
   }
+  // Workspace slots a kernel needs for the pieces: every slot split_of gives is below C + R.
+  TS_HOST_DEVICE constexpr u32 piece_slots() const { return num_ctas + tail_tiles(); }
 
   // What the walk hands out in all: the full waves' tiles and the tail's pieces (a tile crossed
   // by k CTAs' ranges is k pieces). Host side: a loop over the tail's tiles.

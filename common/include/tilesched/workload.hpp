@@ -225,6 +225,12 @@ struct SchedulerInputs {
   PlanArrays plan{};
 };
 
+// split_tail's scheduler for a workload it accepts (validate()): the host's Arguments -> Params.
+inline runtime::SplitTailScheduler split_tail_scheduler(const Workload& w) {
+  return runtime::SplitTailScheduler(
+      w.mapping(), w.num_ctas, static_cast<u32>(w.valid_tile_count()), w.split_tail_tile_blocks());
+}
+
 // Call f with the runtime scheduler a workload names. One dispatch point for the simulator, the
 // GPU host code and the tool. Throws std::invalid_argument when the scheduler walks a schedule
 // plan and `in` has none.
@@ -249,9 +255,7 @@ decltype(auto) with_scheduler(const Workload& w, const SchedulerInputs& in, F&& 
     case SchedulerKind::RaggedQueued:
       return f(runtime::RaggedQueuedScheduler(m, w.num_ctas, p.sequence_tiles, p.tile_count,
                                               in.counter));
-    case SchedulerKind::SplitTail:
-      return f(runtime::SplitTailScheduler(m, w.num_ctas, static_cast<u32>(w.valid_tile_count()),
-                                           w.split_tail_tile_blocks()));
+    case SchedulerKind::SplitTail: return f(split_tail_scheduler(w));
     case SchedulerKind::Tile: break;
   }
   return f(runtime::TileScheduler(m, w.num_ctas, w.ragged_mode));

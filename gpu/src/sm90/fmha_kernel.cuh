@@ -92,22 +92,6 @@ template <class Params>
 inline constexpr bool kHandsOutPieces =
     std::is_same_v<std::decay_t<decltype(Params::scheduler)>, runtime::SplitTailScheduler>;
 
-// The piece of a split tile a work item is (split_tail's; every other scheduler hands out whole
-// tiles: one piece).
-template <class Scheduler>
-__device__ __forceinline__ SplitPiece split_piece(const Scheduler&, u32, u32) {
-  return {};
-}
-__device__ __forceinline__ SplitPiece split_piece(const runtime::SplitTailScheduler& s, u32 idx,
-                                                  u32 kv_block_begin) {
-  return s.split_of(idx, kv_block_begin);
-}
-__device__ __forceinline__ SplitPiece split_piece(const runtime::AnyScheduler& s, u32 idx,
-                                                  u32 kv_block_begin) {
-  return s.kind == SchedulerKind::SplitTail ? s.split_tail.split_of(idx, kv_block_begin)
-                                            : SplitPiece{};
-}
-
 __device__ __forceinline__ std::uint64_t global_timer_ns() {
   std::uint64_t t;
   asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
@@ -471,9 +455,11 @@ __device__ __forceinline__ void fill_event_head(const Params& p, DeviceTraceEven
                     .kv_blocks;
   e.kv_block_begin = 0;
   // A piece (split_tail, whose workload's BN is the kernel's: validate()) counts its own blocks.
-  if (kHandsOutPieces<Params> && work.is_piece()) {
-    e.kv_blocks = g.piece_blocks();
-    e.kv_block_begin = g.kv_block_begin;
+  if constexpr (kHandsOutPieces<Params>) {
+    if (work.is_piece()) {
+      e.kv_blocks = g.piece_blocks();
+      e.kv_block_begin = g.kv_block_begin;
+    }
   }
   e.sm_id = sm_id();
 }
@@ -721,7 +707,8 @@ __device__ void run_consumer(const Params& p, Storage& smem, Pipelines& pipes) {
   for (Optional<SeqInfo> work = receive_tile(true); work;) {
     Optional<SeqInfo> next{};
     bool received = false;
-    const u32 work_idx = st.idx;  // kPrefetchTile moves st to the next tile before the epilogue
+    // The tile's index: kPrefetchTile moves st to the next tile before the epilogue.
+    [[maybe_unused]] const u32 work_idx = st.idx;
     const TileGeometry g = tile_geometry(p, *work);
     trace.stamp_start();
 
@@ -896,16 +883,16 @@ __device__ void run_consumer(const Params& p, Storage& smem, Pipelines& pipes) {
       ++v_r;
       ++q_r;
 
-      // split_tail: a piece of a split tile leaves its state in its slot, and the tile's last
-      // piece to get here combines them all and stores the tile; the others store no rows.
       // split_tail: a piece of a split tile leaves its state for combine_split_tiles and stores
       // no rows.
       TileRows rows = g.rows;
-      if (kHandsOutPieces<Params> && work->is_piece()) {
-        const SplitPiece piece = split_piece(p.scheduler, work_idx, g.kv_block_begin);
-        if (piece.is_split()) {
-          save_piece(p, piece, warpgroup, thread, tOrO, rs);
-          rows.query_rows = 0;
+      if constexpr (kHandsOutPieces<Params>) {
+        if (work->is_piece()) {
+          const SplitPiece piece = p.scheduler.split_of(work_idx, g.kv_block_begin);
+          if (piece.is_split()) {
+            save_piece(p, piece, warpgroup, thread, tOrO, rs);
+            rows.query_rows = 0;
+          }
         }
       }
 

@@ -164,6 +164,10 @@ TileCost event_tile_cost(const Workload& w, const TraceEvent& e);
 // The whole tile's, whatever part of it the event processed (split_tail's pieces: their
 // kv_block_begin and kv_blocks say which blocks).
 TileCost whole_tile_cost(const Workload& w, const TraceEvent& e);
+// Whether an event processed only part of its tile's blocks (`whole`): a split_tail piece.
+inline bool processes_part(const TraceEvent& e, const TileCost& whole) {
+  return e.kv_block_begin != 0 || e.kv_blocks < whole.kv_blocks;
+}
 
 // Result of fitting one head_dim.
 struct CostFit {
