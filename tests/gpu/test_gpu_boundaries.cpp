@@ -66,6 +66,60 @@ TEST_CASE("keys past a sequence's end never enter its softmax (next sequence's K
       }
 }
 
+// A warpgroup whose rows see none of its tile's first K/V block past the block's first keys (a
+// causal diagonal or the key tail inside the block) may run that block narrow (NarrowFirst,
+// docs/gpu-kernel.md): its QK^T and softmax over those keys only. Lengths here put the last visible
+// key of a warpgroup's rows just below, at and just past the narrow edge (BN / 2 rounded up to 16
+// keys), with and without a causal diagonal shift; every key in the upper half of its block
+// carries V = 50, so a visible key dropped or an invisible one kept moves a row's O far past the
+// check's tolerance.
+TEST_CASE("a warpgroup's first K/V block: keys at the narrow edge count exactly when visible") {
+  for (u32 d : {64u, 128u, 256u})
+    for (const u32 bm : tilesched::gpu::kernel_block_ms(d))
+      for (Mask mask : {Mask::Causal, Mask::None}) {
+        const u32 bn = tilesched::gpu::kernel_block_n(d);
+        const u32 edge = (bn / 2 + 15) / 16 * 16;
+        Workload w;
+        w.head_dim = d;
+        w.block_m = bm;
+        w.block_n = bn;
+        w.num_q_heads = 2;
+        w.num_kv_heads = 1;
+        w.mask = mask;
+        w.scheduler = SchedulerKind::Tile;
+        w.num_ctas = 3;
+        if (mask == Mask::Causal) {
+          for (u32 len : {edge - 1, edge, edge + 1, bn + edge - 1, bn + edge, bn + edge + 1,
+                          bm + edge, 2 * bn + edge + 1}) {
+            w.q_lens.push_back(len);
+            w.kv_lens.push_back(len);
+          }
+          for (u32 shift : {edge - 1, edge, edge + 1}) {  // bottom-right: rows see `shift` more keys
+            w.q_lens.push_back(100);
+            w.kv_lens.push_back(100 + shift);
+          }
+        } else {
+          for (u32 kv : {bn + 1, bn + edge - 1, bn + edge, bn + edge + 1, 2 * bn + edge}) {
+            w.q_lens.push_back(70);
+            w.kv_lens.push_back(kv);
+          }
+        }
+        REQUIRE(w.validate().empty());
+        sim::AttentionInputs in = sim::make_inputs(w, 9000 + d + bm);
+        const std::vector<u32> kv_off = w.kv_row_offsets();
+        const std::size_t kv_row = std::size_t(w.num_kv_heads) * d;
+        for (std::size_t s = 0; s + 1 < kv_off.size(); ++s)
+          for (u32 key = 0; kv_off[s] + key < kv_off[s + 1]; ++key)
+            if (key % bn >= bn / 2)
+              for (std::size_t i = 0; i < kv_row; ++i) in.v[(kv_off[s] + key) * kv_row + i] = 50.f;
+        const auto r = tilesched::gpu_test::check_workload(w, in);
+        INFO(tilesched::gpu_test::describe(w));
+        for (const auto& f : r.failures) FAIL_CHECK(f);
+        CHECK(r.failures.empty());
+        CHECK(r.tiles > 0);
+      }
+}
+
 namespace {
 
 struct RowCounts {

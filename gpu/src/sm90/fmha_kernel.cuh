@@ -377,10 +377,10 @@ __device__ __forceinline__ void softmax_block(Fragment& s, RowState& rs, float s
 
 // P (bf16) as the A operand of O += P V. The accumulator of S and the register A operand of the
 // next wgmma order their elements alike (column pair, row + 8, column + 8 within each 16 keys),
-// so P is S converted element by element.
+// so P is S converted element by element. A narrow S (NarrowFirst) fills P's first elements.
 template <class FragmentS, class FragmentP>
 __device__ __forceinline__ void convert_to_p(const FragmentS& s, FragmentP& p) {
-  static_assert(cute::size(FragmentS{}) == cute::size(FragmentP{}), "P has S's elements");
+  static_assert(cute::size(FragmentS{}) <= cute::size(FragmentP{}), "P has S's elements");
   CUTE_UNROLL
   for (int e = 0; e < cute::size(s); e += 2) {
     const __nv_bfloat162 two = __floats2bfloat162_rn(s(e), s(e + 1));
@@ -672,6 +672,13 @@ __device__ void run_consumer(const Params& p, Storage& smem, Pipelines& pipes) {
   Tensor tOrP = make_tensor<Element>(partition_shape_A(mma_pv, Shape<Int<kRows>, Int<kBlockN>>{}));
   static_assert(size(decltype(tSrS){}) == kBlockN / 2 && size(decltype(tOrO){}) == D / 2,
                 "one warpgroup's 64 rows: N / 2 accumulators per thread");
+  // NarrowFirst's QK^T over a K stage's first kNarrowN keys. Its operands are the full GEMM's
+  // descriptors (a wgmma's N is its instruction's, not its operands'), its accumulator S's first
+  // kNarrowN columns, an owning fragment of their kNarrowN / 2 elements in S's order (element e
+  // covers column 8 (e / 4) + ...). Views of S's registers instead sent S to local memory.
+  constexpr int kNarrowN = Traits::kNarrowN;
+  typename Traits::TiledMmaQKNarrow mma_qk_narrow;
+  Tensor tSrS_narrow = partition_fragment_C(mma_qk_narrow, Shape<Int<kRows>, Int<kNarrowN>>{});
 
   typename PipelineTile::PipelineState tile_r;
   typename PipelineQ::PipelineState q_r;
@@ -753,14 +760,14 @@ __device__ void run_consumer(const Params& p, Storage& smem, Pipelines& pipes) {
         }
         __syncwarp();
       }
-      auto mask_block = [&](u32 key0) {
+      auto mask_block = [&](auto& scores, u32 key0) {
         if constexpr (Traits::kMaskFromShared) {
           const volatile u32* const values = mask_slot;  // read here, not hoisted into the loop
           const u32 row_limit = values[1] + static_cast<u32>(threadIdx.x % 32) / 4;
           const u32 limits[2] = {row_limit, row_limit + 8};
-          mask_scores(tSrS, key0, values[0], p.causal, limits);
+          mask_scores(scores, key0, values[0], p.causal, limits);
         } else {
-          mask_scores(tSrS, key0, g.kv_len, p.causal, key_limit);
+          mask_scores(scores, key0, g.kv_len, p.causal, key_limit);
         }
       };
       RowState rs{{-INFINITY, -INFINITY}, {0.f, 0.f}};
@@ -797,20 +804,44 @@ __device__ void run_consumer(const Params& p, Storage& smem, Pipelines& pipes) {
           return tSrQ(_, _, _, q_buffer);
         }
       };
+      // NarrowFirst: when the warpgroup's rows see none of this block's keys past its first
+      // kNarrowN (a causal diagonal or the key tail inside the block), its QK^T and softmax of
+      // the block run over those keys only, and P's other weights are 0. The PV stays whole
+      // (a PV of fewer k slices, or none, in one iteration made ptxas serialize the loops'
+      // wgmma: docs/gpu-performance.md). Only the first block can be narrow: the tile's rows
+      // reach at most BM - 64 <= BN keys further than the warpgroup's.
+      const u32 first_key0 = static_cast<u32>(block_idx) * kBlockN;
+      bool narrow = false;
+      // (Not for split_tail's pieces, whose kernel then kept S in local memory; its tiles have
+      // no mask but the key tail.)
+      if constexpr (Traits::kNarrowFirst && !kHandsOutPieces<Params>) {
+        const u32 end = p.causal ? min(g.kv_len, wg_row0 + diag_shift + kRows) : g.kv_len;
+        narrow = end <= first_key0 + kNarrowN;
+      }
       ping_pong.wait_turn();
       consumer_wait(pipes.k, k_r, "K stage (consumer)");
-      warpgroup_gemm(mma_qk, tSrQ(_, _, _, q_buffer), tSrK(_, _, _, k_r.index()), tSrS, false);
+      if (narrow)
+        warpgroup_gemm(mma_qk_narrow, tSrQ(_, _, _, q_buffer), tSrK(_, _, _, k_r.index()),
+                       tSrS_narrow, false);
+      else
+        warpgroup_gemm(mma_qk, tSrQ(_, _, _, q_buffer), tSrK(_, _, _, k_r.index()), tSrS, false);
       ping_pong.pass_turn();
       warpgroup_wait<0>();
       pipes.k.consumer_release(k_r);
       ++k_r;
       if (block_idx == block_begin) pipes.q.consumer_release(q_r);
-      {
-        const u32 key0 = static_cast<u32>(block_idx) * kBlockN;
-        if (needs_mask(block_idx)) mask_block(key0);
+      if (narrow) {
+        // Keys past kNarrowN lie past some row's last, so a narrow block needs the mask.
+        mask_block(tSrS_narrow, first_key0);
+        softmax_block<Traits::kFmaExp2Eighths>(tSrS_narrow, rs, p.scale_log2, alpha);
+        convert_to_p(tSrS_narrow, tOrP);
+        CUTE_UNROLL
+        for (int e = kNarrowN / 2; e < size(tOrP); ++e) tOrP(e) = Element(0.f);
+      } else {
+        if (needs_mask(block_idx)) mask_block(tSrS, first_key0);
+        softmax_block<Traits::kFmaExp2Eighths>(tSrS, rs, p.scale_log2, alpha);
+        convert_to_p(tSrS, tOrP);
       }
-      softmax_block<Traits::kFmaExp2Eighths>(tSrS, rs, p.scale_log2, alpha);
-      convert_to_p(tSrS, tOrP);
 
       // O's rescale by the last softmax's alpha, before the PV that accumulates its P.
       auto rescale_o = [&] {
@@ -843,7 +874,8 @@ __device__ void run_consumer(const Params& p, Storage& smem, Pipelines& pipes) {
         pipes.k.consumer_release(k_r);
         ++k_r;
         if (block_idx == block_begin) pipes.q.consumer_release(q_r);
-        if constexpr (decltype(masked)::value) mask_block(static_cast<u32>(block_idx) * kBlockN);
+        if constexpr (decltype(masked)::value)
+          mask_block(tSrS, static_cast<u32>(block_idx) * kBlockN);
         // Where the wait for the PV goes (kPvWait). ptxas moves the wait (WARPGROUP.DEPBAR) up to
         // the top of its basic block, right after the mask, unless something holds it: it keeps
         // a shared-memory store before the wait, so a store of a softmax result, on a condition

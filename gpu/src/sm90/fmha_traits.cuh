@@ -44,12 +44,14 @@ enum class PvWait { Unpinned, AfterMax };
 // (PingPong; off, each issues whenever it is ready), how many consumer warpgroups there are
 // (each owns 64 query rows, so the tile is 64 * ConsumerWarpgroups rows: the scheduler's BM), and
 // whether EpilogueTma stages O in the V ring's shared memory instead of buffers of its own
-// (store_tile_outputs_tma says how), and where the main loop waits for the PV (PvWait).
+// (store_tile_outputs_tma says how), where the main loop waits for the PV (PvWait), and whether
+// a warpgroup runs its tile's first (highest) K/V block narrow or not at all when its rows see
+// only the block's first keys or none of them (NarrowFirst, run_consumer).
 template <int D, int BN, int StagesKV, int StagesQ, bool SkipUnitRescale = false,
           bool RebuildQOperand = false, int FmaExp2Eighths = 0, bool RescaleUnderQK = false,
           int ConsumerRegisters = 232, bool PrefetchTile = false, bool EpilogueTma = false,
           bool PingPongTurns = true, int ConsumerWarpgroups = 2, bool StageOInV = false,
-          PvWait PvWaitAt = PvWait::AfterMax>
+          PvWait PvWaitAt = PvWait::AfterMax, bool NarrowFirst = false>
 struct KernelConfig {
   static constexpr int kHeadDim = D;
   static constexpr int kBlockN = BN;
@@ -66,6 +68,7 @@ struct KernelConfig {
   static constexpr int kConsumerWarpgroups = ConsumerWarpgroups;
   static constexpr bool kStageOInV = StageOInV;
   static constexpr PvWait kPvWait = PvWaitAt;
+  static constexpr bool kNarrowFirst = NarrowFirst;
   static_assert(ConsumerWarpgroups == 2 || ConsumerWarpgroups == 3, "two or three consumers");
   // Each consumer warpgroup stages its 64 x d rows of O in a V stage of its own (that they fit
   // in one is FmhaTraits's check).
@@ -99,12 +102,19 @@ struct KernelConfig {
 // +1-2 % over 232 at every point; at d = 64 (no spills at 232) 0-2 % slower. Without the GEMM
 // turns d = 64 ran 1-5 % slower, d = 128 and 256 dense up to 4-6 % slower, causal within -1..+2 %
 // (sixth session).
+// NarrowFirst (a warpgroup's first K/V block over its visible keys only: run_consumer) is d = 64
+// BM 128's, the kernel of d = 64's short causal rows: +3.6 % at seq 512 causal, +0.6 % at 1024.
+// At d = 128 it gained 1.0-1.5 % at seq 512-1024 causal but cost 0.5-0.8 % on long rows, dense
+// ones included where it never runs (ptxas placed the pinned PV wait above the exponentials);
+// at BM 192 and d = 256 the narrow accumulator pushed the consumers into local memory
+// (docs/gpu-performance.md, seventeenth session).
 template <int D, int BM>
 struct DefaultConfig;
 template <>
 struct DefaultConfig<64, 128> {
   using type = KernelConfig<64, 128, 3, 2, false, false, 0, false, 232, false,
-                            /*EpilogueTma=*/true>;
+                            /*EpilogueTma=*/true, true, 2, false, PvWait::AfterMax,
+                            /*NarrowFirst=*/true>;
 };
 // d = 64 also runs 192-row tiles: three consumer warpgroups, whose 160 registers each leave the
 // producer 32 (128 * 512 in all; 152 / 56 serializes the wgmma, ptxas C7512). +10-15 % over
@@ -115,12 +125,14 @@ template <>
 struct DefaultConfig<64, 192> {
   using type = KernelConfig<64, 128, 3, 2, false, false, 0, false, /*ConsumerRegisters=*/160, false,
                             /*EpilogueTma=*/true, /*PingPongTurns=*/true,
-                            /*ConsumerWarpgroups=*/3>;
+                            /*ConsumerWarpgroups=*/3, false, PvWait::AfterMax,
+                            /*NarrowFirst=*/false>;
 };
 template <>
 struct DefaultConfig<128, 128> {
   using type = KernelConfig<128, 128, 2, 2, false, false, 0, false, /*ConsumerRegisters=*/224,
-                            /*PrefetchTile=*/true, /*EpilogueTma=*/true>;
+                            /*PrefetchTile=*/true, /*EpilogueTma=*/true, true, 2, false,
+                            PvWait::AfterMax, /*NarrowFirst=*/false>;
 };
 // d = 256 has no shared memory left for O's staging buffers, so each consumer warpgroup stages
 // its O in a V stage the tile no longer reads (StageOInV): +10-12 % at seq 512, +4-9 % at
@@ -130,7 +142,8 @@ struct DefaultConfig<128, 128> {
 template <>
 struct DefaultConfig<256, 128> {
   using type = KernelConfig<256, 80, 2, 1, /*SkipUnitRescale=*/true, /*RebuildQOperand=*/true, 0,
-                            false, 232, false, /*EpilogueTma=*/true, true, 2, /*StageOInV=*/true>;
+                            false, 232, false, /*EpilogueTma=*/true, true, 2, /*StageOInV=*/true,
+                            PvWait::AfterMax, /*NarrowFirst=*/false>;
 };
 
 // The kernel's types and sizes for one configuration. It is the configuration (its switches are
@@ -192,6 +205,16 @@ struct FmhaTraits : Config {
       cute::GMMA::ss_op_selector<
           Element, Element, float,
           cute::Shape<cute::Int<kWarpgroupRows>, cute::Int<kBlockN>, cute::Int<D>>>()));
+  // NarrowFirst's GEMMs of a block whose first kNarrowN keys are all a warpgroup's rows see: S
+  // = Q K^T over those keys only (the first kNarrowN / 2 accumulators of S), and O += P V over
+  // the first kNarrowN / 16 k slices of P. A multiple of 16 (the PV's k slice) and of 8 (a
+  // wgmma N).
+  static constexpr int kNarrowN = (kBlockN / 2 + 15) / 16 * 16;
+  static_assert(kNarrowN < kBlockN && kNarrowN % 16 == 0, "a narrow block is a k-slice multiple");
+  using TiledMmaQKNarrow = decltype(cute::make_tiled_mma(
+      cute::GMMA::ss_op_selector<
+          Element, Element, float,
+          cute::Shape<cute::Int<kWarpgroupRows>, cute::Int<kNarrowN>, cute::Int<D>>>()));
   using TiledMmaPV = decltype(cute::make_tiled_mma(
       cute::GMMA::rs_op_selector<
           Element, Element, float,
