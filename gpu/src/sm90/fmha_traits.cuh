@@ -45,8 +45,8 @@ enum class PvWait { Unpinned, AfterMax };
 // (each owns 64 query rows, so the tile is 64 * ConsumerWarpgroups rows: the scheduler's BM), and
 // whether EpilogueTma stages O in the V ring's shared memory instead of buffers of its own
 // (store_tile_outputs_tma says how), where the main loop waits for the PV (PvWait), and whether
-// a warpgroup runs its tile's first (highest) K/V block narrow or not at all when its rows see
-// only the block's first keys or none of them (NarrowFirst, run_consumer).
+// a warpgroup runs its QK^T and softmax of its tile's first (highest) K/V block narrow when its
+// rows see none of the block's keys past the first kNarrowN (NarrowFirst, run_consumer).
 template <int D, int BN, int StagesKV, int StagesQ, bool SkipUnitRescale = false,
           bool RebuildQOperand = false, int FmaExp2Eighths = 0, bool RescaleUnderQK = false,
           int ConsumerRegisters = 232, bool PrefetchTile = false, bool EpilogueTma = false,
@@ -205,10 +205,9 @@ struct FmhaTraits : Config {
       cute::GMMA::ss_op_selector<
           Element, Element, float,
           cute::Shape<cute::Int<kWarpgroupRows>, cute::Int<kBlockN>, cute::Int<D>>>()));
-  // NarrowFirst's GEMMs of a block whose first kNarrowN keys are all a warpgroup's rows see: S
-  // = Q K^T over those keys only (the first kNarrowN / 2 accumulators of S), and O += P V over
-  // the first kNarrowN / 16 k slices of P. A multiple of 16 (the PV's k slice) and of 8 (a
-  // wgmma N).
+  // NarrowFirst's QK^T of a block of which a warpgroup's rows see no key past the first
+  // kNarrowN: S over those keys only (S's first kNarrowN / 2 accumulators); P's other weights are
+  // 0 and the PV stays whole. A multiple of 8 (a wgmma N) and of 16 (whole k slices of P).
   static constexpr int kNarrowN = (kBlockN / 2 + 15) / 16 * 16;
   static_assert(kNarrowN < kBlockN && kNarrowN % 16 == 0, "a narrow block is a k-slice multiple");
   using TiledMmaQKNarrow = decltype(cute::make_tiled_mma(
