@@ -20,15 +20,12 @@ namespace tilesched::gpu::sm90 {
 // measured: the default with one switch flipped. 1: the consumer warpgroups' GEMM turns
 // (PingPong) off; 2: the PV wait moved (Unpinned <-> AfterMax); 3: the default, or below.
 template <class Config, bool PingPongTurns, PvWait Wait>
-struct Rebind;
-template <int D, int BN, int StagesKV, int StagesQ, bool S, bool Rebuild, int Fma, bool R,
-          int Registers, bool P, bool E, bool T0, int W, bool OInV, PvWait Wait0, bool T,
-          PvWait Wait>
-struct Rebind<
-    KernelConfig<D, BN, StagesKV, StagesQ, S, Rebuild, Fma, R, Registers, P, E, T0, W, OInV, Wait0>,
-    T, Wait> {
-  using type = KernelConfig<D, BN, StagesKV, StagesQ, S, Rebuild, Fma, R, Registers, P, E, T, W,
-                            OInV, Wait>;
+struct Rebind {
+  // The kernel reads every switch as Config::kX, so a derived struct flips one.
+  struct type : Config {
+    static constexpr bool kPingPong = PingPongTurns;
+    static constexpr PvWait kPvWait = Wait;
+  };
 };
 // Variants 1 and 2 of a default C: each flips one of its switches.
 template <class C>
@@ -155,9 +152,15 @@ Status launch_with(const AttentionArgs& a, const Scheduler& scheduler, const Til
 // causal, +0.9-1.5 % at d = 256, within +-0.3 % from 8192 up; the tile kernel (dense rows) keeps
 // each configuration's own choice, which measured PrefetchTile 1-4 % slower on long dense rows at
 // d = 64 and 256 (docs/gpu-performance.md, fourteenth session).
+// The queued kind's kernel also runs NarrowFirst where the configuration asks for it
+// (kNarrowFirstQueued: d = 128, whose short causal rows the simulator gives to queued).
 template <class Config>
 struct PrefetchingConfig : Config {
   static constexpr bool kPrefetchTile = true;
+};
+template <class Config>
+struct QueuedConfig : PrefetchingConfig<Config> {
+  static constexpr bool kNarrowFirst = Config::kNarrowFirst || Config::kNarrowFirstQueued;
 };
 template <class Config>
 Status launch_config(const AttentionArgs& a, const runtime::AnyScheduler& scheduler,
@@ -165,7 +168,7 @@ Status launch_config(const AttentionArgs& a, const runtime::AnyScheduler& schedu
   switch (scheduler.kind) {
     case SchedulerKind::Tile: return launch_with<Config>(a, scheduler.tile, summary);
     case SchedulerKind::Queued:
-      return launch_with<PrefetchingConfig<Config>>(a, scheduler.queued, summary);
+      return launch_with<QueuedConfig<Config>>(a, scheduler.queued, summary);
     case SchedulerKind::LptQueued:
       return launch_with<PrefetchingConfig<Config>>(a, scheduler.lpt_queued, summary);
     // Always its own: the AnyScheduler kernel's switch leaves split_tail out (any_scheduler.hpp).

@@ -69,6 +69,9 @@ struct KernelConfig {
   static constexpr bool kStageOInV = StageOInV;
   static constexpr PvWait kPvWait = PvWaitAt;
   static constexpr bool kNarrowFirst = NarrowFirst;
+  // NarrowFirst in the queued kind's kernel only (launch_config, fmha_launch.cuh); a
+  // configuration that wants it there says so in a struct derived from this one.
+  static constexpr bool kNarrowFirstQueued = false;
   static_assert(ConsumerWarpgroups == 2 || ConsumerWarpgroups == 3, "two or three consumers");
   // Each consumer warpgroup stages its 64 x d rows of O in a V stage of its own (that they fit
   // in one is FmhaTraits's check).
@@ -130,9 +133,11 @@ struct DefaultConfig<64, 192> {
 };
 template <>
 struct DefaultConfig<128, 128> {
-  using type = KernelConfig<128, 128, 2, 2, false, false, 0, false, /*ConsumerRegisters=*/224,
-                            /*PrefetchTile=*/true, /*EpilogueTma=*/true, true, 2, false,
-                            PvWait::AfterMax, /*NarrowFirst=*/false>;
+  struct type : KernelConfig<128, 128, 2, 2, false, false, 0, false, /*ConsumerRegisters=*/224,
+                             /*PrefetchTile=*/true, /*EpilogueTma=*/true, true, 2, false,
+                             PvWait::AfterMax, /*NarrowFirst=*/false> {
+    static constexpr bool kNarrowFirstQueued = true;
+  };
 };
 // d = 256 has no shared memory left for O's staging buffers, so each consumer warpgroup stages
 // its O in a V stage the tile no longer reads (StageOInV): +10-12 % at seq 512, +4-9 % at
