@@ -94,14 +94,14 @@ constexpr const char* kShortestD256Causal = "h200_grid_d256_bm128_s512_causal";
 }  // namespace
 
 TEST_CASE("the built-in h200 table predicts the traces it was fitted to, measured on an H200") {
-  // tests/data/h200_sm90_s12 (2026-12-01, on the twelfth session's kernel: 64-bit descriptor
-  // adds, a mask-free K/V loop): record_cost_traces.sh's eight (device call 14 of that session)
-  // and padded grid points (32 / 16 / 8 heads at d = 64 / 128 / 256, batch x seq = 16384, seq
-  // 512, 1024 and 2048, causal and not, tile scheduler; d = 64 at BM 128 and 192 in call 14,
-  // d = 128 and 256 in the thirteenth session's call 2), which the table's entries were fitted to
-  // (d = 64 BM 192: the test below). Each replays within 3.5 % of its measured makespan but the
-  // shortest causal rows at d = 256 (seq 512: 8.4 % short, their one-to-four-block tiles).
-  const std::string s12 = std::string(TILESCHED_TEST_DATA_DIR) + "/h200_sm90_s12/";
+  // tests/data/h200_sm90_s18 (2026-12-01, eighteenth session, device call 1, the kernels that
+  // ship; these tile-scheduler runs do not run the queued kernel's NarrowFirst):
+  // record_cost_traces.sh's eight and padded grid points (32 / 16 / 8 heads at d = 64 / 128 /
+  // 256, batch x seq = 16384, seq 512, 1024 and 2048, causal and not, tile scheduler, d = 64 at
+  // BM 128 and 192), which the table's entries were fitted to (d = 64 BM 192: the test below).
+  // Each replays within 3 % of its measured makespan but the shortest causal rows at d = 256
+  // (seq 512: 4.0 % short, their one-to-four-block tiles).
+  const std::string s18 = std::string(TILESCHED_TEST_DATA_DIR) + "/h200_sm90_s18/";
   const std::string s6 = std::string(TILESCHED_TEST_DATA_DIR) + "/h200_sm90_s6/";
   const std::string s9 = std::string(TILESCHED_TEST_DATA_DIR) + "/h200_sm90_s9_d256/";
   const sim::CostModel h200 = sim::CostModel::builtin("h200");
@@ -109,7 +109,7 @@ TEST_CASE("the built-in h200 table predicts the traces it was fitted to, measure
   std::map<u32, std::vector<Trace>> fitted;  // by head dim, the BM 128 traces
   const auto check = [&](const std::string& name, double tolerance) {
     CAPTURE(name);
-    const Trace t = sim::read_trace(s12 + name + ".trace.json.gz");
+    const Trace t = sim::read_trace(s18 + name + ".trace.json.gz");
     REQUIRE(t.source == "gpu");
     REQUIRE(t.workload.block_m == 128);
     const double m = makespan(t);
@@ -120,7 +120,7 @@ TEST_CASE("the built-in h200 table predicts the traces it was fitted to, measure
   for (const char* d : {"64", "128", "256"})
     for (const char* mask : {"causal", "none"}) {
       const std::string name = std::string("h200_d") + d + "_" + mask;
-      const double m = check(name, 0.035);
+      const double m = check(name, 0.03);
       // The sixth session's kernel (d = 256: the ninth's) took longer on the same workload: the
       // descriptors in ordinary registers, the PV wait before the softmax; the table replays it
       // short.
@@ -131,7 +131,7 @@ TEST_CASE("the built-in h200 table predicts the traces it was fitted to, measure
       CHECK(makespan(sim::replay(before.workload, h200)) < makespan(before));
       for (const char* seq : {"512", "1024", "2048"}) {
         const std::string grid = std::string("h200_grid_d") + d + "_bm128_s" + seq + "_" + mask;
-        check(grid, grid == kShortestD256Causal ? 0.09 : 0.035);
+        check(grid, grid == kShortestD256Causal ? 0.05 : 0.03);
       }
     }
 
@@ -142,70 +142,87 @@ TEST_CASE("the built-in h200 table predicts the traces it was fitted to, measure
     REQUIRE(fitted[d].size() == 8);
     const sim::CostFit fit = sim::fit_cost(fitted[d], d);
     const sim::CostCoefficients& k = h200.coefficients(d);
-    CHECK(fit.handoff_us > 0.2);
+    CHECK(fit.handoff_us > 0.15);
     CHECK(std::abs(k.fixed_us - fit.coefficients.fixed_us) <= 6e-5);
     CHECK(std::abs(k.us_per_block - fit.coefficients.us_per_block) <= 6e-5);
     CHECK(std::abs(k.us_per_masked_block - fit.coefficients.us_per_masked_block) <= 6e-5);
   }
+  // On this kernel a masked block costs more than an unmasked one at d = 128 and 256 (the mask
+  // and the softmax of a block whose scores are partly -inf), and less at d = 64 BM 128, whose
+  // first warpgroup runs the diagonal block's QK^T and softmax narrow (NarrowFirst).
+  CHECK(h200.coefficients(128).us_per_masked_block > h200.coefficients(128).us_per_block);
+  CHECK(h200.coefficients(256).us_per_masked_block > h200.coefficients(256).us_per_block);
+  CHECK(h200.coefficients(64).us_per_masked_block < h200.coefficients(64).us_per_block);
 }
 
-TEST_CASE("the shipped kernels' recordings: the h200 table replays them as it does its own") {
-  // tests/data/h200_sm90_s13 (2026-12-01, thirteenth session, device call 8): the same 32
-  // recordings as h200_sm90_s12 (the built-in workload's eight, the 24 padded grid points), on the
-  // kernels that ship: the table's fit was made on the AnyScheduler instantiation, and these ran
-  // the tile scheduler's own one (docs/gpu-kernel.md), 0.3-2 % faster in A/B but within the
-  // run-to-run spread of one recording. Each replays within 4 % (d = 256 seq 512 causal: 7.5 %
-  // short, as in the fit).
-  const std::string dir = std::string(TILESCHED_TEST_DATA_DIR) + "/h200_sm90_s13/";
-  const auto path = [&](const std::string& name) { return dir + name + ".trace.json.gz"; };
-  for (const char* d : {"64", "128", "256", "64_bm192"})
-    for (const char* mask : {"causal", "none"})
-      check_replay_ratio(path(std::string("h200_d") + d + "_" + mask), 0.96, 1.04);
-  for (const char* grid : {"d64_bm128", "d64_bm192", "d128_bm128", "d256_bm128"})
-    for (const char* seq : {"512", "1024", "2048"})
-      for (const char* mask : {"causal", "none"}) {
-        const std::string name = std::string("h200_grid_") + grid + "_s" + seq + "_" + mask;
-        check_replay_ratio(path(name), name == kShortestD256Causal ? 0.91 : 0.96, 1.04);
-      }
+TEST_CASE("the kernels before: the h200 table replays their recordings within 3.5 % or short") {
+  // tests/data/h200_sm90_s12 and h200_sm90_s13 (2026-12-01): the same 32 workloads recorded on
+  // the twelfth session's kernel (the table before was fitted to them) and on the thirteenth
+  // session's kernels (its own instantiation per scheduler kind). The kernels since run short
+  // causal rows faster (a mask of one compare per score, 1 / rowsum by rcp, NarrowFirst at d = 64
+  // BM 128, d = 256's early hand-off): there the table replays those recordings 5-7 % short, the
+  // other short rows (seq 512-2048 at d = 64, seq 512 at d = 256) up to 5 % short, and every
+  // other recording within 3.5 %.
+  for (const char* session : {"h200_sm90_s12", "h200_sm90_s13"}) {
+    const std::string dir = std::string(TILESCHED_TEST_DATA_DIR) + "/" + session + "/";
+    const auto path = [&](const std::string& name) { return dir + name + ".trace.json.gz"; };
+    for (const char* d : {"64", "128", "256", "64_bm192"})
+      for (const char* mask : {"causal", "none"})
+        check_replay_ratio(path(std::string("h200_d") + d + "_" + mask), 0.965, 1.035);
+    for (const char* grid : {"d64_bm128", "d64_bm192", "d128_bm128", "d256_bm128"})
+      for (const char* seq : {"512", "1024", "2048"})
+        for (const char* mask : {"causal", "none"}) {
+          const std::string name = std::string("h200_grid_") + grid + "_s" + seq + "_" + mask;
+          const bool short_causal = std::string(mask) == "causal" &&
+                                    (name == kShortestD256Causal ||
+                                     (std::string(grid) == "d64_bm128" && std::string(seq) != "2048"));
+          if (short_causal)
+            check_replay_ratio(path(name), 0.92, 0.955);
+          else
+            check_replay_ratio(path(name), 0.945, 1.035);
+        }
+  }
 }
 
 TEST_CASE("earlier kernels' recordings: the h200 table replays them short") {
   // tests/data/h200_sm90_s11: the same recordings as h200_sm90_s12 (the built-in workload's
-  // eight, the padded d = 64 grid points at BM 128 and 192) on the eleventh session's kernel,
-  // which the table was fitted to before (CuTe's 32-bit descriptor adds, the mask tested at every
-  // block; docs/gpu-performance.md). That kernel was 1-4 % slower on long rows, and the table
-  // replays the built-in workload 1.3-5.1 % short; on the short d = 64 grid rows it was about as
-  // fast (seq 512 causal: 1.1 % faster), and they replay within 2 % either way.
+  // eight, the padded d = 64 grid points at BM 128 and 192) on the eleventh session's kernel
+  // (CuTe's 32-bit descriptor adds, the mask tested at every block; docs/gpu-performance.md).
+  // That kernel was 1-5 % slower on long rows: the table replays the built-in workload 0.4-4.9 %
+  // short. The short d = 64 grid rows replay 4 % short to 0.6 % long when dense and 3-8 % short
+  // when causal, where the kernels since gained most.
   const std::string s11 = std::string(TILESCHED_TEST_DATA_DIR) + "/h200_sm90_s11/";
   for (const char* d : {"64", "128", "256", "64_bm192"})
     for (const char* mask : {"causal", "none"})
       check_replay_ratio(s11 + "h200_d" + d + "_" + mask + ".trace.json.gz", 0.94, 1.0);
   for (const char* bm : {"128", "192"})
-    for (const char* seq : {"512", "1024", "2048"})
-      for (const char* mask : {"causal", "none"})
-        check_replay_ratio(
-            s11 + "h200_grid_d64_bm" + bm + "_s" + seq + "_" + mask + ".trace.json.gz", 0.98, 1.02);
+    for (const char* seq : {"512", "1024", "2048"}) {
+      check_replay_ratio(s11 + "h200_grid_d64_bm" + bm + "_s" + seq + "_none.trace.json.gz", 0.95,
+                         1.01);
+      check_replay_ratio(s11 + "h200_grid_d64_bm" + bm + "_s" + seq + "_causal.trace.json.gz",
+                         0.91, 0.975);
+    }
   // Padded grid points at d = 256 on the ninth session's kernel (its call G: 8 heads, batch x seq
   // = 16384, seq 512, 1024 and 2048, causal and not, tile scheduler), 6-11 % slower at these
-  // lengths than the eleventh session's: replayed 10-17 % short.
+  // lengths than the eleventh session's: replayed 10-15 % short.
   const std::string s9 = std::string(TILESCHED_TEST_DATA_DIR) + "/h200_sm90_s9_d256/";
   for (const char* seq : {"512", "1024", "2048"})
     for (const char* mask : {"causal", "none"}) {
       const std::string path = s9 + "h200_grid_d256_s" + seq + "_" + mask + ".trace.json.gz";
-      REQUIRE(check_replay_ratio(path, 0.82, 0.92).head_dim == 256);
+      REQUIRE(check_replay_ratio(path, 0.84, 0.91).head_dim == 256);
     }
 }
 
 TEST_CASE("the d = 64 kernel with 192-row tiles: its traces and the table's tile height") {
-  // tests/data/h200_sm90_s12: traces of the d = 64 kernels recorded on an H200 (2026-12-01,
-  // twelfth session, device call 14): at BM 192 (three consumer warpgroups) the built-in ragged
+  // tests/data/h200_sm90_s18: traces of the d = 64 kernels recorded on an H200 (2026-12-01,
+  // eighteenth session, device call 1): at BM 192 (three consumer warpgroups) the built-in ragged
   // workload, causal and not, and padded grid points (32 heads, batch x seq = 16384, seq 512,
   // 1024 and 2048, causal and not); at BM 128 the same grid points. The h200 table's
   // tile_heights.192 at d = 64 is the fit of the eight BM 192 traces, and replays each within
   // 3 %; replayed with the BM 128 coefficients the built-in workload comes out far short. The
   // table's own d = 64 entry (fitted on the BM 128 traces, the grid points among them) replays
   // the BM 128 grid points within 3 % too.
-  const std::string dir = std::string(TILESCHED_TEST_DATA_DIR) + "/h200_sm90_s12/";
+  const std::string dir = std::string(TILESCHED_TEST_DATA_DIR) + "/h200_sm90_s18/";
   std::vector<std::string> tall = {"h200_d64_bm192_causal", "h200_d64_bm192_none"};
   std::vector<std::string> short_rows;
   for (const char* seq : {"512", "1024", "2048"})
@@ -222,7 +239,7 @@ TEST_CASE("the d = 64 kernel with 192-row tiles: its traces and the table's tile
   }
   const sim::CostFit fit = sim::fit_cost(traces, 64);
   // Per K/V block a 192-row tile does 1.5 times a 128-row tile's work; the measured cost per
-  // block is 1.25 times the BM 128 entry's.
+  // block is 1.31 times the BM 128 entry's.
   const sim::CostModel builtin = sim::CostModel::builtin("h200");
   const double per_block_ratio =
       fit.coefficients.us_per_block / builtin.coefficients(64).us_per_block;
