@@ -94,7 +94,7 @@ constexpr const char* kShortestD256Causal = "h200_grid_d256_bm128_s512_causal";
 }  // namespace
 
 TEST_CASE("the built-in h200 table predicts the traces it was fitted to, measured on an H200") {
-  // tests/data/h200_sm90_s18 (2026-12-01, eighteenth session, device call 1, the kernels that
+  // tests/data/h200_sm90_s18 (2026-12-01, eighteenth session, device call 2, the kernels that
   // ship; these tile-scheduler runs do not run the queued kernel's NarrowFirst):
   // record_cost_traces.sh's eight and padded grid points (32 / 16 / 8 heads at d = 64 / 128 /
   // 256, batch x seq = 16384, seq 512, 1024 and 2048, causal and not, tile scheduler, d = 64 at
@@ -173,9 +173,10 @@ TEST_CASE("the kernels before: the h200 table replays their recordings within 3.
       for (const char* seq : {"512", "1024", "2048"})
         for (const char* mask : {"causal", "none"}) {
           const std::string name = std::string("h200_grid_") + grid + "_s" + seq + "_" + mask;
-          const bool short_causal = std::string(mask) == "causal" &&
-                                    (name == kShortestD256Causal ||
-                                     (std::string(grid) == "d64_bm128" && std::string(seq) != "2048"));
+          const bool short_causal =
+              std::string(mask) == "causal" &&
+              (name == kShortestD256Causal ||
+               (std::string(grid) == "d64_bm128" && std::string(seq) != "2048"));
           if (short_causal)
             check_replay_ratio(path(name), 0.92, 0.955);
           else
@@ -199,8 +200,8 @@ TEST_CASE("earlier kernels' recordings: the h200 table replays them short") {
     for (const char* seq : {"512", "1024", "2048"}) {
       check_replay_ratio(s11 + "h200_grid_d64_bm" + bm + "_s" + seq + "_none.trace.json.gz", 0.95,
                          1.01);
-      check_replay_ratio(s11 + "h200_grid_d64_bm" + bm + "_s" + seq + "_causal.trace.json.gz",
-                         0.91, 0.975);
+      check_replay_ratio(s11 + "h200_grid_d64_bm" + bm + "_s" + seq + "_causal.trace.json.gz", 0.91,
+                         0.975);
     }
   // Padded grid points at d = 256 on the ninth session's kernel (its call G: 8 heads, batch x seq
   // = 16384, seq 512, 1024 and 2048, causal and not, tile scheduler), 6-11 % slower at these
@@ -215,7 +216,7 @@ TEST_CASE("earlier kernels' recordings: the h200 table replays them short") {
 
 TEST_CASE("the d = 64 kernel with 192-row tiles: its traces and the table's tile height") {
   // tests/data/h200_sm90_s18: traces of the d = 64 kernels recorded on an H200 (2026-12-01,
-  // eighteenth session, device call 1): at BM 192 (three consumer warpgroups) the built-in ragged
+  // eighteenth session, device call 2): at BM 192 (three consumer warpgroups) the built-in ragged
   // workload, causal and not, and padded grid points (32 heads, batch x seq = 16384, seq 512,
   // 1024 and 2048, causal and not); at BM 128 the same grid points. The h200 table's
   // tile_heights.192 at d = 64 is the fit of the eight BM 192 traces, and replays each within

@@ -24,7 +24,7 @@ u32 resident_of(const sim::CostModel& cost, const Workload& w) {
 
 TEST_CASE("the simulator's tile height is the faster one the H200 measured on the suite's d = 64") {
   // tests/data/h200_sm90_s18_bm_suite.csv: the 15 d = 64 workloads of the prediction suite under
-  // tile and queued, measured at BM 128 and 192 (eighteenth session, device call 2, on the kernels
+  // tile and queued, measured at BM 128 and 192 (eighteenth session, device call 3, on the kernels
   // the h200 table was fitted to). The table's tile heights predict the faster BM on every one,
   // including those where the taller tile is slower (the static stride's aliasing of
   // constant_causal, short queries against long caches).
@@ -65,7 +65,7 @@ TEST_CASE("the simulator's tile height is the faster one the H200 measured on th
 }
 
 TEST_CASE("the simulator's tile height on the bench grid at d = 64") {
-  // tests/data/h200_sm90_s18_bm_grid.csv (eighteenth session, device call 2): the pick is the
+  // tests/data/h200_sm90_s18_bm_grid.csv (eighteenth session, device call 3): the pick is the
   // faster BM at every point, each point under the scheduler `bench` ran it with and on the CTAs
   // it launched at each height (dense points: the fewest that take as many waves, 128 or 132).
   // (A BM 192 fit on the built-in workload alone costed seq 512 dense 8 % short in the eighth

@@ -152,12 +152,14 @@ Status launch_with(const AttentionArgs& a, const Scheduler& scheduler, const Til
 // causal, +0.9-1.5 % at d = 256, within +-0.3 % from 8192 up; the tile kernel (dense rows) keeps
 // each configuration's own choice, which measured PrefetchTile 1-4 % slower on long dense rows at
 // d = 64 and 256 (docs/gpu-performance.md, fourteenth session).
-// The queued kind's kernel also runs NarrowFirst where the configuration asks for it
-// (kNarrowFirstQueued: d = 128, whose short causal rows the simulator gives to queued).
 template <class Config>
 struct PrefetchingConfig : Config {
   static constexpr bool kPrefetchTile = true;
 };
+// The queued kind's kernel also runs NarrowFirst where the configuration asks for it
+// (kNarrowFirstQueued): d = 128, whose short causal rows the simulator gives to queued, +2.0 /
+// +1.4 % at seq 512 / 1024 causal; in the tile and lpt_queued kernels (dense rows, long causal
+// ones) it cost 0.5-0.8 % (docs/gpu-performance.md, seventeenth and eighteenth sessions).
 template <class Config>
 struct QueuedConfig : PrefetchingConfig<Config> {
   static constexpr bool kNarrowFirst = Config::kNarrowFirst || Config::kNarrowFirstQueued;
