@@ -61,6 +61,10 @@ struct BenchCommandOptions {
   // Tile height (BM) of every point; 0: per point, the one the simulator predicts fastest
   // (choose_block_m).
   u32 block_m = 0;
+  // Whether a one-thread kernel sets a counter scheduler's counter before every launch (as for a
+  // caller that passes no queue_done), instead of only before the first: DeviceProblem's launches
+  // otherwise leave the counter at its start for the next (AttentionArgs::counter_ready).
+  bool reset_counter_every_launch = false;
 };
 
 // Both return the process exit code; a device or file failure is thrown as std::runtime_error.

@@ -104,6 +104,7 @@ Workload grid_point(u32 d, u32 seq, bool causal, std::optional<SchedulerKind> ca
 double median_ms(const Workload& w, const BenchCommandOptions& options) {
   gpu::DeviceProblem dev;
   require(dev.create(w, /*record_trace=*/false, sim::plan_schedule(w)));
+  dev.set_counter_reuse(!options.reset_counter_every_launch);
   require(dev.fill_random(w.q_lens.front() * 31 + w.head_dim));
   require(dev.synchronize());
   if (options.cooldown_ms > 0)
@@ -127,6 +128,7 @@ double median_ms(const Workload& w, const BenchCommandOptions& options) {
 double trace_overhead_pct(const Workload& w, const BenchCommandOptions& options) {
   gpu::DeviceProblem dev;
   require(dev.create(w, /*record_trace=*/true, sim::plan_schedule(w)));
+  dev.set_counter_reuse(!options.reset_counter_every_launch);
   require(dev.fill_random(w.q_lens.front() * 31 + w.head_dim));
   std::vector<float> plain, traced;
   require(dev.time_tracing_pairs(std::max(1, options.warmup), 1, plain, traced));  // warm-up

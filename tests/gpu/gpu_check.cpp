@@ -32,18 +32,17 @@ std::string describe(const Workload& w) {
                          strategy_name(w), w.num_ctas);
 }
 
-CheckOutcome check_workload(const Workload& w, std::uint64_t seed) {
-  return check_workload(w, sim::make_inputs(w, seed));
+CheckOutcome check_workload(const Workload& w, std::uint64_t seed, bool warm_up) {
+  return check_workload(w, sim::make_inputs(w, seed), warm_up);
 }
 
-CheckOutcome check_workload(const Workload& w, const sim::AttentionInputs& in) {
+CheckOutcome check_workload(const Workload& w, const sim::AttentionInputs& in, bool warm_up) {
   CheckOutcome r;
   const gpu::DeviceInputs bits{sim::to_bf16_bits(in.q), sim::to_bf16_bits(in.k),
                                sim::to_bf16_bits(in.v)};
   // The planned schedulers follow the plan the simulator replays (its built-in cost model).
   const sim::CostModel cost = sim::CostModel::builtin(w.cost_profile);
-  if (gpu::Status st =
-          gpu::run_recorded(w, bits, /*warm_up=*/false, r.run, sim::plan_schedule(w, cost));
+  if (gpu::Status st = gpu::run_recorded(w, bits, warm_up, r.run, sim::plan_schedule(w, cost));
       !st) {
     add_failures(w, {st.message}, r.failures);
     return r;

@@ -20,10 +20,13 @@ struct CheckOutcome {
 };
 
 // gpu::run_recorded on sim::make_inputs(w, seed), then: every element written (poison count),
-// sim::schedule_differences against sim::replay, and sim::check_outputs.
-CheckOutcome check_workload(const Workload& w, std::uint64_t seed);
+// sim::schedule_differences against sim::replay, and sim::check_outputs. With `warm_up` the
+// checked launch is the second on its buffers: a counter scheduler's then runs on the counter the
+// first left at its start, with no reset kernel (AttentionArgs::counter_ready).
+CheckOutcome check_workload(const Workload& w, std::uint64_t seed, bool warm_up = false);
 // The same check on given inputs (bf16-rounded values in the layouts of sim::AttentionInputs).
-CheckOutcome check_workload(const Workload& w, const sim::AttentionInputs& inputs);
+CheckOutcome check_workload(const Workload& w, const sim::AttentionInputs& inputs,
+                            bool warm_up = false);
 
 // One line describing a workload (for failure messages and logs).
 std::string describe(const Workload& w);

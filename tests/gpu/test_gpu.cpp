@@ -15,8 +15,10 @@
 #include <vector>
 
 #include "gpu_check.hpp"
+#include "tilesched/any_scheduler.hpp"
 #include "tilesched/gpu/device_problem.hpp"
 #include "tilesched/sim/replay.hpp"
+#include "tilesched/sim/schedule_check.hpp"
 
 using namespace tilesched;
 using gpu_test::check_workload;
@@ -269,8 +271,12 @@ TEST_CASE("random problems") {
       --i;  // e.g. every sequence empty: draw again
       continue;
     }
-    const auto r = check_workload(w, seed + i);
-    INFO("random problem ", i, " of seed ", seed, ": ", describe(w));
+    // Every other problem is checked on its second launch: a counter scheduler's then takes its
+    // tiles from the counter the first launch left at its start (no reset kernel).
+    const bool second_launch = i % 2 == 1;
+    const auto r = check_workload(w, seed + i, second_launch);
+    INFO("random problem ", i, " of seed ", seed, (second_launch ? " (second launch)" : ""), ": ",
+         describe(w));
     for (const auto& f : r.failures) FAIL_CHECK(f);
     CHECK(r.failures.empty());
   }
@@ -298,6 +304,17 @@ std::vector<std::pair<ArgsEdit, const char*>> bad_argument_cases() {
          a.queue_counter = nullptr;
        },
        "counter"},
+      {[](gpu::AttentionArgs& a) {
+         a.workload.scheduler = SchedulerKind::Queued;
+         a.queue_done = nullptr;
+         a.counter_ready = true;
+       },
+       "counter_ready needs queue_done"},
+      {[](gpu::AttentionArgs& a) {
+         a.workload.scheduler = SchedulerKind::Queued;
+         a.queue_done = a.queue_counter;
+       },
+       "queue_done must be a u32 of its own"},
       {[](gpu::AttentionArgs& a) { a.workload.ragged_mode = RaggedMode::Faithful; }, "faithful"},
       {[](gpu::AttentionArgs& a) { a.trace.capacity = 1; }, "trace buffer"},
       {[](gpu::AttentionArgs& a) {
@@ -414,6 +431,49 @@ TEST_CASE("a counter scheduler's launch is graph-capturable and replays with a f
     w.scheduler = kind;
     w.num_ctas = 7;
     replay_captured_launch(w);
+  }
+}
+
+TEST_CASE("a launch with queue_done leaves the counter at its start: no reset from the second on") {
+  for (const SchedulerKind kind :
+       {SchedulerKind::Queued, SchedulerKind::LptQueued, SchedulerKind::RaggedQueued}) {
+    for (const u32 ctas : {7u, 300u}) {  // 300: more CTAs than tiles, some with none
+      CAPTURE(std::string(to_string(kind)));
+      CAPTURE(ctas);
+      Workload w = ragged_base();
+      w.scheduler = kind;
+      w.num_ctas = ctas;
+      const sim::CostModel cost = sim::CostModel::builtin(w.cost_profile);
+      const SchedulePlan plan = sim::plan_schedule(w, cost);
+      gpu::DeviceProblem dev;
+      REQUIRE(dev.create(w, true, plan).ok);
+      REQUIRE(dev.fill_random(11).ok);
+      const u32 start =
+          with_scheduler(w, SchedulerInputs{AtomicCounter{}, plan.arrays()}, [](const auto& s) {
+            return runtime::AnyScheduler(s);
+          }).counter_start();
+      for (int launch = 0; launch < 3; ++launch) {
+        CAPTURE(launch);
+        const gpu::AttentionArgs a = dev.args();
+        CHECK(a.queue_done != nullptr);
+        CHECK(a.counter_ready == (launch > 0));  // the first launch sets the counter
+        REQUIRE(dev.poison_outputs().ok);
+        REQUIRE(dev.run().ok);
+        std::uint64_t o_unwritten = 1, lse_unwritten = 1;
+        REQUIRE(dev.count_unwritten(o_unwritten, lse_unwritten).ok);
+        CHECK(o_unwritten == 0);
+        CHECK(lse_unwritten == 0);
+        Trace t;
+        REQUIRE(dev.download_trace(t).ok);
+        const std::vector<std::string> diffs = sim::schedule_differences(sim::replay(w, cost), t);
+        for (const std::string& d : diffs) FAIL_CHECK(d);
+        u32 words[2] = {0xdeadbeefu, 0xdeadbeefu};
+        REQUIRE(cudaMemcpy(words, a.queue_counter, sizeof(words), cudaMemcpyDeviceToHost) ==
+                cudaSuccess);
+        CHECK(words[0] == start);
+        CHECK(words[1] == 0u);
+      }
+    }
   }
 }
 

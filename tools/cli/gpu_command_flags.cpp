@@ -133,6 +133,17 @@ void add_bench_command(CLI::App& app, Action& action) {
       ->check(CLI::IsMember({"waves", "device"}))
       ->type_name("HOW")
       ->default_str("waves");
+  cmd->add_option_function<std::string>(
+         "--counter-reset",
+         [bench](const std::string& when) {
+           bench->reset_counter_every_launch = when == "every-launch";
+         },
+         "When a counter scheduler's counter is set: once (before the first launch; each launch "
+         "leaves it at its start for the next) | every-launch (a one-thread kernel before each "
+         "launch, as for a caller that passes no queue_done)")
+      ->check(CLI::IsMember({"once", "every-launch"}))
+      ->type_name("WHEN")
+      ->default_str("once");
   cmd->footer("Needs the GPU half (a build configured with a CUDA compiler) and a device.");
   cmd->callback([bench, &action] { action = [bench] { return run_bench(*bench); }; });
 }

@@ -69,6 +69,11 @@ struct FmhaParams {
   u32 trace_block_n = 0;  // the workload's BN: a trace's kv_blocks use it (SPEC §7)
   // split_tail: the pieces' slots (attention.hpp's SplitWorkspaceLayout)
   float* split_partials = nullptr;
+  // Counter schedulers with AttentionArgs::queue_done: the last CTA to finish fetching puts the
+  // counter back at counter_start and queue_done at 0 (restore_counter). Null otherwise.
+  u32* queue_counter = nullptr;
+  u32* queue_done = nullptr;
+  u32 counter_start = 0;
 };
 
 // Where a tile's rows and keys are (SPEC §7, common's geometry), the same for producer and
@@ -126,6 +131,22 @@ __device__ __forceinline__ float fma_exp2(float x) {
 }
 
 // ---- producer ------------------------------------------------------------------------------
+
+// Called by each CTA's fetching thread once its last fetch is done (its producer loop has ended;
+// a CTA with no tile fetches nothing): the last CTA of the grid to arrive puts the counter back at
+// counter_start and queue_done at 0, so that the next launch on them needs no reset kernel
+// (AttentionArgs::counter_ready). Every CTA has fetched for the last time when the count is full,
+// so no fetch of this launch can follow the restore.
+template <class Params>
+__device__ __forceinline__ void restore_counter(const Params& p) {
+  if (p.queue_done == nullptr) return;
+  __threadfence();  // this CTA's fetches before its arrival
+  if (atomicAdd(p.queue_done, 1u) == gridDim.x * gridDim.y * gridDim.z - 1) {
+    __threadfence();
+    atomicExch(p.queue_counter, p.counter_start);
+    atomicExch(p.queue_done, 0u);
+  }
+}
 
 template <class Params, class Storage, class Pipelines>
 __device__ void run_producer(const Params& p, Storage& smem, Pipelines& pipes) {
@@ -286,6 +307,7 @@ __device__ void run_producer(const Params& p, Storage& smem, Pipelines& pipes) {
     }
     work = next;
   }
+  if (loader) restore_counter(p);
 }
 
 // ---- consumers -----------------------------------------------------------------------------

@@ -77,8 +77,10 @@ Status allow_shared_memory() {
                              "cudaFuncSetAttribute(max dynamic shared memory)");
 }
 
+// counter_start: the counter scheduler's (AnyScheduler::counter_start()), for restore_counter.
 template <class Config, class Scheduler>
-Status launch_with(const AttentionArgs& a, const Scheduler& scheduler, const TileSummary& summary) {
+Status launch_with(const AttentionArgs& a, const Scheduler& scheduler, const TileSummary& summary,
+                   u32 counter_start) {
   using namespace cute;
   using Traits = FmhaTraits<Config>;
   constexpr int D = Traits::kHeadDim;
@@ -119,6 +121,11 @@ Status launch_with(const AttentionArgs& a, const Scheduler& scheduler, const Til
   p.trace = a.trace;
   p.trace_block_n = w.block_n;
   p.split_partials = static_cast<float*>(a.split_workspace);
+  if (a.queue_done != nullptr && takes_from_counter(w.scheduler)) {
+    p.queue_counter = a.queue_counter;
+    p.queue_done = a.queue_done;
+    p.counter_start = counter_start;
+  }
 
   auto* kernel = &fmha_kernel<Scheduler, Config>;
   if (Status s = allow_shared_memory<Config, Scheduler>(); !s) return s;
@@ -167,15 +174,17 @@ struct QueuedConfig : PrefetchingConfig<Config> {
 template <class Config>
 Status launch_config(const AttentionArgs& a, const runtime::AnyScheduler& scheduler,
                      const TileSummary& summary) {
+  const u32 start = scheduler.counter_start();
   switch (scheduler.kind) {
-    case SchedulerKind::Tile: return launch_with<Config>(a, scheduler.tile, summary);
+    case SchedulerKind::Tile: return launch_with<Config>(a, scheduler.tile, summary, start);
     case SchedulerKind::Queued:
-      return launch_with<QueuedConfig<Config>>(a, scheduler.queued, summary);
+      return launch_with<QueuedConfig<Config>>(a, scheduler.queued, summary, start);
     case SchedulerKind::LptQueued:
-      return launch_with<PrefetchingConfig<Config>>(a, scheduler.lpt_queued, summary);
+      return launch_with<PrefetchingConfig<Config>>(a, scheduler.lpt_queued, summary, start);
     // Always its own: the AnyScheduler kernel's switch leaves split_tail out (any_scheduler.hpp).
-    case SchedulerKind::SplitTail: return launch_with<Config>(a, scheduler.split_tail, summary);
-    default: return launch_with<Config>(a, scheduler, summary);
+    case SchedulerKind::SplitTail:
+      return launch_with<Config>(a, scheduler.split_tail, summary, start);
+    default: return launch_with<Config>(a, scheduler, summary, start);
   }
 }
 

@@ -81,9 +81,20 @@ struct AttentionArgs {
   const u32* kv_row_offsets = nullptr;  // device, B+1 entries; ragged batches only
   float softmax_scale = 0.f;            // <= 0 means 1/sqrt(head_dim)
   // Counter schedulers only (queued, lpt_queued, ragged_queued): one u32 of device memory.
-  // attention_forward sets it to counter_start() on `stream` before every launch, so the call can
-  // be captured in a CUDA graph and replayed.
+  // attention_forward sets it to counter_start() on `stream` before every launch (a one-thread
+  // kernel), so the call can be captured in a CUDA graph and replayed; unless `counter_ready`.
   u32* queue_counter = nullptr;
+  // Optional, counter schedulers: one more u32 of device memory, kept with queue_counter. With it
+  // the kernel leaves queue_counter at counter_start() and queue_done at 0 when it ends (its last
+  // CTA restores them), and attention_forward's reset sets queue_done to 0 with the counter.
+  u32* queue_done = nullptr;
+  // The caller's word that queue_counter holds counter_start() and queue_done 0 already: the last
+  // call on them had queue_done, the same counter_start() (the same scheduler's CTA count, C for
+  // queued and lpt_queued) and ran to completion, or the caller set them. attention_forward then
+  // launches no reset kernel before the attention kernel (about 2 us a call on the H200:
+  // docs/gpu-performance.md). Needs queue_done. A wrong word is a wrong schedule: tiles skipped or
+  // done twice. DeviceProblem sets it from its second launch on.
+  bool counter_ready = false;
   // Planned schedulers only (lpt, lpt_queued, planned, ragged_queued): device copies of the
   // workload's schedule plan (common/schedule_plan.hpp; sim::plan_schedule builds the one the
   // simulator replays). DeviceProblem uploads them.
