@@ -7,11 +7,13 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <optional>
 #include <set>
 #include <stdexcept>
 
 #include "builtin_costs.hpp"
 #include "json_read.hpp"
+#include "tilesched/names.hpp"
 #include "tilesched/sim/value_limits.hpp"
 
 namespace tilesched::sim {
@@ -68,7 +70,7 @@ CostCoefficients per_block_scaled(const CostCoefficients& c, u32 keys, u32 table
   return CostCoefficients{c.fixed_us, c.us_per_block * f, c.us_per_masked_block * f};
 }
 
-constexpr u32 kCostFormatVersion = 5;
+constexpr u32 kCostFormatVersion = 6;
 constexpr u32 kMaxCtasPerSm = 64;  // far above any device's limit (32 on Hopper)
 
 // The three tile-cost coefficients as an entry holds them (to_json; coefficients_from_json reads).
@@ -153,6 +155,18 @@ double CostModel::cta_launch_us(u32 head_dim) const {
   return lo->second + f * (hi->second - lo->second);
 }
 
+CostCoefficients CostModel::coefficients(u32 head_dim, u32 block_m, SchedulerKind kind) const {
+  const auto kinds = by_scheduler.find(head_dim);
+  if (kinds != by_scheduler.end()) {
+    const auto entry = kinds->second.find(kind);
+    const auto own = block_m_by_head_dim.find(head_dim);
+    if (entry != kinds->second.end() &&
+        (own == block_m_by_head_dim.end() || own->second == block_m))
+      return entry->second;
+  }
+  return coefficients(head_dim, block_m);
+}
+
 CostCoefficients CostModel::coefficients(u32 head_dim, u32 block_m) const {
   const auto heights = by_tile_height.find(head_dim);
   if (heights != by_tile_height.end()) {
@@ -187,7 +201,7 @@ CostCoefficients CostModel::coefficients(u32 head_dim) const {
 }
 
 CostCoefficients CostModel::coefficients(const Workload& w) const {
-  return per_block_scaled(coefficients(w.head_dim, w.block_m), w.block_n, block_n);
+  return per_block_scaled(coefficients(w.head_dim, w.block_m, w.scheduler), w.block_n, block_n);
 }
 
 CostModel CostModel::with_block_n(u32 keys) const {
@@ -196,6 +210,8 @@ CostModel CostModel::with_block_n(u32 keys) const {
   for (auto& [d, k] : m.by_head_dim) k = per_block_scaled(k, keys, block_n);
   for (auto& [d, heights] : m.by_tile_height)
     for (auto& [bm, k] : heights) k = per_block_scaled(k, keys, block_n);
+  for (auto& [d, kinds] : m.by_scheduler)
+    for (auto& [kind, k] : kinds) k = per_block_scaled(k, keys, block_n);
   return m;
 }
 
@@ -271,10 +287,15 @@ CostModel CostModel::from_json(const json& j) {
                          {"fixed_us", "us_per_block", "us_per_masked_block", "ctas_per_sm",
                           "shared_rates", "cta_launch_us"},
                          prefix);
-    else
+    else if (version <= 5)
       check_known_fields(it.value(),
                          {"fixed_us", "us_per_block", "us_per_masked_block", "ctas_per_sm",
                           "shared_rates", "cta_launch_us", "block_m", "tile_heights"},
+                         prefix);
+    else
+      check_known_fields(it.value(),
+                         {"fixed_us", "us_per_block", "us_per_masked_block", "ctas_per_sm",
+                          "shared_rates", "cta_launch_us", "block_m", "tile_heights", "schedulers"},
                          prefix);
     m.by_head_dim[d] = coefficients_from_json(it.value(), prefix);
     if (version >= 4 && it.value().contains("block_m")) {
@@ -300,6 +321,22 @@ CostModel CostModel::from_json(const json& j) {
         require_object(h.value(), "field '" + field + "." + h.key() + "'");
         check_known_fields(h.value(), {"fixed_us", "us_per_block", "us_per_masked_block"}, hprefix);
         m.by_tile_height[d][bm] = coefficients_from_json(h.value(), hprefix);
+      }
+    }
+    if (version >= 6 && it.value().contains("schedulers")) {
+      const std::string field = prefix + "schedulers";
+      const json& kinds = it.value()["schedulers"];
+      require_object(kinds, "field '" + field + "'");
+      for (auto k = kinds.begin(); k != kinds.end(); ++k) {
+        const std::string kprefix = field + "." + k.key() + ".";
+        const std::optional<SchedulerKind> kind = parse_enum<SchedulerKind>(k.key());
+        // One spelling per kind, as for the numeric keys: an alias would let two keys name one.
+        if (!kind || to_string(*kind) != k.key())
+          fail(field + "." + k.key(),
+               fmt::format("key must be a scheduler kind ({})", enum_choices<SchedulerKind>()));
+        require_object(k.value(), "field '" + field + "." + k.key() + "'");
+        check_known_fields(k.value(), {"fixed_us", "us_per_block", "us_per_masked_block"}, kprefix);
+        m.by_scheduler[d][*kind] = coefficients_from_json(k.value(), kprefix);
       }
     }
     if (version >= 2) m.sharing_by_head_dim[d] = sharing_from_json(it.value(), prefix);
@@ -331,6 +368,12 @@ json CostModel::to_json() const {
         h[fmt::format("{}", bm)] = coefficients_to_json(k);
       entry["tile_heights"] = h;
     }
+    const auto kinds = by_scheduler.find(d);
+    if (kinds != by_scheduler.end() && !kinds->second.empty()) {
+      json k = json::object();
+      for (const auto& [kind, c] : kinds->second) k[to_string(kind)] = coefficients_to_json(c);
+      entry["schedulers"] = k;
+    }
     dims[fmt::format("{}", d)] = entry;
   }
   json out{
@@ -342,9 +385,9 @@ json CostModel::to_json() const {
        "unmasked_kv_blocks + us_per_masked_block * masked_kv_blocks; with k CTAs busy on "
        "one SM each progresses at shared_rates[k - 2] of its solo speed; a CTA that starts in a "
        "freed slot holds it cta_launch_us before its first tile; block_m is the tile height the "
-       "entry was measured at, tile_heights the coefficients of other heights; a KV block is "
-       "block_n keys where given (a workload of another BN: per-block costs scaled by BN / "
-       "block_n)"},
+       "entry was measured at, tile_heights the coefficients of other heights, schedulers those "
+       "of a scheduler kind's own kernel at the entry's height; a KV block is block_n keys where "
+       "given (a workload of another BN: per-block costs scaled by BN / block_n)"},
       {"sms", multiprocessors},
       {"l2_bytes", l2_bytes},
       {"head_dims", dims}};

@@ -275,7 +275,7 @@ TEST_CASE("the d = 64 kernel with 192-row tiles: its traces and the table's tile
 TEST_CASE("version 4 cost tables: tile heights") {
   using nlohmann::json;
   const json good = sim::CostModel::builtin("h200").to_json();
-  REQUIRE(good["version"] == 5);
+  REQUIRE(good["version"] == 6);
   const sim::CostModel m = sim::CostModel::from_json(good);
   const sim::CostCoefficients own = m.coefficients(64);
   const sim::CostCoefficients tall = m.coefficients(64, 192);
@@ -343,6 +343,68 @@ TEST_CASE("version 4 cost tables: tile heights") {
                    j.erase("block_n");
                  }),
                  "block_m"));
+}
+
+TEST_CASE("version 6 cost tables: a scheduler kind's own kernel") {
+  using nlohmann::json;
+  sim::CostModel m = sim::CostModel::builtin("h200");
+  m.by_scheduler.clear();
+  const sim::CostCoefficients queued{3.0, 1.25, 1.75};
+  m.by_scheduler[128][SchedulerKind::Queued] = queued;
+  m.by_scheduler[64][SchedulerKind::LptQueued] = {2.0, 1.0, 1.5};
+  const json good = m.to_json();
+  REQUIRE(good["version"] == 6);
+  CHECK(good["head_dims"]["128"]["schedulers"]["queued"]["fixed_us"] == 3.0);
+  const sim::CostModel back = sim::CostModel::from_json(good);
+  CHECK(back.by_scheduler == m.by_scheduler);
+  CHECK(back.to_json() == good);
+
+  // The kind's entry serves its workloads at the head dim's own tile height; other kinds, other
+  // heights and other head dims (no interpolation of kinds) take what they took before.
+  CHECK(back.coefficients(128, 128, SchedulerKind::Queued) == queued);
+  CHECK(back.coefficients(128, 128, SchedulerKind::LptQueued) == back.coefficients(128));
+  CHECK(back.coefficients(128, 128, SchedulerKind::Tile) == back.coefficients(128));
+  CHECK(back.coefficients(64, 128, SchedulerKind::LptQueued) == sim::CostCoefficients{2, 1, 1.5});
+  CHECK(back.coefficients(64, 192, SchedulerKind::LptQueued) == back.coefficients(64, 192));
+  CHECK(back.coefficients(96, 128, SchedulerKind::Queued) == back.coefficients(96));
+  Workload w = sim::default_workload();
+  w.head_dim = 128;
+  w.block_m = 128;
+  w.block_n = 128;
+  w.scheduler = SchedulerKind::Queued;
+  CHECK(back.tile_time_us(w, TileCost{5, 2}) == queued.tile_time_us(TileCost{5, 2}));
+  w.scheduler = SchedulerKind::Tile;
+  CHECK(back.tile_time_us(w, TileCost{5, 2}) ==
+        back.coefficients(128).tile_time_us(TileCost{5, 2}));
+  // Per-block costs of another BN scale like the entry's.
+  w.scheduler = SchedulerKind::Queued;
+  w.block_n = 64;
+  CHECK(back.coefficients(w) == sim::CostCoefficients{3.0, 0.625, 0.875});
+  CHECK(back.with_block_n(64).by_scheduler.at(128).at(SchedulerKind::Queued) ==
+        sim::CostCoefficients{3.0, 0.625, 0.875});
+  // A table with no recorded height serves the kind at every height.
+  sim::CostModel unrecorded = back;
+  unrecorded.block_m_by_head_dim.clear();
+  CHECK(unrecorded.coefficients(128, 64, SchedulerKind::Queued) == queued);
+
+  const auto error = [&](const std::function<void(json&)>& edit) {
+    json j = good;
+    edit(j);
+    return invalid_argument_text([&] { sim::CostModel::from_json(j); });
+  };
+  const auto kinds = [](json& j) -> json& { return j["head_dims"]["128"]["schedulers"]; };
+  CHECK(contains(error([&](json& j) { kinds(j) = 3; }), "head_dims.128.schedulers"));
+  CHECK(contains(error([&](json& j) { kinds(j)["queue"] = kinds(j)["queued"]; }),
+                 "'head_dims.128.schedulers.queue': key must be a scheduler kind (tile, queued, "
+                 "transient, lpt, lpt_queued, planned, ragged_queued, split_tail)"));
+  CHECK(contains(error([&](json& j) { kinds(j)["queued"].erase("us_per_block"); }),
+                 "'head_dims.128.schedulers.queued.us_per_block': required field is missing"));
+  CHECK(contains(error([&](json& j) { kinds(j)["queued"]["us_per_masked_block"] = -1.0; }),
+                 "'head_dims.128.schedulers.queued.us_per_masked_block'"));
+  CHECK(contains(error([&](json& j) { kinds(j)["queued"]["block_m"] = 128; }),
+                 "head_dims.128.schedulers.queued.block_m"));
+  // Scheduler entries came with version 6.
+  CHECK(contains(error([](json& j) { j["version"] = 5; }), "schedulers"));
 }
 
 TEST_CASE("fit: a head dim that ran two tile heights gets an entry and a tile height") {
@@ -649,7 +711,7 @@ TEST_CASE("version 2 and 3 cost tables: device, sharing and launch fields are ch
   CHECK(contains(error([&](json& j) { two_per_sm(j, {1.2}); }),
                  "'head_dims.128.shared_rates[0]': must be in (0, 1], got 1.2"));
   CHECK(contains(error([&](json& j) { two_per_sm(j, {0}); }), "must be in (0, 1]"));
-  CHECK(contains(error([](json& j) { j["version"] = 6; }), "unsupported cost table version 6"));
+  CHECK(contains(error([](json& j) { j["version"] = 7; }), "unsupported cost table version 7"));
   // The CTA launch came with version 3.
   CHECK(contains(error([](json& j) {
                    j["version"] = 2;
@@ -681,7 +743,7 @@ TEST_CASE("the CTA launch: read, checked, looked up between head dims, written b
   const sim::CostModel back = sim::CostModel::from_json(m.to_json());
   for (const u32 d : {32u, 64u, 96u, 128u, 256u, 512u})
     CHECK(back.cta_launch_us(d) == m.cta_launch_us(d));
-  CHECK(m.to_json()["version"] == 5);
+  CHECK(m.to_json()["version"] == 6);
 
   const auto error = [&](const json& launch) {
     json bad = j;
@@ -898,7 +960,7 @@ TEST_CASE("a cost table's KV block: read and written, and a workload of another 
   // The built-in files predate version 5: their traces counted blocks of 128 keys.
   CHECK(h200.block_n == 128);
   json j = h200.to_json();
-  CHECK(j["version"] == 5);
+  CHECK(j["version"] == 6);
   CHECK(j["block_n"] == 128);
   j["block_n"] = 64;
   CHECK(sim::CostModel::from_json(j).block_n == 64);
@@ -919,6 +981,7 @@ TEST_CASE("a cost table's KV block: read and written, and a workload of another 
   // A version 4 file has no such field, and reads as one that does not say.
   CHECK(contains(error([](json& k) { k["version"] = 4; }), "block_n"));
   unknown["version"] = 4;
+  for (auto& entry : unknown["head_dims"]) entry.erase("schedulers");
   CHECK(sim::CostModel::from_json(unknown).block_n == 0);
 
   // The same keys in blocks of 64 instead of 128: twice the blocks at half the cost each, so the

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The CPU side of the device-only benchmark scripts in tools/bench/: ab_compare.py,
 ncu_summary.py and ragged_mix.py on synthetic inputs (the figures they print; ragged_mix.py
-drives a stand-in for the tilesched binary), and the argument checks of
+drives a stand-in for the tilesched binary, as does record_cost_traces.sh), and the argument checks of
 ab_bench.sh, ncu_compare.sh and peer_kernels.py, which must refuse bad input before touching a
 GPU. Prints "ok: ..." when every check passes, else the first failure, exit 1.
 
@@ -121,6 +121,32 @@ echo "makespan         4228 us                              4221 us"
     rc, out, err = run([py, os.path.join(bench, "ragged_mix.py"), "--tilesched",
                         os.path.join(scratch, "missing"), "--out", mix])
     expect(rc != 0 and "is not an executable file" in err, f"ragged_mix.py binary: {rc} {err}")
+    # record_cost_traces.sh: the runs it asks a stand-in binary for (its flags logged, a trace.json
+    # written per run), names with the scheduler's suffix, and bad arguments refused.
+    rec_bin = os.path.join(scratch, "fake_record")
+    rec_log = os.path.join(scratch, "record_calls.txt")
+    with open(rec_bin, "w") as f:
+        f.write("#!/bin/sh\n"
+                f"echo \"$*\" >> '{rec_log}'\n"
+                "while [ $# -gt 0 ]; do [ \"$1\" = --out ] && out=$2; shift; done\n"
+                "mkdir -p \"$out\" && echo '{}' > \"$out/trace.json\"\n")
+    os.chmod(rec_bin, 0o755)
+    rec_out = os.path.join(scratch, "recorded")
+    script = os.path.join(bench, "record_cost_traces.sh")
+    rc, out, err = run(["bash", script, rec_bin, rec_out, "--grid", "--scheduler", "queued",
+                        "--runs", "128:128"])
+    expect(rc == 0, f"record_cost_traces.sh exit {rc}: {err}")
+    names = sorted(n for n in os.listdir(rec_out) if n.endswith(".trace.json"))
+    expect(len(names) == 8 and "h200_d128_causal_queued.trace.json" in names and
+           "h200_grid_d128_bm128_s512_none_queued.trace.json" in names,
+           f"record_cost_traces.sh files: {names}")
+    with open(rec_log) as f:
+        calls = f.read().splitlines()
+    expect(any(c.startswith("run --scheduler queued --no-check") and "--batch 32 --seq-len 512 "
+               "--heads 16 --kv-heads 8" in c and "--mask causal --bm 128" in c for c in calls),
+           f"record_cost_traces.sh grid run: {calls}")
+    rc, out, err = run(["bash", script, rec_bin, rec_out, "--bogus"])
+    expect(rc == 2 and "unknown argument '--bogus'" in err, f"record_cost_traces.sh flag: {err}")
     # phase_probe.patch still applies to the kernel it instruments (in a git checkout; a source
     # tree without git skips this).
     root = os.path.dirname(os.path.dirname(os.path.abspath(bench)))
@@ -132,7 +158,8 @@ echo "makespan         4228 us                              4221 us"
                             os.path.join(bench, "phase_probe.patch")])
         expect(rc == 0, f"phase_probe.patch no longer applies: {err}")
         probe = "phase_probe.patch applies"
-    print("ok: ab_compare.py, ncu_summary.py, ragged_mix.py and the argument checks of the device "
+    print("ok: ab_compare.py, ncu_summary.py, ragged_mix.py, record_cost_traces.sh and the argument "
+          "checks of the device "
           f"scripts; {probe}")
 
 

@@ -67,7 +67,8 @@ TEST_CASE("fit recovers the coefficients that timed the traces and keeps the bas
     CHECK(c.predicted_us == doctest::Approx(c.measured_us).epsilon(1e-9));
   }
   const std::string text = cli::format_cost_fit_report(r);
-  CHECK(text.find("      64       128     1.2500       0.7500        1.5000") != std::string::npos);
+  CHECK(text.find("      64            128     1.2500       0.7500        1.5000") !=
+        std::string::npos);
   CHECK(text.find("trace_queued/default  (queued/default)") != std::string::npos);
 }
 
@@ -242,7 +243,7 @@ TEST_CASE("fit puts another tile height of a head_dim beside its entry, not over
     CHECK(c.predicted_us == doctest::Approx(c.measured_us).epsilon(1e-9));
   }
   const std::string text = cli::format_cost_fit_report(r);
-  CHECK(text.find("      64   192 (h)") != std::string::npos);
+  CHECK(text.find("      64        192 (h)") != std::string::npos);
   CHECK(text.find("another tile height of the head_dim") != std::string::npos);
 
   // A base that records no height takes the traces' smallest as the entry's own.
@@ -254,4 +255,62 @@ TEST_CASE("fit puts another tile height of a head_dim beside its entry, not over
   CHECK(own.fits[0].own_entry);
   CHECK(own.model.block_m_by_head_dim.at(64) == 192);
   CHECK(own.model.by_head_dim.at(64).us_per_block == doctest::Approx(1.75).epsilon(1e-9));
+}
+
+TEST_CASE("fit --scheduler: one kind's kernel gets its own entry, the rest kept") {
+  // d = 128's queued kernel costs its own (the GPU runs a narrow first block there): traces of it
+  // fit the head dim's `schedulers.queued` entry and leave the entry, sharing and launch alone.
+  const sim::CostModel base = sim::CostModel::builtin("h200");
+  sim::CostModel truth = base;
+  truth.by_scheduler[128][SchedulerKind::Queued] = {2.5, 1.3, 1.45};
+  std::vector<cli::LabelledTrace> traces;
+  for (const Mask mask : {Mask::Causal, Mask::None}) {
+    Workload w = sim::default_workload();
+    w.head_dim = 128;
+    w.block_m = 128;
+    w.scheduler = SchedulerKind::Queued;
+    w.mask = mask;
+    Trace t = sim::replay(w, truth);
+    t.source = "gpu";
+    traces.push_back({mask == Mask::Causal ? "queued_causal" : "queued_none", t});
+  }
+  const cli::CostFitReport r =
+      cli::fit_cost_model(traces, base, "lab", cli::FitScope::Scheduler, SchedulerKind::Queued);
+  REQUIRE(r.fits.size() == 1);
+  CHECK(r.fits[0].head_dim == 128);
+  CHECK(r.fits[0].scheduler == SchedulerKind::Queued);
+  const sim::CostCoefficients& k = r.model.by_scheduler.at(128).at(SchedulerKind::Queued);
+  CHECK(k.fixed_us == doctest::Approx(2.5).epsilon(1e-9));
+  CHECK(k.us_per_block == doctest::Approx(1.3).epsilon(1e-9));
+  CHECK(k.us_per_masked_block == doctest::Approx(1.45).epsilon(1e-9));
+  CHECK(r.model.by_head_dim == base.by_head_dim);
+  CHECK(r.model.by_tile_height == base.by_tile_height);
+  CHECK(r.model.cta_launch_us(128) == base.cta_launch_us(128));
+  CHECK(r.sharing.empty());
+  CHECK(r.launches.empty());
+  for (const cli::MakespanComparison& c : r.makespans) {
+    CHECK(c.fitted);
+    CHECK(c.predicted_us == doctest::Approx(c.measured_us).epsilon(1e-9));
+  }
+  const std::string text = cli::format_cost_fit_report(r);
+  CHECK(text.find("     128     128 queued") != std::string::npos);
+  CHECK(text.find("sharing and launch kept from the base") != std::string::npos);
+  // Written and read back.
+  CHECK(sim::CostModel::from_json(r.model.to_json()).by_scheduler == r.model.by_scheduler);
+
+  // A trace of another kind, or of a height other than the entry's, is refused by name.
+  std::vector<cli::LabelledTrace> mixed = traces;
+  mixed[1].trace.workload.scheduler = SchedulerKind::Tile;
+  CHECK_THROWS_WITH_AS(
+      cli::fit_cost_model(mixed, base, "lab", cli::FitScope::Scheduler, SchedulerKind::Queued),
+      "'queued_none' ran the tile scheduler: a fit of the queued kernel's costs takes its traces "
+      "only",
+      std::invalid_argument);
+  std::vector<cli::LabelledTrace> tall = traces;
+  tall[0].trace.workload.block_m = 192;
+  CHECK_THROWS_WITH_AS(
+      cli::fit_cost_model(tall, base, "lab", cli::FitScope::Scheduler, SchedulerKind::Queued),
+      "'queued_causal' ran BM 192 at head_dim 128, whose entry in the base is of BM 128: a "
+      "scheduler's coefficients are of the entry's own tile height",
+      std::invalid_argument);
 }

@@ -70,8 +70,23 @@ u32 own_tile_height(const sim::CostModel& base, u32 head_dim, const std::set<u32
 }  // namespace
 
 CostFitReport fit_cost_model(const std::vector<LabelledTrace>& traces, const sim::CostModel& base,
-                             const std::string& device, FitScope scope) {
+                             const std::string& device, FitScope scope, SchedulerKind kind) {
   if (traces.empty()) throw std::invalid_argument("cannot fit a cost model: no traces given");
+  if (scope == FitScope::Scheduler) {
+    for (const LabelledTrace& t : traces) {
+      const Workload& w = t.trace.workload;
+      if (w.scheduler != kind)
+        throw std::invalid_argument(fmt::format(
+            "'{}' ran the {} scheduler: a fit of the {} kernel's costs takes its traces only",
+            t.label, to_string(w.scheduler), to_string(kind)));
+      const auto own = base.block_m_by_head_dim.find(w.head_dim);
+      if (own != base.block_m_by_head_dim.end() && own->second != w.block_m)
+        throw std::invalid_argument(fmt::format(
+            "'{}' ran BM {} at head_dim {}, whose entry in the base is of BM {}: a scheduler's "
+            "coefficients are of the entry's own tile height",
+            t.label, w.block_m, w.head_dim, own->second));
+    }
+  }
   std::vector<Trace> plain;
   std::vector<std::string> labels;
   std::map<u32, std::set<u32>> heights;  // head_dim -> the tile heights its traces ran
@@ -110,6 +125,32 @@ CostFitReport fit_cost_model(const std::vector<LabelledTrace>& traces, const sim
       throw std::invalid_argument(
           fmt::format("no head_dim's CTA launch could be fitted: {}", fmt::join(reasons, "; ")));
   }
+  for (const auto& [d, bms] :
+       scope == FitScope::Scheduler ? heights : std::map<u32, std::set<u32>>{}) {
+    const u32 bm = *bms.begin();  // one height per head_dim: checked above, or the base has none
+    if (bms.size() > 1)
+      throw std::invalid_argument(fmt::format(
+          "the traces of head_dim {} ran several tile heights ({}) and the base records none: a "
+          "scheduler's coefficients are of one",
+          d, fmt::join(bms, ", ")));
+    sim::CostFit fit;
+    try {
+      fit = sim::fit_cost(plain, d, bm);
+    } catch (const std::invalid_argument& e) {
+      report.skipped.push_back(e.what());
+      continue;
+    }
+    report.fits.push_back(HeadDimFit{d, bm, true, kind, fit});
+    const auto negative = [&](const char* name, double value) {
+      if (value < 0)
+        report.negative_coefficients.push_back(
+            fmt::format("head_dim {} {}: {} = {:.4g}", d, to_string(kind), name, value));
+    };
+    negative("fixed_us", fit.coefficients.fixed_us);
+    negative("us_per_block", fit.coefficients.us_per_block);
+    negative("us_per_masked_block", fit.coefficients.us_per_masked_block);
+    report.model.by_scheduler[d][kind] = fit.coefficients;
+  }
   for (const auto& [d, bms] : scope == FitScope::Everything ? heights
                                                              : std::map<u32, std::set<u32>>{}) {
     const u32 own = own_tile_height(base, d, bms);
@@ -122,7 +163,7 @@ CostFitReport fit_cost_model(const std::vector<LabelledTrace>& traces, const sim
         continue;
       }
       const bool own_entry = bm == own;
-      report.fits.push_back(HeadDimFit{d, bm, own_entry, fit});
+      report.fits.push_back(HeadDimFit{d, bm, own_entry, std::nullopt, fit});
       const std::string where =
           own_entry ? fmt::format("head_dim {}", d) : fmt::format("head_dim {} BM {}", d, bm);
       const auto negative = [&](const char* name, double value) {
@@ -153,7 +194,7 @@ CostFitReport fit_cost_model(const std::vector<LabelledTrace>& traces, const sim
     }
   }
 
-  if (scope == FitScope::Everything && report.fits.empty())
+  if (scope != FitScope::LaunchOnly && report.fits.empty())
     throw std::invalid_argument(
         fmt::format("no head_dim could be fitted: {}", fmt::join(report.skipped, "; ")));
 
@@ -177,16 +218,25 @@ CostFitReport fit_cost_model(const std::vector<LabelledTrace>& traces, const sim
 
 namespace {
 
+// A fit of one scheduler kind's entries (FitScope::Scheduler).
+bool is_scheduler_fit(const CostFitReport& r) {
+  return !r.fits.empty() && std::all_of(r.fits.begin(), r.fits.end(), [](const HeadDimFit& f) {
+    return f.scheduler.has_value();
+  });
+}
+
 std::string format_tile_costs(const CostFitReport& r) {
-  std::string out =
-      fmt::format("  {:>8} {:>9} {:>10} {:>12} {:>13} {:>12} {:>8} {:>9} {:>12}\n", "head_dim",
-                  "BM", "fixed us", "us/block", "us/masked", "RMS res us", "samples", "rel RMS %",
-                  "hand-off us");
+  std::string out = fmt::format("  {:>8} {:>14} {:>10} {:>12} {:>13} {:>12} {:>8} {:>9} {:>12}\n",
+                                "head_dim", "BM", "fixed us", "us/block", "us/masked", "RMS res us",
+                                "samples", "rel RMS %", "hand-off us");
   for (const HeadDimFit& f : r.fits) {
     const sim::CostCoefficients& k = f.fit.coefficients;
     out += fmt::format(
-        "  {:>8} {:>9} {:>10.4f} {:>12.4f} {:>13.4f} {:>12.4f} {:>8} {:>9.2f} {:>12.4f}\n",
-        f.head_dim, f.own_entry ? fmt::format("{}", f.block_m) : fmt::format("{} (h)", f.block_m),
+        "  {:>8} {:>14} {:>10.4f} {:>12.4f} {:>13.4f} {:>12.4f} {:>8} {:>9.2f} {:>12.4f}\n",
+        f.head_dim,
+        f.scheduler   ? fmt::format("{} {}", f.block_m, to_string(*f.scheduler))
+        : f.own_entry ? fmt::format("{}", f.block_m)
+                      : fmt::format("{} (h)", f.block_m),
         k.fixed_us, k.us_per_block, k.us_per_masked_block, f.fit.rms_residual_us, f.fit.samples,
         100.0 * f.fit.relative_rms_error, f.fit.handoff_us);
   }
@@ -197,7 +247,13 @@ std::string format_tile_costs(const CostFitReport& r) {
   out += "  fixed includes the hand-off: the mean gap between a CTA's consecutive tiles\n";
   out += "  (tile costs from the traces that ran one CTA per SM)\n\n";
   out += "sharing an SM (rate(k): speed of each of k busy CTAs on one SM, relative to alone):\n";
-  if (r.sharing.empty()) out += "  kept from the base: no trace ran an entry's own tile height\n";
+  const bool scheduler_fit = is_scheduler_fit(r);
+  if (scheduler_fit)
+    out +=
+        "  (a scheduler's entry: its tile costs only; sharing and launch kept from the base)\n\n";
+  if (r.sharing.empty())
+    out += scheduler_fit ? "  kept from the base\n"
+                         : "  kept from the base: no trace ran an entry's own tile height\n";
   for (const HeadDimSharing& h : r.sharing) {
     std::string rates;
     for (u32 k = 2; k <= h.model.ctas_per_sm; ++k)
@@ -231,7 +287,9 @@ std::string format_cost_fit_report(const CostFitReport& r) {
   out +=
       "\nCTA launch (from a slot's CTA exit to the next CTA's first tile, beyond the tile "
       "costs):\n";
-  if (r.launches.empty()) out += "  kept from the base: no trace ran an entry's own tile height\n";
+  if (r.launches.empty())
+    out += is_scheduler_fit(r) ? "  kept from the base\n"
+                               : "  kept from the base: no trace ran an entry's own tile height\n";
   for (const HeadDimLaunch& l : r.launches) {
     if (l.fitted)
       out += fmt::format(

@@ -2,6 +2,7 @@
 // to judge the fit (residuals per head_dim, predicted vs measured makespan per trace).
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -22,6 +23,8 @@ struct HeadDimFit {
   // true: the head_dim's own entry (by_head_dim, its block_m); false: one of its other tile
   // heights (by_tile_height).
   bool own_entry = true;
+  // FitScope::Scheduler: the scheduler kind whose entry (by_scheduler) this is.
+  std::optional<SchedulerKind> scheduler;
   sim::CostFit fit;
 };
 
@@ -45,9 +48,11 @@ struct HeadDimLaunch {
   double model_us = 0;       // what the written profile holds for this head_dim
 };
 
-// What `fit` fits: everything the traces determine, or only the CTA launch against the base's
-// tile costs (to add it to a profile whose tile costs were fitted elsewhere).
-enum class FitScope { Everything, LaunchOnly };
+// What `fit` fits: everything the traces determine; only the CTA launch against the base's tile
+// costs (to add it to a profile whose tile costs were fitted elsewhere); or the tile costs of one
+// scheduler kind's kernel (its `schedulers` entry at each head_dim's own tile height), the rest
+// kept from the base.
+enum class FitScope { Everything, LaunchOnly, Scheduler };
 
 // One trace replayed with the fitted model: how well the fitted tile costs add up to the kernel.
 struct MakespanComparison {
@@ -95,8 +100,13 @@ struct CostFitReport {
 // std::invalid_argument listing every reason. Also thrown when `traces` is empty.
 // FitScope::LaunchOnly keeps the base's tile costs and sharing and fits only the launch, against
 // the base's tile costs; std::invalid_argument when no head_dim's launch can be fitted.
+// FitScope::Scheduler fits the traces of scheduler `kind` (every trace must be one: a
+// std::invalid_argument names the first that is not) at each head_dim's own tile height (the
+// base's block_m; traces at another height are refused alike) into by_scheduler[d][kind], and
+// keeps everything else from the base.
 CostFitReport fit_cost_model(const std::vector<LabelledTrace>& traces, const sim::CostModel& base,
-                             const std::string& device, FitScope scope = FitScope::Everything);
+                             const std::string& device, FitScope scope = FitScope::Everything,
+                             SchedulerKind kind = SchedulerKind::Tile);
 
 // The table per head_dim and the makespan comparison, as printed by `tilesched fit`.
 std::string format_cost_fit_report(const CostFitReport& report);

@@ -26,6 +26,7 @@ struct FitOptions {
   std::string base = "h200";
   std::string base_model_file;  // a cost file as the base instead of a built-in profile
   bool launch_only = false;
+  std::optional<SchedulerKind> scheduler;  // fit this kind's `schedulers` entries only
   bool allow_sim = false;
 };
 
@@ -113,8 +114,11 @@ int run_fit(const FitOptions& o) {
   const std::string device = !o.device.empty() ? o.device
                              : o.launch_only   ? base.device
                                                : common_device(traces);
-  const CostFitReport report = fit_cost_model(
-      traces, base, device, o.launch_only ? FitScope::LaunchOnly : FitScope::Everything);
+  const FitScope scope = o.launch_only ? FitScope::LaunchOnly
+                         : o.scheduler ? FitScope::Scheduler
+                                       : FitScope::Everything;
+  const CostFitReport report =
+      fit_cost_model(traces, base, device, scope, o.scheduler.value_or(SchedulerKind::Tile));
   for (const std::string& reason : report.skipped)
     fmt::print(stderr, "tilesched fit: warning: skipped: {}; its coefficients come from '{}'\n",
                reason, base_name);
@@ -132,7 +136,13 @@ int run_fit(const FitOptions& o) {
   const std::string launch_note = launch_dims.empty() ? std::string()
                                                       : fmt::format(" (CTA launch: head_dims {})",
                                                                     fmt::join(launch_dims, ", "));
-  j["note"] = o.launch_only
+  j["note"] = o.scheduler ? fmt::format(
+                                "the {} scheduler's coefficients of head_dims {} fitted by "
+                                "`tilesched fit --scheduler {}` to {} trace(s); everything else "
+                                "from '{}'",
+                                to_string(*o.scheduler), fmt::join(fitted_dims, ", "),
+                                to_string(*o.scheduler), traces.size(), base_name)
+              : o.launch_only
                   ? fmt::format(
                         "cta_launch_us of head_dims {} fitted by `tilesched fit --launch-only` to "
                         "{} trace(s); everything else from '{}'",
@@ -180,16 +190,26 @@ void add_fit_command(CLI::App& app, Action& action) {
                   "A cost file as the base instead of a built-in profile")
       ->type_name("FILE")
       ->excludes(base);
-  cmd->add_flag("--launch-only", options->launch_only,
-                "Keep the base's tile costs and sharing; fit only the CTA launch (cta_launch_us) "
-                "from the transient traces, against the base's tile costs");
+  CLI::Option* launch_only =
+      cmd->add_flag("--launch-only", options->launch_only,
+                    "Keep the base's tile costs and sharing; fit only the CTA launch "
+                    "(cta_launch_us) from the transient traces, against the base's tile costs");
+  add_choice_flag(*cmd, "--scheduler", options->scheduler,
+                  "Fit the tile costs of this scheduler kind's own kernel (its `schedulers` "
+                  "entry at each head_dim's own BM; every trace must have run it) and keep "
+                  "everything else from the base")
+      ->type_name("KIND")
+      ->excludes(launch_only);
   cmd->add_flag("--allow-sim", options->allow_sim,
                 "Accept traces that were not measured on a GPU (with a warning)");
   cmd->footer(
       "Each head_dim is fitted per tile height (BM): traces at the entry's own block_m (where "
       "the base records none, the traces' smallest BM) refit the entry, traces at any other BM "
       "its tile_heights. A head_dim whose traces do not determine the coefficients is skipped "
-      "with a warning (it keeps --base's coefficients). Exit status: 0 success, 1 a trace could "
+      "with a warning (it keeps --base's coefficients). With --scheduler KIND only the tile "
+      "costs of that kind's kernel are fitted, into each head_dim's `schedulers` entry: "
+      "every trace must have run KIND at its head_dim's own BM. Exit status: 0 success, 1 a trace "
+      "could "
       "not be read or is not from a GPU, no head_dim could be fitted, or a fit gave coefficients a "
       "cost file cannot hold (negative, or above one second), sharing rates outside (0, 1] or a "
       "negative CTA launch (nothing is written then), 2 bad flags.");

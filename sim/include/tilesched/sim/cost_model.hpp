@@ -77,6 +77,13 @@ struct CostModel {
   // workloads of head_dim d and BM bm, by_head_dim[d] every other BM. A kernel that runs several
   // tile heights at one head dim (d = 64 at BM 128 and 192) costs differently per block at each.
   std::map<u32, std::map<u32, CostCoefficients>> by_tile_height;
+  // Coefficients of one scheduler kind's kernel at a head_dim (version 6): by_scheduler[d][kind]
+  // serves the workloads of head_dim d, scheduler `kind` and the entry's own tile height
+  // (block_m_by_head_dim[d]; any BM where the entry records none), ahead of by_head_dim[d]. The
+  // GPU builds a kernel of its own for some kinds, and where one differs from the kernel the
+  // entry was measured on (d = 128's queued kernel runs a narrow first block), its tiles cost
+  // differently.
+  std::map<u32, std::map<SchedulerKind, CostCoefficients>> by_scheduler;
   // Occupancy and sharing per head_dim; a head_dim missing here has one CTA per SM.
   std::map<u32, SmSharing> sharing_by_head_dim;
   // CTA launch per head_dim, µs (SPEC §8): how long a CTA that starts in a freed resident slot
@@ -95,11 +102,15 @@ struct CostModel {
   // table has one for exactly that pair, else coefficients(head_dim) (unscaled: a height the
   // table does not list is costed like the head_dim's own entry).
   CostCoefficients coefficients(u32 head_dim, u32 block_m) const;
+  // Coefficients for the tiles of scheduler `kind` at `head_dim` and `block_m`: the by_scheduler
+  // entry when the table has one for that head_dim and kind and block_m is the entry's own tile
+  // height (or the entry records none), else coefficients(head_dim, block_m).
+  CostCoefficients coefficients(u32 head_dim, u32 block_m, SchedulerKind kind) const;
 
-  // Coefficients for the tiles of workload `w`: coefficients(w.head_dim, w.block_m) with the
-  // per-block costs scaled to w.block_n keys per block (unchanged when it is the table's own
-  // block_n, or the table has none). The replay, the planned schedules and tile_time_us cost tiles
-  // with these.
+  // Coefficients for the tiles of workload `w`: coefficients(w.head_dim, w.block_m, w.scheduler)
+  // with the per-block costs scaled to w.block_n keys per block (unchanged when it is the table's
+  // own block_n, or the table has none). The replay, the planned schedules and tile_time_us cost
+  // tiles with these.
   CostCoefficients coefficients(const Workload& w) const;
 
   // This table with its per-block costs (of every head dim and tile height) per block of
