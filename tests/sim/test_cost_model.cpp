@@ -155,6 +155,78 @@ TEST_CASE("the built-in h200 table predicts the traces it was fitted to, measure
   CHECK(h200.coefficients(64).us_per_masked_block < h200.coefficients(64).us_per_block);
 }
 
+TEST_CASE("the h200 table's scheduler entries: queued's and lpt_queued's own kernels") {
+  // tests/data/h200_sm90_s19 (2026-12-02, nineteenth session, device call 4): the same workloads
+  // as the eighteenth session's fit (the built-in one, causal and not, and the padded grid points
+  // at seq 512, 1024 and 2048) under queued and lpt_queued, whose kernels are their own (they
+  // receive the next tile under a tile's last PV; d = 128's queued kernel runs the diagonal block
+  // narrow), and under tile. At d = 128 and 256 each kind's entry is what `fit --scheduler` makes
+  // of its grid points; d = 64 has none (docs/sim-cost-model.md), so both kinds cost as the tile
+  // kernel there.
+  const std::string dir = std::string(TILESCHED_TEST_DATA_DIR) + "/h200_sm90_s19/";
+  const sim::CostModel h200 = sim::CostModel::builtin("h200");
+  const auto makespan = [](const Trace& t) { return sim::compute_metrics(t).makespan_us; };
+  CHECK(h200.by_scheduler.count(64) == 0);
+  for (const SchedulerKind kind : {SchedulerKind::Queued, SchedulerKind::LptQueued}) {
+    const std::string suffix = std::string("_") + to_string(kind);
+    for (const char* d : {"64", "128", "256"}) {
+      std::vector<Trace> grid;
+      for (const char* mask : {"causal", "none"}) {
+        const std::string name = std::string("h200_d") + d + "_" + mask + suffix;
+        CAPTURE(name);
+        const Trace t = sim::read_trace(dir + name + ".trace.json.gz");
+        REQUIRE(t.source == "gpu");
+        REQUIRE(t.workload.scheduler == kind);
+        // The built-in workload, long rows mostly: within 1.5 %.
+        CHECK(makespan(sim::replay(t.workload, h200)) ==
+              doctest::Approx(makespan(t)).epsilon(0.015));
+        for (const char* seq : {"512", "1024", "2048"}) {
+          const std::string g =
+              std::string("h200_grid_d") + d + "_bm128_s" + seq + "_" + mask + suffix;
+          CAPTURE(g);
+          grid.push_back(sim::read_trace(dir + g + ".trace.json.gz"));
+          // The short rows: within 4 % (lpt_queued at d = 256 seq 512 causal, 3.6 % short).
+          CHECK(makespan(sim::replay(grid.back().workload, h200)) ==
+                doctest::Approx(makespan(grid.back())).epsilon(0.04));
+        }
+      }
+      const u32 head_dim = u32(std::stoul(d));
+      if (head_dim == 64) continue;
+      CAPTURE(head_dim);
+      const sim::CostFit fit = sim::fit_cost(grid, head_dim);
+      const sim::CostCoefficients& k = h200.by_scheduler.at(head_dim).at(kind);
+      CHECK(std::abs(k.fixed_us - fit.coefficients.fixed_us) <= 6e-5);
+      CHECK(std::abs(k.us_per_block - fit.coefficients.us_per_block) <= 6e-5);
+      CHECK(std::abs(k.us_per_masked_block - fit.coefficients.us_per_masked_block) <= 6e-5);
+      // The hand-off hides under the last PV (PrefetchTile): 0.17 us against the tile kernel's
+      // 0.19-0.50.
+      CHECK(fit.handoff_us < 0.19);
+    }
+  }
+  // d = 128's queued kernel runs a causal tile's diagonal block narrow: its masked block costs
+  // less than an unmasked one, lpt_queued's (and the tile kernel's) more.
+  const auto& d128 = h200.by_scheduler.at(128);
+  CHECK(d128.at(SchedulerKind::Queued).us_per_masked_block <
+        d128.at(SchedulerKind::Queued).us_per_block);
+  CHECK(d128.at(SchedulerKind::LptQueued).us_per_masked_block >
+        d128.at(SchedulerKind::LptQueued).us_per_block);
+  // The same call's tile-scheduler traces, with the entries fitted a session before: within 5 %
+  // (d = 256 seq 512 causal, 4.7 % short), the built-in workload within 2.5 %.
+  for (const char* d : {"64", "128", "256"})
+    for (const char* mask : {"causal", "none"}) {
+      const std::string name = std::string("h200_d") + d + "_" + mask;
+      CAPTURE(name);
+      const Trace t = sim::read_trace(dir + name + ".trace.json.gz");
+      CHECK(makespan(sim::replay(t.workload, h200)) == doctest::Approx(makespan(t)).epsilon(0.025));
+      for (const char* seq : {"512", "1024", "2048"}) {
+        const Trace g = sim::read_trace(dir + "h200_grid_d" + d + "_bm128_s" + seq + "_" + mask +
+                                        ".trace.json.gz");
+        CHECK(makespan(sim::replay(g.workload, h200)) ==
+              doctest::Approx(makespan(g)).epsilon(0.05));
+      }
+    }
+}
+
 TEST_CASE("the kernels before: the h200 table replays their recordings within 3.5 % or short") {
   // tests/data/h200_sm90_s12 and h200_sm90_s13 (2026-12-01): the same 32 workloads recorded on
   // the twelfth session's kernel (the table before was fitted to them) and on the thirteenth
