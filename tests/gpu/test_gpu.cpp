@@ -85,6 +85,16 @@ Workload ragged_base() {
   return w;
 }
 
+// Poisons the outputs, launches once and checks that every element of O and LSE was written.
+void run_writes_every_output(gpu::DeviceProblem& dev) {
+  REQUIRE(dev.poison_outputs().ok);
+  REQUIRE(dev.run().ok);
+  std::uint64_t o_unwritten = 1, lse_unwritten = 1;
+  REQUIRE(dev.count_unwritten(o_unwritten, lse_unwritten).ok);
+  CHECK(o_unwritten == 0);
+  CHECK(lse_unwritten == 0);
+}
+
 // Captures one launch of `w` (with the simulator's schedule plan) in a CUDA graph and replays it
 // three times: each replay must reset the counter and write every output once.
 void replay_captured_launch(const Workload& w) {
@@ -457,12 +467,7 @@ TEST_CASE("a launch with queue_done leaves the counter at its start: no reset fr
         const gpu::AttentionArgs a = dev.args();
         CHECK(a.queue_done != nullptr);
         CHECK(a.counter_ready == (launch > 0));  // the first launch sets the counter
-        REQUIRE(dev.poison_outputs().ok);
-        REQUIRE(dev.run().ok);
-        std::uint64_t o_unwritten = 1, lse_unwritten = 1;
-        REQUIRE(dev.count_unwritten(o_unwritten, lse_unwritten).ok);
-        CHECK(o_unwritten == 0);
-        CHECK(lse_unwritten == 0);
+        run_writes_every_output(dev);
         Trace t;
         REQUIRE(dev.download_trace(t).ok);
         const std::vector<std::string> diffs = sim::schedule_differences(sim::replay(w, cost), t);
@@ -508,12 +513,7 @@ TEST_CASE("paired timing of traced and plain launches (the benchmark's trace cos
   std::vector<gpu::DeviceTraceEvent> raw;
   REQUIRE(dev.download_raw_trace(raw).ok);
   CHECK(raw.size() == gpu::processed_tile_count(w));
-  REQUIRE(dev.poison_outputs().ok);
-  REQUIRE(dev.run().ok);
-  std::uint64_t o_unwritten = 0, lse_unwritten = 0;
-  REQUIRE(dev.count_unwritten(o_unwritten, lse_unwritten).ok);
-  CHECK(o_unwritten == 0);
-  CHECK(lse_unwritten == 0);
+  run_writes_every_output(dev);
 }
 
 int main(int argc, char** argv) {

@@ -35,6 +35,17 @@ std::vector<cli::LabelledTrace> measured(const sim::CostModel& truth) {
   return traces;
 }
 
+// A fit of tile costs only (another tile height, or a scheduler's entry): no sharing or launch
+// fitted, and every trace, timed by the model fitted, replayed exactly.
+void check_only_tile_costs_fitted(const cli::CostFitReport& r) {
+  CHECK(r.sharing.empty());
+  CHECK(r.launches.empty());
+  for (const cli::MakespanComparison& c : r.makespans) {
+    CHECK(c.fitted);
+    CHECK(c.predicted_us == doctest::Approx(c.measured_us).epsilon(1e-9));
+  }
+}
+
 sim::CostModel model_64(sim::CostCoefficients k) {
   sim::CostModel m;
   m.device = "truth";
@@ -236,12 +247,7 @@ TEST_CASE("fit puts another tile height of a head_dim beside its entry, not over
   const sim::CostCoefficients& k = r.model.by_tile_height.at(64).at(192);
   CHECK(k.us_per_block == doctest::Approx(1.75).epsilon(1e-9));
   CHECK(k.us_per_masked_block == doctest::Approx(2.25).epsilon(1e-9));
-  CHECK(r.sharing.empty());
-  CHECK(r.launches.empty());
-  for (const cli::MakespanComparison& c : r.makespans) {
-    CHECK(c.fitted);
-    CHECK(c.predicted_us == doctest::Approx(c.measured_us).epsilon(1e-9));
-  }
+  check_only_tile_costs_fitted(r);
   const std::string text = cli::format_cost_fit_report(r);
   CHECK(text.find("      64        192 (h)") != std::string::npos);
   CHECK(text.find("another tile height of the head_dim") != std::string::npos);
@@ -286,12 +292,7 @@ TEST_CASE("fit --scheduler: one kind's kernel gets its own entry, the rest kept"
   CHECK(r.model.by_head_dim == base.by_head_dim);
   CHECK(r.model.by_tile_height == base.by_tile_height);
   CHECK(r.model.cta_launch_us(128) == base.cta_launch_us(128));
-  CHECK(r.sharing.empty());
-  CHECK(r.launches.empty());
-  for (const cli::MakespanComparison& c : r.makespans) {
-    CHECK(c.fitted);
-    CHECK(c.predicted_us == doctest::Approx(c.measured_us).epsilon(1e-9));
-  }
+  check_only_tile_costs_fitted(r);
   const std::string text = cli::format_cost_fit_report(r);
   CHECK(text.find("     128     128 queued") != std::string::npos);
   CHECK(text.find("sharing and launch kept from the base") != std::string::npos);

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <optional>
 #include <set>
 #include <stdexcept>
 
@@ -65,6 +66,28 @@ u32 own_tile_height(const sim::CostModel& base, u32 head_dim, const std::set<u32
   for (const u32 bm : heights)
     if (listed == base.by_tile_height.end() || listed->second.count(bm) == 0) return bm;
   return 0;
+}
+
+// The tile costs of head_dim `d` at tile height `bm` (sim::fit_cost): nothing, with the reason in
+// report.skipped, when the traces do not determine them; each negative coefficient is listed in
+// report.negative_coefficients under `where`.
+std::optional<sim::CostFit> fit_tile_costs(const std::vector<Trace>& traces, u32 d, u32 bm,
+                                           const std::string& where, CostFitReport& report) {
+  sim::CostFit fit;
+  try {
+    fit = sim::fit_cost(traces, d, bm);
+  } catch (const std::invalid_argument& e) {
+    report.skipped.push_back(e.what());
+    return std::nullopt;
+  }
+  const auto negative = [&](const char* name, double value) {
+    if (value < 0)
+      report.negative_coefficients.push_back(fmt::format("{}: {} = {:.4g}", where, name, value));
+  };
+  negative("fixed_us", fit.coefficients.fixed_us);
+  negative("us_per_block", fit.coefficients.us_per_block);
+  negative("us_per_masked_block", fit.coefficients.us_per_masked_block);
+  return fit;
 }
 
 }  // namespace
@@ -133,47 +156,24 @@ CostFitReport fit_cost_model(const std::vector<LabelledTrace>& traces, const sim
           "the traces of head_dim {} ran several tile heights ({}) and the base records none: a "
           "scheduler's coefficients are of one",
           d, fmt::join(bms, ", ")));
-    sim::CostFit fit;
-    try {
-      fit = sim::fit_cost(plain, d, bm);
-    } catch (const std::invalid_argument& e) {
-      report.skipped.push_back(e.what());
-      continue;
-    }
-    report.fits.push_back(HeadDimFit{d, bm, true, kind, fit});
-    const auto negative = [&](const char* name, double value) {
-      if (value < 0)
-        report.negative_coefficients.push_back(
-            fmt::format("head_dim {} {}: {} = {:.4g}", d, to_string(kind), name, value));
-    };
-    negative("fixed_us", fit.coefficients.fixed_us);
-    negative("us_per_block", fit.coefficients.us_per_block);
-    negative("us_per_masked_block", fit.coefficients.us_per_masked_block);
-    report.model.by_scheduler[d][kind] = fit.coefficients;
+    const std::optional<sim::CostFit> fit =
+        fit_tile_costs(plain, d, bm, fmt::format("head_dim {} {}", d, to_string(kind)), report);
+    if (!fit) continue;
+    report.fits.push_back(HeadDimFit{d, bm, true, kind, *fit});
+    report.model.by_scheduler[d][kind] = fit->coefficients;
   }
   for (const auto& [d, bms] : scope == FitScope::Everything ? heights
                                                              : std::map<u32, std::set<u32>>{}) {
     const u32 own = own_tile_height(base, d, bms);
     for (const u32 bm : bms) {
-      sim::CostFit fit;
-      try {
-        fit = sim::fit_cost(plain, d, bm);
-      } catch (const std::invalid_argument& e) {
-        report.skipped.push_back(e.what());
-        continue;
-      }
       const bool own_entry = bm == own;
+      const std::optional<sim::CostFit> found = fit_tile_costs(
+          plain, d, bm,
+          own_entry ? fmt::format("head_dim {}", d) : fmt::format("head_dim {} BM {}", d, bm),
+          report);
+      if (!found) continue;
+      const sim::CostFit& fit = *found;
       report.fits.push_back(HeadDimFit{d, bm, own_entry, std::nullopt, fit});
-      const std::string where =
-          own_entry ? fmt::format("head_dim {}", d) : fmt::format("head_dim {} BM {}", d, bm);
-      const auto negative = [&](const char* name, double value) {
-        if (value < 0)
-          report.negative_coefficients.push_back(
-              fmt::format("{}: {} = {:.4g}", where, name, value));
-      };
-      negative("fixed_us", fit.coefficients.fixed_us);
-      negative("us_per_block", fit.coefficients.us_per_block);
-      negative("us_per_masked_block", fit.coefficients.us_per_masked_block);
       if (!own_entry) {
         report.model.by_tile_height[d][bm] = fit.coefficients;
         continue;
