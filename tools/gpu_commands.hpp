@@ -62,8 +62,8 @@ struct BenchCommandOptions {
   // (choose_block_m).
   u32 block_m = 0;
   // Whether a one-thread kernel sets a counter scheduler's counter before every launch (as for a
-  // caller that passes no queue_done), instead of only before the first: DeviceProblem's launches
-  // otherwise leave the counter at its start for the next (AttentionArgs::counter_ready).
+  // caller that passes no launch_done), instead of only before the first: DeviceProblem's launches
+  // otherwise leave the counter at its start for the next (AttentionArgs::launch_ready).
   bool reset_counter_every_launch = false;
 };
 

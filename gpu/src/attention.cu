@@ -53,10 +53,12 @@ bool aligned_16(const void* p) {
 
 // Sets a counter scheduler's counter and the trace's event count before a launch (a kernel, not
 // a memset: counter_start() is not a byte pattern). Stream-ordered, so graph-capturable.
-__global__ void reset_counters(u32* counter, u32 counter_value, u32* done, u32* trace_count) {
+__global__ void reset_counters(u32* counter, u32 counter_value, u32* done, u32* trace_count,
+                               u32* trace_last_count) {
   if (counter != nullptr) *counter = counter_value;
   if (done != nullptr) *done = 0;
   if (trace_count != nullptr) *trace_count = 0;
+  if (trace_last_count != nullptr) *trace_last_count = 0;
 }
 
 }  // namespace
@@ -148,11 +150,19 @@ Status validate(const AttentionArgs& a) {
   if (takes_from_counter(w.scheduler) && a.queue_counter == nullptr)
     return Status::error(fmt::format(
         "the {} scheduler needs a device counter (queue_counter is null)", to_string(w.scheduler)));
-  if (takes_from_counter(w.scheduler) && a.counter_ready && a.queue_done == nullptr)
+  if (a.launch_ready && a.launch_done == nullptr)
     return Status::error(
-        "counter_ready needs queue_done: only a launch with it leaves the counter at its start");
-  if (a.queue_done != nullptr && a.queue_done == a.queue_counter)
-    return Status::error("queue_done must be a u32 of its own, not queue_counter");
+        "launch_ready needs launch_done: only a launch with it leaves its words ready for the next");
+  if (a.launch_ready && a.trace.events != nullptr && a.trace.last_count == nullptr)
+    return Status::error(
+        "launch_ready while recording needs trace.last_count: only a launch that moves the count "
+        "there leaves trace.count at 0");
+  if (a.launch_done != nullptr &&
+      (a.launch_done == a.queue_counter || a.launch_done == a.trace.count ||
+       a.launch_done == a.trace.last_count))
+    return Status::error("launch_done must be a u32 of its own");
+  if (a.trace.last_count != nullptr && a.trace.last_count == a.trace.count)
+    return Status::error("trace.last_count must be a u32 of its own, not trace.count");
   if (a.trace.events != nullptr) {
     if (a.trace.count == nullptr)
       return Status::error("trace recording needs a device event count (trace.count is null)");
@@ -182,12 +192,15 @@ Status attention_forward(const AttentionArgs& a) {
   const runtime::AnyScheduler sched =
       with_scheduler(w, SchedulerInputs{AtomicCounter{a.queue_counter}, a.plan},
                      [](const auto& s) { return runtime::AnyScheduler(s); });
-  // The counter needs setting unless the caller says it is set (counter_ready, with queue_done:
-  // the last launch on it left it at its start).
-  u32* counter = takes_from_counter(sched.kind) && !a.counter_ready ? a.queue_counter : nullptr;
-  u32* done = counter != nullptr ? a.queue_done : nullptr;
-  if (counter != nullptr || a.trace.count != nullptr) {
-    reset_counters<<<1, 1, 0, stream>>>(counter, sched.counter_start(), done, a.trace.count);
+  // The counter and the trace's count need setting unless the caller says they are set
+  // (launch_ready: the last launch, with launch_done, left them so).
+  const bool reset = !a.launch_ready;
+  u32* counter = reset && takes_from_counter(sched.kind) ? a.queue_counter : nullptr;
+  u32* trace_count = reset && a.trace.events != nullptr ? a.trace.count : nullptr;
+  if (counter != nullptr || trace_count != nullptr) {
+    reset_counters<<<1, 1, 0, stream>>>(counter, sched.counter_start(), a.launch_done,
+                                        trace_count,
+                                        trace_count != nullptr ? a.trace.last_count : nullptr);
     if (Status s = cuda_status(cudaGetLastError(), "launching the counter reset"); !s) return s;
   }
   return with_kernel(w.head_dim, w.block_m, [&](auto dim, auto bm) -> Status {

@@ -97,7 +97,7 @@ Status DeviceProblem::create(const Workload& w, bool record_trace, const Schedul
             const std::vector<u32> qo = w.q_row_offsets(), ko = w.kv_row_offsets();
             buffers_->q_offsets.assign(qo.begin(), qo.end());
             buffers_->kv_offsets.assign(ko.begin(), ko.end());
-            buffers_->counter.resize(2);  // the counter and queue_done
+            buffers_->counter.resize(2);  // the counter and launch_done
             buffers_->split.resize((split_workspace_bytes(w) + sizeof(float) - 1) / sizeof(float));
             buffers_->order.assign(plan.order.begin(), plan.order.end());
             buffers_->list_offsets.assign(plan.list_offsets.begin(), plan.list_offsets.end());
@@ -155,9 +155,9 @@ AttentionArgs DeviceProblem::args() const {
   a.q_row_offsets = thrust::raw_pointer_cast(buffers_->q_offsets.data());
   a.kv_row_offsets = thrust::raw_pointer_cast(buffers_->kv_offsets.data());
   a.queue_counter = thrust::raw_pointer_cast(buffers_->counter.data());
-  if (counter_reuse_) {
-    a.queue_done = a.queue_counter + 1;
-    a.counter_ready = counter_ready_;
+  if (launch_reuse_) {
+    a.launch_done = a.queue_counter + 1;
+    a.launch_ready = launch_ready_;
   }
   a.split_workspace =
       buffers_->split.empty() ? nullptr : thrust::raw_pointer_cast(buffers_->split.data());
@@ -172,13 +172,13 @@ AttentionArgs DeviceProblem::args() const {
 
 Status DeviceProblem::run() {
   Status s = attention_forward(args());
-  // A launch with queue_done leaves the counter at its start for the next one (the workload, and
-  // so the counter's start, never changes here). Not a launch captured in a graph: it has not run.
+  // A launch with launch_done leaves the counter at its start and the trace's count at 0 for the
+  // next one (the workload, and so the counter's start, never changes here). Not a launch captured in a graph: it has not run.
   cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
   if (s)
     s = cuda_status(cudaStreamIsCapturing(static_cast<cudaStream_t>(stream_), &capture),
                     "cudaStreamIsCapturing");
-  if (s && counter_reuse_ && capture == cudaStreamCaptureStatusNone) counter_ready_ = true;
+  if (s && launch_reuse_ && capture == cudaStreamCaptureStatusNone) launch_ready_ = true;
   return s;
 }
 

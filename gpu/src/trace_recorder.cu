@@ -45,25 +45,29 @@ Status TraceRecorder::allocate(u32 capacity) {
     return s;
   buffer_.events = static_cast<DeviceTraceEvent*>(events);
   buffer_.capacity = capacity;
-  if (buffer_.count == nullptr) {
+  if (buffer_.count == nullptr) {  // count and last_count
     void* count = nullptr;
-    if (Status s = cuda_status(cudaMalloc(&count, sizeof(u32)), "cudaMalloc(trace count)"); !s)
+    if (Status s = cuda_status(cudaMalloc(&count, 2 * sizeof(u32)), "cudaMalloc(trace count)"); !s)
       return s;
     buffer_.count = static_cast<u32*>(count);
+    buffer_.last_count = buffer_.count + 1;
   }
-  return cuda_status(cudaMemset(buffer_.count, 0, sizeof(u32)), "cudaMemset(trace count)");
+  return cuda_status(cudaMemset(buffer_.count, 0, 2 * sizeof(u32)), "cudaMemset(trace count)");
 }
 
 Status TraceRecorder::download_raw(std::vector<DeviceTraceEvent>& out) const {
   out.clear();
   if (buffer_.events == nullptr) return Status::error("the trace recorder has no buffer");
   if (Status s = cuda_status(cudaDeviceSynchronize(), "the attention kernel"); !s) return s;
-  u32 count = 0;
+  // The launch's events: in count, or moved to last_count by a launch with launch_done (the
+  // other word is 0 then: attention_forward's reset zeroes both, and the move leaves count at 0).
+  u32 words[2] = {0, 0};
   if (Status s =
-          cuda_status(cudaMemcpy(&count, buffer_.count, sizeof count, cudaMemcpyDeviceToHost),
+          cuda_status(cudaMemcpy(words, buffer_.count, sizeof words, cudaMemcpyDeviceToHost),
                       "copying the trace count");
       !s)
     return s;
+  const u32 count = words[0] + words[1];
   if (count > buffer_.capacity)
     return Status::error(fmt::format(
         "the kernel recorded {} tile events but the buffer holds {} (a tile processed more than "

@@ -22,7 +22,7 @@ struct CheckOutcome {
 // gpu::run_recorded on sim::make_inputs(w, seed), then: every element written (poison count),
 // sim::schedule_differences against sim::replay, and sim::check_outputs. With `warm_up` the
 // checked launch is the second on its buffers: a counter scheduler's then runs on the counter the
-// first left at its start, with no reset kernel (AttentionArgs::counter_ready).
+// first left at its start, with no reset kernel (AttentionArgs::launch_ready).
 CheckOutcome check_workload(const Workload& w, std::uint64_t seed, bool warm_up = false);
 // The same check on given inputs (bf16-rounded values in the layouts of sim::AttentionInputs).
 CheckOutcome check_workload(const Workload& w, const sim::AttentionInputs& inputs,

@@ -316,15 +316,24 @@ std::vector<std::pair<ArgsEdit, const char*>> bad_argument_cases() {
        "counter"},
       {[](gpu::AttentionArgs& a) {
          a.workload.scheduler = SchedulerKind::Queued;
-         a.queue_done = nullptr;
-         a.counter_ready = true;
+         a.launch_done = nullptr;
+         a.launch_ready = true;
        },
-       "counter_ready needs queue_done"},
+       "launch_ready needs launch_done"},
+      {[](gpu::AttentionArgs& a) {
+         a.launch_ready = true;
+         a.trace.last_count = nullptr;
+       },
+       "launch_ready while recording needs trace.last_count"},
       {[](gpu::AttentionArgs& a) {
          a.workload.scheduler = SchedulerKind::Queued;
-         a.queue_done = a.queue_counter;
+         a.launch_done = a.queue_counter;
        },
-       "queue_done must be a u32 of its own"},
+       "launch_done must be a u32 of its own"},
+      {[](gpu::AttentionArgs& a) { a.launch_done = a.trace.count; },
+       "launch_done must be a u32 of its own"},
+      {[](gpu::AttentionArgs& a) { a.trace.last_count = a.trace.count; },
+       "trace.last_count must be a u32 of its own"},
       {[](gpu::AttentionArgs& a) { a.workload.ragged_mode = RaggedMode::Faithful; }, "faithful"},
       {[](gpu::AttentionArgs& a) { a.trace.capacity = 1; }, "trace buffer"},
       {[](gpu::AttentionArgs& a) {
@@ -444,9 +453,11 @@ TEST_CASE("a counter scheduler's launch is graph-capturable and replays with a f
   }
 }
 
-TEST_CASE("a launch with queue_done leaves the counter at its start: no reset from the second on") {
-  for (const SchedulerKind kind :
-       {SchedulerKind::Queued, SchedulerKind::LptQueued, SchedulerKind::RaggedQueued}) {
+TEST_CASE("a launch with launch_done leaves its words ready: no reset from the second on") {
+  // The counter at its start, the trace's count moved to last_count, launch_done at 0; the tile
+  // kind has no counter (its word stays as allocated, 0) but records the trace alike.
+  for (const SchedulerKind kind : {SchedulerKind::Tile, SchedulerKind::Queued,
+                                   SchedulerKind::LptQueued, SchedulerKind::RaggedQueued}) {
     for (const u32 ctas : {7u, 300u}) {  // 300: more CTAs than tiles, some with none
       CAPTURE(std::string(to_string(kind)));
       CAPTURE(ctas);
@@ -459,14 +470,17 @@ TEST_CASE("a launch with queue_done leaves the counter at its start: no reset fr
       REQUIRE(dev.create(w, true, plan).ok);
       REQUIRE(dev.fill_random(11).ok);
       const u32 start =
-          with_scheduler(w, SchedulerInputs{AtomicCounter{}, plan.arrays()}, [](const auto& s) {
-            return runtime::AnyScheduler(s);
-          }).counter_start();
+          takes_from_counter(kind)
+              ? with_scheduler(w, SchedulerInputs{AtomicCounter{}, plan.arrays()},
+                               [](const auto& s) { return runtime::AnyScheduler(s); })
+                    .counter_start()
+              : 0u;
       for (int launch = 0; launch < 3; ++launch) {
         CAPTURE(launch);
         const gpu::AttentionArgs a = dev.args();
-        CHECK(a.queue_done != nullptr);
-        CHECK(a.counter_ready == (launch > 0));  // the first launch sets the counter
+        CHECK(a.launch_done != nullptr);
+        CHECK(a.trace.last_count != nullptr);
+        CHECK(a.launch_ready == (launch > 0));  // the first launch sets the words
         run_writes_every_output(dev);
         Trace t;
         REQUIRE(dev.download_trace(t).ok);
@@ -477,6 +491,12 @@ TEST_CASE("a launch with queue_done leaves the counter at its start: no reset fr
                 cudaSuccess);
         CHECK(words[0] == start);
         CHECK(words[1] == 0u);
+        u32 trace_words[2] = {0xdeadbeefu, 0xdeadbeefu};
+        REQUIRE(cudaMemcpy(trace_words, a.trace.count, sizeof(trace_words),
+                           cudaMemcpyDeviceToHost) == cudaSuccess);
+        CHECK(trace_words[0] == 0u);
+        CHECK(trace_words[1] == gpu::processed_tile_count(w));
+        CHECK(t.events.size() == gpu::processed_tile_count(w));
       }
     }
   }

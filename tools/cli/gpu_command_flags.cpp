@@ -140,7 +140,7 @@ void add_bench_command(CLI::App& app, Action& action) {
          },
          "When a counter scheduler's counter is set: once (before the first launch; each launch "
          "leaves it at its start for the next) | every-launch (a one-thread kernel before each "
-         "launch, as for a caller that passes no queue_done)")
+         "launch, as for a caller that passes no launch_done)")
       ->check(CLI::IsMember({"once", "every-launch"}))
       ->type_name("WHEN")
       ->default_str("once");

@@ -69,11 +69,15 @@ struct FmhaParams {
   u32 trace_block_n = 0;  // the workload's BN: a trace's kv_blocks use it (SPEC §7)
   // split_tail: the pieces' slots (attention.hpp's SplitWorkspaceLayout)
   float* split_partials = nullptr;
-  // Counter schedulers with AttentionArgs::queue_done: the last CTA to finish fetching puts the
-  // counter back at counter_start and queue_done at 0 (restore_counter). Null otherwise.
+  // With AttentionArgs::launch_done: each CTA counts itself done at its end and the grid's last
+  // leaves the words ready for the next launch (restore_launch_words): a counter scheduler's
+  // counter (queue_counter, null for the others) back at counter_start, while recording the
+  // trace's count moved to trace_last_count (null when not recording or not asked). Null
+  // launch_done: nothing restored.
+  u32* launch_done = nullptr;
   u32* queue_counter = nullptr;
-  u32* queue_done = nullptr;
   u32 counter_start = 0;
+  u32* trace_last_count = nullptr;
 };
 
 // Where a tile's rows and keys are (SPEC §7, common's geometry), the same for producer and
@@ -132,19 +136,23 @@ __device__ __forceinline__ float fma_exp2(float x) {
 
 // ---- producer ------------------------------------------------------------------------------
 
-// Called by each CTA's fetching thread once its last fetch is done (its producer loop has ended;
-// a CTA with no tile fetches nothing): the last CTA of the grid to arrive puts the counter back at
-// counter_start and queue_done at 0, so that the next launch on them needs no reset kernel
-// (AttentionArgs::counter_ready). Every CTA has fetched for the last time when the count is full,
-// so no fetch of this launch can follow the restore.
+// Called by each CTA's fetching thread once its producer loop has ended (its last fetch and,
+// while recording, its trace writer's last claim of an event slot are done: every schedule step
+// passes the producers' barriers; a CTA with no tile fetches nothing): the last CTA of the grid
+// to arrive puts the counter back at counter_start, moves the trace's count to last_count and
+// zeroes it, and zeroes launch_done, so that the next launch on them needs no reset kernel
+// (AttentionArgs::launch_ready). Every CTA has fetched and claimed for the last time when the
+// count is full, so nothing of this launch can follow the restore.
 template <class Params>
-__device__ __forceinline__ void restore_counter(const Params& p) {
-  if (p.queue_done == nullptr) return;
-  __threadfence();  // this CTA's fetches before its arrival
-  if (atomicAdd(p.queue_done, 1u) == gridDim.x * gridDim.y * gridDim.z - 1) {
+__device__ __forceinline__ void restore_launch_words(const Params& p) {
+  if (p.launch_done == nullptr) return;
+  __threadfence();  // this CTA's fetches and claims before its arrival
+  if (atomicAdd(p.launch_done, 1u) == gridDim.x * gridDim.y * gridDim.z - 1) {
     __threadfence();
-    atomicExch(p.queue_counter, p.counter_start);
-    atomicExch(p.queue_done, 0u);
+    if (p.queue_counter != nullptr) atomicExch(p.queue_counter, p.counter_start);
+    if (p.trace_last_count != nullptr)
+      atomicExch(p.trace_last_count, atomicExch(p.trace.count, 0u));
+    atomicExch(p.launch_done, 0u);
   }
 }
 
@@ -307,7 +315,7 @@ __device__ void run_producer(const Params& p, Storage& smem, Pipelines& pipes) {
     }
     work = next;
   }
-  if (loader) restore_counter(p);
+  if (loader) restore_launch_words(p);
 }
 
 // ---- consumers -----------------------------------------------------------------------------

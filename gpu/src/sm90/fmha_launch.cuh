@@ -77,7 +77,8 @@ Status allow_shared_memory() {
                              "cudaFuncSetAttribute(max dynamic shared memory)");
 }
 
-// counter_start: the counter scheduler's (AnyScheduler::counter_start()), for restore_counter.
+// counter_start: the counter scheduler's (AnyScheduler::counter_start()), for
+// restore_launch_words.
 template <class Config, class Scheduler>
 Status launch_with(const AttentionArgs& a, const Scheduler& scheduler, const TileSummary& summary,
                    u32 counter_start) {
@@ -121,11 +122,13 @@ Status launch_with(const AttentionArgs& a, const Scheduler& scheduler, const Til
   p.trace = a.trace;
   p.trace_block_n = w.block_n;
   p.split_partials = static_cast<float*>(a.split_workspace);
-  if (a.queue_done != nullptr && takes_from_counter(w.scheduler)) {
+  p.launch_done = a.launch_done;
+  if (a.launch_done != nullptr && takes_from_counter(w.scheduler)) {
     p.queue_counter = a.queue_counter;
-    p.queue_done = a.queue_done;
     p.counter_start = counter_start;
   }
+  if (a.launch_done != nullptr && a.trace.events != nullptr)
+    p.trace_last_count = a.trace.last_count;
 
   auto* kernel = &fmha_kernel<Scheduler, Config>;
   if (Status s = allow_shared_memory<Config, Scheduler>(); !s) return s;

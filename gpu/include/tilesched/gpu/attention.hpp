@@ -62,12 +62,17 @@ struct DeviceTraceEvent {
 };
 
 // Where the kernel writes trace events (device memory). Recording is off when `events` is null.
-// `count` (one u32) is reset by attention_forward on the stream before the launch; the kernel
-// claims slots with atomicAdd, so a tile processed twice shows up as an extra event.
+// `count` (one u32) is reset by attention_forward on the stream before the launch (unless
+// AttentionArgs::launch_ready); the kernel claims slots with atomicAdd, so a tile processed twice
+// shows up as an extra event. `last_count` (optional, one more u32): with
+// AttentionArgs::launch_done the kernel's last CTA moves the launch's count there and leaves
+// `count` at 0 for the next launch; attention_forward's reset sets both to 0. The launch's events
+// are then *count + *last_count either way (TraceRecorder reads them so).
 struct TraceBuffer {
   DeviceTraceEvent* events = nullptr;
   u32 capacity = 0;
   u32* count = nullptr;
+  u32* last_count = nullptr;
 };
 
 struct AttentionArgs {
@@ -82,19 +87,24 @@ struct AttentionArgs {
   float softmax_scale = 0.f;            // <= 0 means 1/sqrt(head_dim)
   // Counter schedulers only (queued, lpt_queued, ragged_queued): one u32 of device memory.
   // attention_forward sets it to counter_start() on `stream` before every launch (a one-thread
-  // kernel), so the call can be captured in a CUDA graph and replayed; unless `counter_ready`.
+  // kernel, which also zeroes the trace's count), so the call can be captured in a CUDA graph and
+  // replayed; unless `launch_ready`.
   u32* queue_counter = nullptr;
-  // Optional, counter schedulers: one more u32 of device memory, kept with queue_counter. With it
-  // the kernel leaves queue_counter at counter_start() and queue_done at 0 when it ends (its last
-  // CTA restores them), and attention_forward's reset sets queue_done to 0 with the counter.
-  u32* queue_done = nullptr;
-  // The caller's word that queue_counter holds counter_start() and queue_done 0 already: the last
-  // call on them had queue_done, the same counter_start() (the same scheduler's CTA count, C for
-  // queued and lpt_queued) and ran to completion, or the caller set them. attention_forward then
-  // launches no reset kernel before the attention kernel (about 2 us a call on the H200:
-  // docs/gpu-performance.md). Needs queue_done. A wrong word is a wrong schedule: tiles skipped or
-  // done twice. DeviceProblem sets it from its second launch on.
-  bool counter_ready = false;
+  // Optional: one u32 of device memory of its own. With it each CTA counts itself done at its
+  // end and the grid's last leaves what the next launch needs: a counter scheduler's
+  // queue_counter at counter_start(), while recording the trace's count moved to
+  // trace.last_count and count at 0, and launch_done itself at 0. attention_forward's reset sets
+  // it to 0 with the rest.
+  u32* launch_done = nullptr;
+  // The caller's word that the launch's words are ready: queue_counter (counter schedulers) at
+  // counter_start(), launch_done at 0, and while recording trace.count at 0; as the last launch on
+  // them left them when it had launch_done (and trace.last_count while recording), the same
+  // counter_start() (the scheduler's CTA count, C for queued and lpt_queued) and ran to completion.
+  // attention_forward then launches no reset kernel before the attention kernel (about 2 us a call
+  // on the H200: docs/gpu-performance.md). Needs launch_done, and trace.last_count while recording.
+  // A wrong word is a wrong schedule (tiles skipped or done twice) or a wrong trace.
+  // DeviceProblem sets it from its second launch on.
+  bool launch_ready = false;
   // Planned schedulers only (lpt, lpt_queued, planned, ragged_queued): device copies of the
   // workload's schedule plan (common/schedule_plan.hpp; sim::plan_schedule builds the one the
   // simulator replays). DeviceProblem uploads them.
@@ -151,6 +161,7 @@ class TraceRecorder {
   TraceRecorder(const TraceRecorder&) = delete;
   TraceRecorder& operator=(const TraceRecorder&) = delete;
 
+  // The events, and the two words of the count (count and last_count, both 0).
   Status allocate(u32 capacity);
   TraceBuffer buffer() const { return buffer_; }
   // Synchronises the device, copies the events back and converts them; the trace's

@@ -37,12 +37,12 @@ class DeviceProblem {
   void set_tracing(bool on) { tracing_ = on; }
   void set_softmax_scale(float s) { scale_ = s; }
   void set_stream(void* stream) { stream_ = stream; }
-  // Whether launches pass queue_done (the counter's second word), so that from the second on no
-  // reset kernel runs (the default); off: every launch resets the counter, as for a caller without
-  // queue_done (the benchmark's `--counter-reset every-launch`).
+  // Whether launches pass launch_done (the counter's second word), so that from the second on no
+  // reset kernel runs (the default); off: every launch resets the counter and the trace's count,
+  // as for a caller without launch_done (the benchmark's `--counter-reset every-launch`).
   void set_counter_reuse(bool on) {
-    counter_reuse_ = on;
-    counter_ready_ = false;  // a launch without queue_done left the counter where it ended
+    launch_reuse_ = on;
+    launch_ready_ = false;  // a launch without launch_done left its words where they ended
   }
   Status run();          // attention_forward(args())
   Status synchronize();  // waits and reports any error from the kernel
@@ -79,10 +79,11 @@ class DeviceProblem {
   TraceRecorder recorder_;
   bool record_trace_ = false;
   bool tracing_ = true;
-  // Whether a launch has left the counter at its start (AttentionArgs::counter_ready): from the
-  // second run on, no reset kernel runs before the attention kernel.
-  bool counter_ready_ = false;
-  bool counter_reuse_ = true;
+  // Whether a launch has left the counter at its start and the trace's count at 0
+  // (AttentionArgs::launch_ready): from the second run on, no reset kernel runs before the
+  // attention kernel.
+  bool launch_ready_ = false;
+  bool launch_reuse_ = true;
   float scale_ = 0.f;
   void* stream_ = nullptr;
 };
