@@ -152,7 +152,8 @@ Status validate(const AttentionArgs& a) {
         "the {} scheduler needs a device counter (queue_counter is null)", to_string(w.scheduler)));
   if (a.launch_ready && a.launch_done == nullptr)
     return Status::error(
-        "launch_ready needs launch_done: only a launch with it leaves its words ready for the next");
+        "launch_ready needs launch_done: only a launch with it leaves its words ready for the "
+        "next");
   if (a.launch_ready && a.trace.events != nullptr && a.trace.last_count == nullptr)
     return Status::error(
         "launch_ready while recording needs trace.last_count: only a launch that moves the count "
@@ -198,8 +199,7 @@ Status attention_forward(const AttentionArgs& a) {
   u32* counter = reset && takes_from_counter(sched.kind) ? a.queue_counter : nullptr;
   u32* trace_count = reset && a.trace.events != nullptr ? a.trace.count : nullptr;
   if (counter != nullptr || trace_count != nullptr) {
-    reset_counters<<<1, 1, 0, stream>>>(counter, sched.counter_start(), a.launch_done,
-                                        trace_count,
+    reset_counters<<<1, 1, 0, stream>>>(counter, sched.counter_start(), a.launch_done, trace_count,
                                         trace_count != nullptr ? a.trace.last_count : nullptr);
     if (Status s = cuda_status(cudaGetLastError(), "launching the counter reset"); !s) return s;
   }

@@ -173,7 +173,8 @@ AttentionArgs DeviceProblem::args() const {
 Status DeviceProblem::run() {
   Status s = attention_forward(args());
   // A launch with launch_done leaves the counter at its start and the trace's count at 0 for the
-  // next one (the workload, and so the counter's start, never changes here). Not a launch captured in a graph: it has not run.
+  // next one (the workload, and so the counter's start, never changes here). Not a launch captured
+  // in a graph: it has not run.
   cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
   if (s)
     s = cuda_status(cudaStreamIsCapturing(static_cast<cudaStream_t>(stream_), &capture),

@@ -62,9 +62,8 @@ Status TraceRecorder::download_raw(std::vector<DeviceTraceEvent>& out) const {
   // The launch's events: in count, or moved to last_count by a launch with launch_done (the
   // other word is 0 then: attention_forward's reset zeroes both, and the move leaves count at 0).
   u32 words[2] = {0, 0};
-  if (Status s =
-          cuda_status(cudaMemcpy(words, buffer_.count, sizeof words, cudaMemcpyDeviceToHost),
-                      "copying the trace count");
+  if (Status s = cuda_status(cudaMemcpy(words, buffer_.count, sizeof words, cudaMemcpyDeviceToHost),
+                             "copying the trace count");
       !s)
     return s;
   const u32 count = words[0] + words[1];

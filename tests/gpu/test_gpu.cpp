@@ -469,12 +469,11 @@ TEST_CASE("a launch with launch_done leaves its words ready: no reset from the s
       gpu::DeviceProblem dev;
       REQUIRE(dev.create(w, true, plan).ok);
       REQUIRE(dev.fill_random(11).ok);
-      const u32 start =
-          takes_from_counter(kind)
-              ? with_scheduler(w, SchedulerInputs{AtomicCounter{}, plan.arrays()},
-                               [](const auto& s) { return runtime::AnyScheduler(s); })
-                    .counter_start()
-              : 0u;
+      const u32 start = takes_from_counter(kind)
+                            ? with_scheduler(w, SchedulerInputs{AtomicCounter{}, plan.arrays()},
+                                             [](const auto& s) { return runtime::AnyScheduler(s); })
+                                  .counter_start()
+                            : 0u;
       for (int launch = 0; launch < 3; ++launch) {
         CAPTURE(launch);
         const gpu::AttentionArgs a = dev.args();
