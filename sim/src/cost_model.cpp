@@ -71,6 +71,31 @@ CostCoefficients per_block_scaled(const CostCoefficients& c, u32 keys, u32 table
 }
 
 constexpr u32 kCostFormatVersion = 6;
+
+// A field of a cost file and the version that added it: a file holds only the fields of its
+// version, and a field of a later version in an earlier file is an unknown field.
+struct VersionedField {
+  const char* name;
+  u32 since;
+};
+// The top level's fields and a head_dims entry's, in the order errors list them.
+constexpr VersionedField kTableFields[] = {
+    {"format", 1}, {"version", 1}, {"device", 1},  {"units", 1},    {"note", 1},
+    {"sms", 2},    {"l2_bytes", 2}, {"block_n", 5}, {"head_dims", 1}};
+constexpr VersionedField kEntryFields[] = {
+    {"fixed_us", 1},      {"us_per_block", 1}, {"us_per_masked_block", 1},
+    {"ctas_per_sm", 2},   {"shared_rates", 2}, {"cta_launch_us", 3},
+    {"block_m", 4},       {"tile_heights", 4}, {"schedulers", 6}};
+
+// The names of `fields` a file of `version` may hold.
+template <std::size_t N>
+std::vector<const char*> fields_of_version(const VersionedField (&fields)[N], u32 version) {
+  std::vector<const char*> names;
+  for (const VersionedField& f : fields)
+    if (f.since <= version) names.push_back(f.name);
+  return names;
+}
+
 constexpr u32 kMaxCtasPerSm = 64;  // far above any device's limit (32 on Hopper)
 
 // The three tile-cost coefficients as an entry holds them (to_json; coefficients_from_json reads).
@@ -244,16 +269,7 @@ CostModel CostModel::from_json(const json& j) {
   if (version < 1 || version > kCostFormatVersion)
     fail("version", fmt::format("unsupported cost table version {} (this build reads 1 .. {})",
                                 version, kCostFormatVersion));
-  if (version == 1)
-    check_known_fields(j, {"format", "version", "device", "units", "note", "head_dims"}, "");
-  else if (version <= 4)
-    check_known_fields(
-        j, {"format", "version", "device", "units", "note", "sms", "l2_bytes", "head_dims"}, "");
-  else
-    check_known_fields(
-        j,
-        {"format", "version", "device", "units", "note", "sms", "l2_bytes", "block_n", "head_dims"},
-        "");
+  check_known_fields(j, fields_of_version(kTableFields, version), "");
   CostModel m;
   m.device = as_string(require(j, "device", ""), "device");
   if (version >= 5 && j.contains("block_n")) {
@@ -275,28 +291,7 @@ CostModel CostModel::from_json(const json& j) {
     const std::string prefix = "head_dims." + it.key() + ".";
     const u32 d = head_dim_key(it.key());
     require_object(it.value(), "field 'head_dims." + it.key() + "'");
-    if (version == 1)
-      check_known_fields(it.value(), {"fixed_us", "us_per_block", "us_per_masked_block"}, prefix);
-    else if (version == 2)
-      check_known_fields(
-          it.value(),
-          {"fixed_us", "us_per_block", "us_per_masked_block", "ctas_per_sm", "shared_rates"},
-          prefix);
-    else if (version == 3)
-      check_known_fields(it.value(),
-                         {"fixed_us", "us_per_block", "us_per_masked_block", "ctas_per_sm",
-                          "shared_rates", "cta_launch_us"},
-                         prefix);
-    else if (version <= 5)
-      check_known_fields(it.value(),
-                         {"fixed_us", "us_per_block", "us_per_masked_block", "ctas_per_sm",
-                          "shared_rates", "cta_launch_us", "block_m", "tile_heights"},
-                         prefix);
-    else
-      check_known_fields(it.value(),
-                         {"fixed_us", "us_per_block", "us_per_masked_block", "ctas_per_sm",
-                          "shared_rates", "cta_launch_us", "block_m", "tile_heights", "schedulers"},
-                         prefix);
+    check_known_fields(it.value(), fields_of_version(kEntryFields, version), prefix);
     m.by_head_dim[d] = coefficients_from_json(it.value(), prefix);
     if (version >= 4 && it.value().contains("block_m")) {
       const std::string field = prefix + "block_m";

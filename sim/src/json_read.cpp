@@ -265,6 +265,11 @@ void require_object(const json& j, const std::string& what) {
 
 void check_known_fields(const json& obj, std::initializer_list<const char*> known,
                         const std::string& prefix) {
+  check_known_fields(obj, std::vector<const char*>(known), prefix);
+}
+
+void check_known_fields(const json& obj, const std::vector<const char*>& known,
+                        const std::string& prefix) {
   for (auto it = obj.begin(); it != obj.end(); ++it) {
     bool ok = false;
     for (const char* k : known) ok = ok || it.key() == k;

@@ -37,6 +37,8 @@ void require_object(const json& j, const std::string& what);
 // Rejects any key not in `known`, naming it and listing the accepted ones.
 void check_known_fields(const json& obj, std::initializer_list<const char*> known,
                         const std::string& prefix);
+void check_known_fields(const json& obj, const std::vector<const char*>& known,
+                        const std::string& prefix);
 // The field `key` of `obj` (a reference into `obj`). `prefix` is a string_view so that a literal
 // "" creates no temporary std::string: binding the result of a call that takes a temporary to a
 // reference is what -Wdangling-reference flags, even though the result refers to `obj`.
