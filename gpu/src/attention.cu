@@ -51,8 +51,9 @@ bool aligned_16(const void* p) {
   return reinterpret_cast<std::uintptr_t>(p) % 16 == 0;
 }
 
-// Sets a counter scheduler's counter and the trace's event count before a launch (a kernel, not
-// a memset: counter_start() is not a byte pattern). Stream-ordered, so graph-capturable.
+// Sets a launch's words before it (a kernel, not a memset: counter_start() is not a byte
+// pattern): a counter scheduler's counter, launch_done, the trace's event count and last_count,
+// each where given. Stream-ordered, so graph-capturable.
 __global__ void reset_counters(u32* counter, u32 counter_value, u32* done, u32* trace_count,
                                u32* trace_last_count) {
   if (counter != nullptr) *counter = counter_value;
@@ -193,13 +194,15 @@ Status attention_forward(const AttentionArgs& a) {
   const runtime::AnyScheduler sched =
       with_scheduler(w, SchedulerInputs{AtomicCounter{a.queue_counter}, a.plan},
                      [](const auto& s) { return runtime::AnyScheduler(s); });
-  // The counter and the trace's count need setting unless the caller says they are set
-  // (launch_ready: the last launch, with launch_done, left them so).
+  // The counter, launch_done and the trace's count need setting unless the caller says they are
+  // set (launch_ready: the last launch, with launch_done, left them so). launch_done too: the
+  // kernel's last CTA is the one that brings it from 0 to the grid's size.
   const bool reset = !a.launch_ready;
   u32* counter = reset && takes_from_counter(sched.kind) ? a.queue_counter : nullptr;
+  u32* done = reset ? a.launch_done : nullptr;
   u32* trace_count = reset && a.trace.events != nullptr ? a.trace.count : nullptr;
-  if (counter != nullptr || trace_count != nullptr) {
-    reset_counters<<<1, 1, 0, stream>>>(counter, sched.counter_start(), a.launch_done, trace_count,
+  if (counter != nullptr || done != nullptr || trace_count != nullptr) {
+    reset_counters<<<1, 1, 0, stream>>>(counter, sched.counter_start(), done, trace_count,
                                         trace_count != nullptr ? a.trace.last_count : nullptr);
     if (Status s = cuda_status(cudaGetLastError(), "launching the counter reset"); !s) return s;
   }

@@ -172,14 +172,15 @@ AttentionArgs DeviceProblem::args() const {
 
 Status DeviceProblem::run() {
   Status s = attention_forward(args());
+  if (!s || !launch_reuse_ || launch_ready_) return s;
   // A launch with launch_done leaves the counter at its start and the trace's count at 0 for the
   // next one (the workload, and so the counter's start, never changes here). Not a launch captured
-  // in a graph: it has not run.
+  // in a graph: it has not run. (Asked once: every launch after the first ready one restores
+  // the words as well.)
   cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
-  if (s)
-    s = cuda_status(cudaStreamIsCapturing(static_cast<cudaStream_t>(stream_), &capture),
-                    "cudaStreamIsCapturing");
-  if (s && launch_reuse_ && capture == cudaStreamCaptureStatusNone) launch_ready_ = true;
+  s = cuda_status(cudaStreamIsCapturing(static_cast<cudaStream_t>(stream_), &capture),
+                  "cudaStreamIsCapturing");
+  if (s && capture == cudaStreamCaptureStatusNone) launch_ready_ = true;
   return s;
 }
 
