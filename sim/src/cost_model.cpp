@@ -122,6 +122,24 @@ CostCoefficients coefficients_from_json(const json& entry, const std::string& pr
   return c;
 }
 
+// The members of `members` (the object field `field` of an entry), each the three tile-cost
+// coefficients: `key(member key, its field)` turns a member's key into its map key (failing by
+// name), `store(map key, coefficients)` keeps them.
+template <class Key, class Store>
+void read_coefficient_map(const json& members, const std::string& field, Key&& key,
+                          Store&& store) {
+  using namespace detail;
+  require_object(members, "field '" + field + "'");
+  for (auto it = members.begin(); it != members.end(); ++it) {
+    const std::string member = field + "." + it.key();
+    const auto k = key(it.key(), member);
+    require_object(it.value(), "field '" + member + "'");
+    check_known_fields(it.value(), {"fixed_us", "us_per_block", "us_per_masked_block"},
+                       member + ".");
+    store(k, coefficients_from_json(it.value(), member + "."));
+  }
+}
+
 // A head_dim entry's occupancy fields (version 2): ctas_per_sm, and shared_rates with one rate in
 // (0, 1] for each k = 2 .. ctas_per_sm (may be left out when ctas_per_sm is 1).
 SmSharing sharing_from_json(const json& entry, const std::string& prefix) {
@@ -300,40 +318,32 @@ CostModel CostModel::from_json(const json& j) {
         fail(field, fmt::format("must be a tile height in 1..{}, got {}", kMaxTileHeight, bm));
       m.block_m_by_head_dim[d] = bm;
     }
-    if (version >= 4 && it.value().contains("tile_heights")) {
-      const std::string field = prefix + "tile_heights";
-      const json& heights = it.value()["tile_heights"];
-      require_object(heights, "field '" + field + "'");
-      for (auto h = heights.begin(); h != heights.end(); ++h) {
-        const std::string hprefix = field + "." + h.key() + ".";
-        const u32 bm = tile_height_key(h.key(), field + "." + h.key());
-        const auto own = m.block_m_by_head_dim.find(d);
-        if (own != m.block_m_by_head_dim.end() && own->second == bm)
-          fail(field + "." + h.key(),
-               fmt::format("BM {} is the entry's own block_m: its coefficients are the entry's, "
-                           "not a tile height of their own",
-                           bm));
-        require_object(h.value(), "field '" + field + "." + h.key() + "'");
-        check_known_fields(h.value(), {"fixed_us", "us_per_block", "us_per_masked_block"}, hprefix);
-        m.by_tile_height[d][bm] = coefficients_from_json(h.value(), hprefix);
-      }
-    }
-    if (version >= 6 && it.value().contains("schedulers")) {
-      const std::string field = prefix + "schedulers";
-      const json& kinds = it.value()["schedulers"];
-      require_object(kinds, "field '" + field + "'");
-      for (auto k = kinds.begin(); k != kinds.end(); ++k) {
-        const std::string kprefix = field + "." + k.key() + ".";
-        const std::optional<SchedulerKind> kind = parse_enum<SchedulerKind>(k.key());
-        // One spelling per kind, as for the numeric keys: an alias would let two keys name one.
-        if (!kind || to_string(*kind) != k.key())
-          fail(field + "." + k.key(),
-               fmt::format("key must be a scheduler kind ({})", enum_choices<SchedulerKind>()));
-        require_object(k.value(), "field '" + field + "." + k.key() + "'");
-        check_known_fields(k.value(), {"fixed_us", "us_per_block", "us_per_masked_block"}, kprefix);
-        m.by_scheduler[d][*kind] = coefficients_from_json(k.value(), kprefix);
-      }
-    }
+    if (version >= 4 && it.value().contains("tile_heights"))
+      read_coefficient_map(it.value()["tile_heights"], prefix + "tile_heights",
+                           [&](const std::string& key, const std::string& field) {
+                             const u32 bm = tile_height_key(key, field);
+                             const auto own = m.block_m_by_head_dim.find(d);
+                             if (own != m.block_m_by_head_dim.end() && own->second == bm)
+                               fail(field, fmt::format("BM {} is the entry's own block_m: its "
+                                                       "coefficients are the entry's, not a tile "
+                                                       "height of their own",
+                                                       bm));
+                             return bm;
+                           },
+                           [&](u32 bm, const CostCoefficients& c) { m.by_tile_height[d][bm] = c; });
+    if (version >= 6 && it.value().contains("schedulers"))
+      read_coefficient_map(
+          it.value()["schedulers"], prefix + "schedulers",
+          [](const std::string& key, const std::string& field) {
+            const std::optional<SchedulerKind> kind = parse_enum<SchedulerKind>(key);
+            // One spelling per kind, as for the numeric keys: an alias would let two keys name
+            // one.
+            if (!kind || to_string(*kind) != key)
+              fail(field,
+                   fmt::format("key must be a scheduler kind ({})", enum_choices<SchedulerKind>()));
+            return *kind;
+          },
+          [&](SchedulerKind kind, const CostCoefficients& c) { m.by_scheduler[d][kind] = c; });
     if (version >= 2) m.sharing_by_head_dim[d] = sharing_from_json(it.value(), prefix);
     if (version >= 3 && it.value().contains("cta_launch_us")) {
       const std::string field = prefix + "cta_launch_us";
