@@ -2,8 +2,9 @@
 """The CPU side of the device-only benchmark scripts in tools/bench/: ab_compare.py,
 ncu_summary.py and ragged_mix.py on synthetic inputs (the figures they print; ragged_mix.py
 drives a stand-in for the tilesched binary, as does record_cost_traces.sh), and the argument checks of
-ab_bench.sh, ncu_compare.sh and peer_kernels.py, which must refuse bad input before touching a
-GPU. Prints "ok: ..." when every check passes, else the first failure, exit 1.
+ab_bench.sh, ncu_compare.sh, clock_sweep.sh and peer_kernels.py, which must refuse bad input
+before touching a GPU; clock_sweep.py's table from synthetic Nsight Compute CSVs. Prints "ok: ..."
+when every check passes, else the first failure, exit 1.
 
   check_bench_scripts.py TOOLS_BENCH_DIR SCRATCH_DIR
 """
@@ -86,6 +87,37 @@ def main():
     rc, out, err = run(["bash", os.path.join(bench, "ncu_compare.sh"), "tilesched", os.path.join(scratch, "y"),
                         "128", "8192", "sliding"])
     expect(rc == 2 and "mask must be none or causal, not 'sliding'" in err, f"ncu_compare.sh mask: {rc} {err}")
+    for args, words in (([bench, "x", "96"], "HEAD_DIM must be 64, 128 or 256, not '96'"),
+                        ([bench, "x", "128", "1000"], "SEQ must divide 16384"),
+                        ([bench, "x", "128", "8192", "12,a"], "CTAS must be a comma-separated list"),
+                        ([bench, "x", "128", "8192", "64", "100"], "BM must be 128 or 192, not '100'"),
+                        ([os.path.join(scratch, "missing"), "x"], "is not an executable file")):
+        rc, out, err = run(["bash", os.path.join(bench, "clock_sweep.sh"), args[0],
+                            os.path.join(scratch, args[1]), *args[2:]])
+        expect(rc == 2 and words in err, f"clock_sweep.sh {args[2:]}: {rc} {err}")
+    # clock_sweep.py: cycles per tile = SM cycles x CTAs / tiles from each CSV (the run's own
+    # output around ncu's table skipped), the clock in GHz, the duration in us.
+    sweep = os.path.join(scratch, "sweep")
+    os.makedirs(sweep, exist_ok=True)
+    header = ('"ID","Process ID","Process Name","Host Name","Kernel Name","Context","Stream",'
+              '"Block Size","Grid Size","Device","CC","Section Name","Metric Name","Metric Unit",'
+              '"Metric Value"\n')
+    for c, clock, cycles, hz, ns in ((64, "base", 5081000, 1.375e9, 3677700),
+                                     (64, "none", 5030000, 1.812e9, 2771100)):
+        with open(os.path.join(sweep, f"ctas{c}_{clock}.csv"), "w") as f:
+            f.write('==PROF== Connected to process 1\nrun: OK, "quoted"\n' + header)
+            for name, value in (("gpu__time_duration.sum", ns), ("sm__cycles_elapsed.max", cycles),
+                                ("sm__cycles_elapsed.avg.per_second", hz)):
+                f.write(f'"0","1","tilesched","h","fmha_kernel<a, b>(c)","1","7","(384, 1, 1)",'
+                        f'"(64, 1, 1)","0","9.0","Command line profiler metrics","{name}","x",'
+                        f'"{value:,.2f}"\n')
+    sweep_args = [py, os.path.join(bench, "clock_sweep.py"), sweep, "--seq", "8192", "--heads", "16",
+                  "--batch", "2", "--bm", "128"]
+    rc, out, err = run(sweep_args + ["--ctas", "64"])
+    expect(rc == 0 and "2048 tiles" in out and "| 64 | 158.8 | 1.375 | 157.2 | 1.812 | 2771.1 |" in out,
+           f"clock_sweep.py table: {rc} {out} {err}")
+    rc, out, err = run(sweep_args + ["--ctas", "64,32"])
+    expect(rc != 0 and "ctas32_base.csv does not exist" in err, f"clock_sweep.py missing CSV: {rc} {err}")
     rc, out, err = run([py, os.path.join(bench, "peer_kernels.py"), "cudnn", "--seq-len", "1000"])
     expect(rc != 0 and "no grid shape with --head-dim 128 --seq-len 1000" in err,
            f"peer_kernels.py shape: {rc} {err}")
@@ -158,9 +190,8 @@ echo "makespan         4228 us                              4221 us"
                             os.path.join(bench, "phase_probe.patch")])
         expect(rc == 0, f"phase_probe.patch no longer applies: {err}")
         probe = "phase_probe.patch applies"
-    print("ok: ab_compare.py, ncu_summary.py, ragged_mix.py, record_cost_traces.sh and the argument "
-          "checks of the device "
-          f"scripts; {probe}")
+    print("ok: ab_compare.py, ncu_summary.py, ragged_mix.py, record_cost_traces.sh, clock_sweep.py "
+          f"and the argument checks of the device scripts; {probe}")
 
 
 if __name__ == "__main__":
