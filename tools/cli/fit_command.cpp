@@ -209,10 +209,9 @@ void add_fit_command(CLI::App& app, Action& action) {
       "with a warning (it keeps --base's coefficients). With --scheduler KIND only the tile "
       "costs of that kind's kernel are fitted, into each head_dim's `schedulers` entry: "
       "every trace must have run KIND at its head_dim's own BM. Exit status: 0 success, 1 a trace "
-      "could "
-      "not be read or is not from a GPU, no head_dim could be fitted, or a fit gave coefficients a "
-      "cost file cannot hold (negative, or above one second), sharing rates outside (0, 1] or a "
-      "negative CTA launch (nothing is written then), 2 bad flags.");
+      "could not be read or is not from a GPU, no head_dim could be fitted, or a fit gave "
+      "coefficients a cost file cannot hold (negative, or above one second), sharing rates outside "
+      "(0, 1] or a negative CTA launch (nothing is written then), 2 bad flags.");
   cmd->callback([options, &action] { action = [options] { return run_fit(*options); }; });
 }
 
