@@ -66,8 +66,9 @@ Workload grid_point(u32 d, u32 seq, bool causal, std::optional<SchedulerKind> ca
   w.head_dim = d;
   w.mask = causal ? Mask::Causal : Mask::None;
   // The workload's BN only counts KV blocks (traces, the replay); the kernel tiles keys by its own
-  // (gpu::kernel_block_n: 80 at d = 256). The built-in cost table counts blocks of 128 keys (its
-  // block_n, the BN of every trace it was fitted on): the replay costs the grid in those.
+  // (gpu::recommended_block_n: at d = 256, 64 on short rows, else 80). The built-in cost table
+  // counts blocks of 128 keys (its block_n, the BN of every trace it was fitted on): the replay
+  // costs the grid in those.
   w.block_n = 128;
   w.scheduler = causal ? causal_scheduler.value_or(SchedulerKind::Queued) : dense_scheduler;
   // split_tail splits tiles in the kernel's KV blocks, so it counts them in the kernel's BN.
@@ -149,9 +150,10 @@ nlohmann::json bench_point(const Workload& w, const BenchCommandOptions& options
   std::optional<double> trace_pct;
   if (w.head_dim == 128) trace_pct = trace_overhead_pct(w, options);
   const bool causal = w.mask == Mask::Causal;
-  fmt::print("{:>5} {:>6} {:>5} {:>4} {:>7} {:>4} {:<14} {:>5} {:>10.3f} {:>9.1f} {:>9}\n",
+  const u32 kernel_bn = gpu::recommended_block_n(w);
+  fmt::print("{:>5} {:>6} {:>5} {:>4} {:>7} {:>4} {:>4} {:<14} {:>5} {:>10.3f} {:>9.1f} {:>9}\n",
              w.head_dim, w.q_lens.front(), w.batch_size(), w.num_q_heads, causal ? "yes" : "no",
-             w.block_m, strategy_name(w), w.num_ctas, med, tflops,
+             w.block_m, kernel_bn, strategy_name(w), w.num_ctas, med, tflops,
              trace_pct ? fmt::format("{:.2f}", *trace_pct) : "-");
   std::fflush(stdout);
   nlohmann::json row = {{"d", w.head_dim},
@@ -160,6 +162,7 @@ nlohmann::json bench_point(const Workload& w, const BenchCommandOptions& options
                         {"heads", w.num_q_heads},
                         {"causal", causal},
                         {"block_m", w.block_m},
+                        {"kernel_block_n", kernel_bn},
                         {"scheduler", strategy_name(w)},
                         {"num_ctas", w.num_ctas},
                         {"median_ms", med},
@@ -196,8 +199,9 @@ int bench_gpu_command(const BenchCommandOptions& options) {
       "warm-up, {} ms idle and {} ms of launches before each point\n",
       device, sms, kHidden, kTokens, options.iterations, options.warmup, options.cooldown_ms,
       options.heat_ms);
-  fmt::print("{:>5} {:>6} {:>5} {:>4} {:>7} {:>4} {:<14} {:>5} {:>10} {:>9} {:>9}\n", "d", "seq",
-             "batch", "H", "causal", "BM", "scheduler", "CTAs", "median ms", "TFLOP/s", "trace %");
+  fmt::print("{:>5} {:>6} {:>5} {:>4} {:>7} {:>4} {:>4} {:<14} {:>5} {:>10} {:>9} {:>9}\n", "d",
+             "seq", "batch", "H", "causal", "BM", "BN", "scheduler", "CTAs", "median ms", "TFLOP/s",
+             "trace %");
   nlohmann::json rows = nlohmann::json::array();
   for (u32 d : head_dims)
     for (u32 seq : seqs)

@@ -13,10 +13,10 @@
 #include "tilesched/gpu/device_problem.hpp"
 #include "tilesched/sim/attention.hpp"
 #include "tilesched/sim/metrics.hpp"
-#include "viz/block_m_choice.hpp"
 #include "tilesched/sim/replay.hpp"
 #include "tilesched/sim/schedule_check.hpp"
 #include "tilesched/sim/trace_io.hpp"
+#include "viz/block_m_choice.hpp"
 #include "viz/metrics_table.hpp"
 #include "viz/schedule_outputs.hpp"
 
@@ -132,9 +132,10 @@ int run_gpu_command(const RunCommandOptions& options) {
   const std::string rule = viz::device_cta_rule(u32(sms), per_sm, w.head_dim, device);
   const bool transient = w.scheduler == SchedulerKind::Transient;  // runs what the device holds
   fmt::print(
-      "device: {} ({} SMs)\nworkload: {}, {} sequences, Hq {}, Hkv {}, d {}, {}, BM {}\n{}\n",
+      "device: {} ({} SMs)\nworkload: {}, {} sequences, Hq {}, Hkv {}, d {}, {}, BM {} (the "
+      "kernel's K/V blocks: {} keys)\n{}\n",
       device, sms, strategy_name(w), w.batch_size(), w.num_q_heads, w.num_kv_heads, w.head_dim,
-      to_string(w.mask), w.block_m,
+      to_string(w.mask), w.block_m, gpu::recommended_block_n(w),
       transient ? viz::describe_cta_choice(true, viz::CtaOrigin::Device, device_ctas, rule)
                 : viz::describe_cta_choice(false, options.ctas_origin, w.num_ctas, rule));
   if (!block_m_note.empty()) fmt::print("{}\n", block_m_note);

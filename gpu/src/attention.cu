@@ -22,29 +22,66 @@ namespace {
 using detail::cuda_status;
 
 bool supported_head_dim(u32 d) {
-#define TILESCHED_HEAD_DIM(D, BM) \
+#define TILESCHED_HEAD_DIM(D, BM, BN) \
   if (d == (D)) return true;
   TILESCHED_SM90_KERNELS(TILESCHED_HEAD_DIM)
 #undef TILESCHED_HEAD_DIM
   return false;
 }
 
-// Calls f(std::integral_constant<int, D>{}, std::integral_constant<int, BM>{}) for the kernel of
-// head dim d and tile height bm: one instantiation per pair (kernel_block_ms lists them),
-// everything else is a runtime value.
+// Calls f(std::integral_constant<int, D>{}, std::integral_constant<int, BM>{},
+// std::integral_constant<int, BN>{}) for the kernel of head dim d, tile height bm and K/V blocks
+// of bn keys: one instantiation each (TILESCHED_SM90_KERNELS lists them), everything else is a
+// runtime value.
 template <class F>
-Status with_kernel(u32 d, u32 bm, F&& f) {
+Status with_kernel(u32 d, u32 bm, u32 bn, F&& f) {
   using std::integral_constant;
   if (!supported_head_dim(d))
     return Status::error(fmt::format("head dim {} is not supported (64, 128 or 256)", d));
-#define TILESCHED_DISPATCH(D, BM) \
-  if (d == (D) && bm == (BM)) return f(integral_constant<int, D>{}, integral_constant<int, BM>{});
+  bool bm_runs = false;
+#define TILESCHED_DISPATCH(D, BM, BN)                                     \
+  if (d == (D) && bm == (BM)) {                                           \
+    bm_runs = true;                                                       \
+    if (bn == (BN))                                                       \
+      return f(integral_constant<int, D>{}, integral_constant<int, BM>{}, \
+               integral_constant<int, BN>{});                             \
+  }
   TILESCHED_SM90_KERNELS(TILESCHED_DISPATCH)
 #undef TILESCHED_DISPATCH
+  if (!bm_runs)
+    return Status::error(fmt::format(
+        "BM (block_m) {} is not supported by the GPU kernel at head dim {}: it runs tiles of {} "
+        "query rows",
+        bm, d, fmt::join(kernel_block_ms(d), " or ")));
   return Status::error(fmt::format(
-      "BM (block_m) {} is not supported by the GPU kernel at head dim {}: it runs tiles of {} "
-      "query rows",
-      bm, d, fmt::join(kernel_block_ms(d), " or ")));
+      "kernel_block_n {} is not supported by the GPU kernel at head dim {}: its K/V blocks are {} "
+      "keys",
+      bn, d, fmt::join(kernel_block_ns(d), " or ")));
+}
+
+// The K/V block the launch runs: the caller's, or recommended_block_n's.
+u32 launch_block_n(const AttentionArgs& a) {
+  return a.kernel_block_n != 0 ? a.kernel_block_n : recommended_block_n(a.workload);
+}
+
+// The keys a query row sees, summed over the batch's rows (and the rows): row i of a causal
+// sequence (bottom-right) sees min(kv, i + kv - q + 1).
+struct VisibleKeys {
+  std::uint64_t rows = 0, keys = 0;
+};
+VisibleKeys visible_keys(const Workload& w) {
+  VisibleKeys v;
+  for (u32 b = 0; b < w.batch_size(); ++b) {
+    const std::uint64_t q = w.q_lens[b], kv = w.key_len(b);
+    v.rows += q;
+    if (w.mask != Mask::Causal)
+      v.keys += q * kv;
+    else if (kv >= q)
+      v.keys += q * (kv - q + 1) + q * (q - 1) / 2;
+    else
+      v.keys += kv * (kv + 1) / 2;
+  }
+  return v;
 }
 
 bool aligned_16(const void* p) {
@@ -103,7 +140,8 @@ Status validate(const AttentionArgs& a) {
   if (!supported_head_dim(w.head_dim))
     return Status::error(
         fmt::format("head dim {} is not supported by the GPU kernel (64, 128 or 256)", w.head_dim));
-  if (Status s = with_kernel(w.head_dim, w.block_m, [](auto, auto) { return Status::success(); });
+  if (Status s = with_kernel(w.head_dim, w.block_m, launch_block_n(a),
+                             [](auto, auto, auto) { return Status::success(); });
       !s)
     return s;
   if (Status s = check_kernel_support(w); !s) return s;
@@ -141,6 +179,11 @@ Status validate(const AttentionArgs& a) {
           "split_tail splits tiles in the kernel's KV blocks: give BN (block_n) {} at head dim {}, "
           "not {}",
           kernel_block_n(w.head_dim), w.head_dim, w.block_n));
+    if (launch_block_n(a) != kernel_block_n(w.head_dim))
+      return Status::error(fmt::format(
+          "split_tail runs the kernel's K/V blocks of {} keys at head dim {} (its pieces count "
+          "them): kernel_block_n {} is not supported with it",
+          kernel_block_n(w.head_dim), w.head_dim, launch_block_n(a)));
     if (split_workspace_bytes(w) > 0 &&
         (a.split_workspace == nullptr || !aligned_16(a.split_workspace)))
       return Status::error(fmt::format(
@@ -206,36 +249,46 @@ Status attention_forward(const AttentionArgs& a) {
                                         trace_count != nullptr ? a.trace.last_count : nullptr);
     if (Status s = cuda_status(cudaGetLastError(), "launching the counter reset"); !s) return s;
   }
-  return with_kernel(w.head_dim, w.block_m, [&](auto dim, auto bm) -> Status {
-    return sm90::launch<decltype(dim)::value, decltype(bm)::value>(a, sched, summary);
-  });
+  return with_kernel(
+      w.head_dim, w.block_m, launch_block_n(a), [&](auto dim, auto bm, auto bn) -> Status {
+        return sm90::launch<decltype(dim)::value, decltype(bm)::value, decltype(bn)::value>(
+            a, sched, summary);
+      });
 }
 
 std::vector<u32> kernel_block_ms(u32 head_dim) {
   std::vector<u32> block_ms;
-#define TILESCHED_BLOCK_M(D, BM) \
-  if (head_dim == (D)) block_ms.push_back(BM);
+#define TILESCHED_BLOCK_M(D, BM, BN)                                                        \
+  if (head_dim == (D) && std::find(block_ms.begin(), block_ms.end(), BM) == block_ms.end()) \
+    block_ms.push_back(BM);
   TILESCHED_SM90_KERNELS(TILESCHED_BLOCK_M)
 #undef TILESCHED_BLOCK_M
   return block_ms;
 }
 
+std::vector<u32> kernel_block_ns(u32 head_dim) {
+  std::vector<u32> block_ns;
+#define TILESCHED_BLOCK_N(D, BM, BN)                                                        \
+  if (head_dim == (D) && std::find(block_ns.begin(), block_ns.end(), BN) == block_ns.end()) \
+    block_ns.push_back(BN);
+  TILESCHED_SM90_KERNELS(TILESCHED_BLOCK_N)
+#undef TILESCHED_BLOCK_N
+  return block_ns;
+}
+
 u32 recommended_block_m(const Workload& w) {
   if (w.head_dim != 64) return w.head_dim == 128 || w.head_dim == 256 ? 128 : 0;
-  // The keys a query row sees, on average over the batch's rows: the work a 192-row tile's third
-  // warpgroup overlaps. Row i of a causal sequence (bottom-right) sees min(kv, i + kv - q + 1).
-  std::uint64_t rows = 0, keys = 0;
-  for (u32 b = 0; b < w.batch_size(); ++b) {
-    const std::uint64_t q = w.q_lens[b], kv = w.key_len(b);
-    rows += q;
-    if (w.mask != Mask::Causal)
-      keys += q * kv;
-    else if (kv >= q)
-      keys += q * (kv - q + 1) + q * (q - 1) / 2;
-    else
-      keys += kv * (kv + 1) / 2;
-  }
-  return rows > 0 && keys >= 1536 * rows ? 192 : 128;
+  // The work a 192-row tile's third warpgroup overlaps.
+  const VisibleKeys v = visible_keys(w);
+  return v.rows > 0 && v.keys >= 1536 * v.rows ? 192 : 128;
+}
+
+u32 recommended_block_n(const Workload& w) {
+  if (!supported_head_dim(w.head_dim)) return 0;
+  const u32 bn = kernel_block_n(w.head_dim);
+  if (w.head_dim != 256 || w.scheduler == SchedulerKind::SplitTail) return bn;
+  const VisibleKeys v = visible_keys(w);
+  return v.rows > 0 && v.keys < 1024 * v.rows ? 64 : bn;
 }
 
 Status resident_ctas(const Workload& w, u32& out) {
@@ -245,11 +298,12 @@ Status resident_ctas(const Workload& w, u32& out) {
                              "cudaDeviceGetAttribute(multiprocessors)");
       !s)
     return s;
-  if (Status s = with_kernel(
-          w.head_dim, w.block_m,
-          [&](auto dim, auto bm) -> Status {
-            return sm90::resident_ctas_per_sm<decltype(dim)::value, decltype(bm)::value>(per_sm);
-          });
+  if (Status s =
+          with_kernel(w.head_dim, w.block_m, recommended_block_n(w),
+                      [&](auto dim, auto bm, auto bn) -> Status {
+                        return sm90::resident_ctas_per_sm<decltype(dim)::value, decltype(bm)::value,
+                                                          decltype(bn)::value>(per_sm);
+                      });
       !s)
     return s;
   out = static_cast<u32>(std::max(1, per_sm) * sms);

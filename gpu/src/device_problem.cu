@@ -166,6 +166,7 @@ AttentionArgs DeviceProblem::args() const {
                  device_data(buffers_->list_tiles), device_data(buffers_->sequence_tiles)};
   if (record_trace_ && tracing_) a.trace = recorder_.buffer();
   a.softmax_scale = scale_;
+  a.kernel_block_n = kernel_block_n_;
   a.stream = stream_;
   return a;
 }
@@ -276,8 +277,9 @@ Status DeviceProblem::time(int warmup, int iterations, std::vector<float>& ms) {
 }
 
 Status run_recorded(const Workload& w, const DeviceInputs& inputs, bool warm_up, DeviceRun& out,
-                    const SchedulePlan& plan) {
+                    const SchedulePlan& plan, u32 kernel_block_n) {
   DeviceProblem dev;
+  dev.set_kernel_block_n(kernel_block_n);
   Status st = dev.create(w, /*record_trace=*/true, plan);
   if (st) st = dev.upload(inputs.q, inputs.k, inputs.v);
   if (st && warm_up) st = dev.run();

@@ -274,6 +274,12 @@ TEST_CASE("random problems") {
     const std::vector<u32> block_ms = gpu::kernel_block_ms(w.head_dim);  // every tile height
     w.block_m = block_ms[pick(static_cast<int>(block_ms.size()))];
     if (w.scheduler == SchedulerKind::SplitTail) w.block_n = gpu::kernel_block_n(w.head_dim);
+    // The kernel's K/V block: the launch's choice (recommended_block_n, BN 64 at d = 256 for
+    // these short rows) or, one problem in two, any the kernel has (split_tail runs its own).
+    const std::vector<u32> block_ns = gpu::kernel_block_ns(w.head_dim);
+    const u32 kernel_bn = w.scheduler != SchedulerKind::SplitTail && pick(2) == 0
+                              ? block_ns[pick(static_cast<int>(block_ns.size()))]
+                              : 0;
     // The planned orders group heads into L2 sections: none, a few heads, or the default L2.
     const std::uint64_t l2_choices[] = {0, 64 * 1024, w.l2_bytes};
     w.l2_bytes = l2_choices[pick(3)];
@@ -284,9 +290,9 @@ TEST_CASE("random problems") {
     // Every other problem is checked on its second launch: a counter scheduler's then takes its
     // tiles from the counter the first launch left at its start (no reset kernel).
     const bool second_launch = i % 2 == 1;
-    const auto r = check_workload(w, seed + i, second_launch);
+    const auto r = check_workload(w, seed + i, second_launch, kernel_bn);
     INFO("random problem ", i, " of seed ", seed, (second_launch ? " (second launch)" : ""), ": ",
-         describe(w));
+         describe(w, kernel_bn));
     for (const auto& f : r.failures) FAIL_CHECK(f);
     CHECK(r.failures.empty());
   }
@@ -308,6 +314,23 @@ std::vector<std::pair<ArgsEdit, const char*>> bad_argument_cases() {
        },
        "BM (block_m) 192 is not supported by the GPU kernel at head dim 128: it runs tiles of 128 "
        "query rows"},
+      {[](gpu::AttentionArgs& a) { a.kernel_block_n = 96; },
+       "kernel_block_n 96 is not supported by the GPU kernel at head dim"},
+      {[](gpu::AttentionArgs& a) {
+         a.workload.head_dim = 128;
+         a.kernel_block_n = 64;
+       },
+       "kernel_block_n 64 is not supported by the GPU kernel at head dim 128: its K/V blocks are "
+       "128 keys"},
+      {[](gpu::AttentionArgs& a) {
+         a.workload.scheduler = SchedulerKind::SplitTail;
+         a.workload.mask = Mask::None;
+         a.workload.q_lens = {200, 200};
+         a.workload.head_dim = 256;
+         a.workload.block_n = 80;
+         a.kernel_block_n = 64;
+       },
+       "split_tail runs the kernel's K/V blocks of 80 keys at head dim 256"},
       {[](gpu::AttentionArgs& a) { a.q_row_offsets = nullptr; }, "row-offset"},
       {[](gpu::AttentionArgs& a) {
          a.workload.scheduler = SchedulerKind::Queued;
@@ -413,6 +436,48 @@ TEST_CASE("the recommended BM: 192 at d = 64 once a query row sees 1536 keys on 
   CHECK(gpu::recommended_block_m(w) == 128);
   w.head_dim = 96;
   CHECK(gpu::recommended_block_m(w) == 0);
+}
+
+TEST_CASE("the recommended BN: 64 at d = 256 while a query row sees fewer than 1024 keys") {
+  Workload w;
+  w.head_dim = 256;
+  w.padded = true;
+  struct Case {
+    u32 seq;
+    Mask mask;
+    u32 bn;
+  };
+  const Case cases[] = {{512, Mask::None, 64},    {512, Mask::Causal, 64},  // 256.5 keys per row
+                        {1024, Mask::Causal, 64},                           // 512.5
+                        {1024, Mask::None, 80},                             // 1024
+                        {2048, Mask::Causal, 80},                           // 1024.5
+                        {16384, Mask::None, 80}};
+  for (const Case& c : cases) {
+    w.q_lens.assign(2, c.seq);
+    w.mask = c.mask;
+    CAPTURE(c.seq);
+    CHECK(gpu::recommended_block_n(w) == c.bn);
+  }
+  CHECK(gpu::kernel_block_ns(256) == std::vector<u32>{80, 64});
+  // split_tail's pieces count the kernel's blocks: always kernel_block_n's.
+  w.q_lens.assign(2, 512);
+  w.scheduler = SchedulerKind::SplitTail;
+  CHECK(gpu::recommended_block_n(w) == gpu::kernel_block_n(256));
+  w.scheduler = SchedulerKind::Tile;
+  // Short queries against a long cache: a row sees about 9000 keys.
+  w.padded = false;
+  w.q_lens = {400, 300};
+  w.kv_lens = {10000, 9000};
+  w.mask = Mask::Causal;
+  CHECK(gpu::recommended_block_n(w) == 80);
+  for (u32 d : {64u, 128u}) {
+    w.head_dim = d;
+    CHECK(gpu::recommended_block_n(w) == 128);
+    CHECK(gpu::kernel_block_ns(d) == std::vector<u32>{128});
+  }
+  w.head_dim = 96;
+  CHECK(gpu::recommended_block_n(w) == 0);
+  CHECK(gpu::kernel_block_ns(96).empty());
 }
 
 TEST_CASE("bad arguments return a clear Status and do not launch") {

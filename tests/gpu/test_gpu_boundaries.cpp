@@ -49,21 +49,22 @@ struct DeviceBuffer {
 TEST_CASE("keys past a sequence's end never enter its softmax (next sequence's K/V huge)") {
   for (u32 d : {64u, 128u, 256u})
     for (const u32 bm : tilesched::gpu::kernel_block_ms(d))
-      for (Mask mask : {Mask::None, Mask::Causal}) {
-        const Workload w = two_sequences(d, bm, mask);
-        sim::AttentionInputs in = sim::make_inputs(w, 7000 + d);
-        const std::vector<u32> kv_off = w.kv_row_offsets();
-        const std::size_t kv_row = std::size_t(w.num_kv_heads) * d;
-        for (std::size_t i = kv_off[1] * kv_row; i < kv_off[2] * kv_row; ++i) {
-          in.k[i] = 8.f;
-          in.v[i] = 1000.f;
+      for (const u32 kernel_bn : tilesched::gpu::kernel_block_ns(d))
+        for (Mask mask : {Mask::None, Mask::Causal}) {
+          const Workload w = two_sequences(d, bm, mask);
+          sim::AttentionInputs in = sim::make_inputs(w, 7000 + d);
+          const std::vector<u32> kv_off = w.kv_row_offsets();
+          const std::size_t kv_row = std::size_t(w.num_kv_heads) * d;
+          for (std::size_t i = kv_off[1] * kv_row; i < kv_off[2] * kv_row; ++i) {
+            in.k[i] = 8.f;
+            in.v[i] = 1000.f;
+          }
+          const auto r = tilesched::gpu_test::check_workload(w, in, false, kernel_bn);
+          INFO(tilesched::gpu_test::describe(w, kernel_bn));
+          for (const auto& f : r.failures) FAIL_CHECK(f);
+          CHECK(r.failures.empty());
+          CHECK(r.tiles == 2 * (1 + 2));  // heads x (one tile of sequence 0, two of sequence 1)
         }
-        const auto r = tilesched::gpu_test::check_workload(w, in);
-        INFO(tilesched::gpu_test::describe(w));
-        for (const auto& f : r.failures) FAIL_CHECK(f);
-        CHECK(r.failures.empty());
-        CHECK(r.tiles == 2 * (1 + 2));  // heads x (one tile of sequence 0, two of sequence 1)
-      }
 }
 
 // A warpgroup whose rows see none of its tile's first K/V block past the block's first keys (a
@@ -76,48 +77,50 @@ TEST_CASE("keys past a sequence's end never enter its softmax (next sequence's K
 TEST_CASE("a warpgroup's first K/V block: keys at the narrow edge count exactly when visible") {
   for (u32 d : {64u, 128u, 256u})
     for (const u32 bm : tilesched::gpu::kernel_block_ms(d))
-      for (Mask mask : {Mask::Causal, Mask::None}) {
-        const u32 bn = tilesched::gpu::kernel_block_n(d);
-        const u32 edge = (bn / 2 + 15) / 16 * 16;
-        Workload w;
-        w.head_dim = d;
-        w.block_m = bm;
-        w.block_n = bn;
-        w.num_q_heads = 2;
-        w.num_kv_heads = 1;
-        w.mask = mask;
-        w.scheduler = SchedulerKind::Tile;
-        w.num_ctas = 3;
-        if (mask == Mask::Causal) {
-          for (u32 len : {edge - 1, edge, edge + 1, bn + edge - 1, bn + edge, bn + edge + 1,
-                          bm + edge, 2 * bn + edge + 1}) {
-            w.q_lens.push_back(len);
-            w.kv_lens.push_back(len);
+      for (const u32 bn : tilesched::gpu::kernel_block_ns(d))
+        for (Mask mask : {Mask::Causal, Mask::None}) {
+          const u32 edge = (bn / 2 + 15) / 16 * 16;
+          Workload w;
+          w.head_dim = d;
+          w.block_m = bm;
+          w.block_n = bn;
+          w.num_q_heads = 2;
+          w.num_kv_heads = 1;
+          w.mask = mask;
+          w.scheduler = SchedulerKind::Tile;
+          w.num_ctas = 3;
+          if (mask == Mask::Causal) {
+            for (u32 len : {edge - 1, edge, edge + 1, bn + edge - 1, bn + edge, bn + edge + 1,
+                            bm + edge, 2 * bn + edge + 1}) {
+              w.q_lens.push_back(len);
+              w.kv_lens.push_back(len);
+            }
+            for (u32 shift :
+                 {edge - 1, edge, edge + 1}) {  // bottom-right: rows see `shift` more keys
+              w.q_lens.push_back(100);
+              w.kv_lens.push_back(100 + shift);
+            }
+          } else {
+            for (u32 kv : {bn + 1, bn + edge - 1, bn + edge, bn + edge + 1, 2 * bn + edge}) {
+              w.q_lens.push_back(70);
+              w.kv_lens.push_back(kv);
+            }
           }
-          for (u32 shift : {edge - 1, edge, edge + 1}) {  // bottom-right: rows see `shift` more keys
-            w.q_lens.push_back(100);
-            w.kv_lens.push_back(100 + shift);
-          }
-        } else {
-          for (u32 kv : {bn + 1, bn + edge - 1, bn + edge, bn + edge + 1, 2 * bn + edge}) {
-            w.q_lens.push_back(70);
-            w.kv_lens.push_back(kv);
-          }
+          REQUIRE(w.validate().empty());
+          sim::AttentionInputs in = sim::make_inputs(w, 9000 + d + bm);
+          const std::vector<u32> kv_off = w.kv_row_offsets();
+          const std::size_t kv_row = std::size_t(w.num_kv_heads) * d;
+          for (std::size_t s = 0; s + 1 < kv_off.size(); ++s)
+            for (u32 key = 0; kv_off[s] + key < kv_off[s + 1]; ++key)
+              if (key % bn >= bn / 2)
+                for (std::size_t i = 0; i < kv_row; ++i)
+                  in.v[(kv_off[s] + key) * kv_row + i] = 50.f;
+          const auto r = tilesched::gpu_test::check_workload(w, in, false, bn);
+          INFO(tilesched::gpu_test::describe(w, bn));
+          for (const auto& f : r.failures) FAIL_CHECK(f);
+          CHECK(r.failures.empty());
+          CHECK(r.tiles > 0);
         }
-        REQUIRE(w.validate().empty());
-        sim::AttentionInputs in = sim::make_inputs(w, 9000 + d + bm);
-        const std::vector<u32> kv_off = w.kv_row_offsets();
-        const std::size_t kv_row = std::size_t(w.num_kv_heads) * d;
-        for (std::size_t s = 0; s + 1 < kv_off.size(); ++s)
-          for (u32 key = 0; kv_off[s] + key < kv_off[s + 1]; ++key)
-            if (key % bn >= bn / 2)
-              for (std::size_t i = 0; i < kv_row; ++i) in.v[(kv_off[s] + key) * kv_row + i] = 50.f;
-        const auto r = tilesched::gpu_test::check_workload(w, in);
-        INFO(tilesched::gpu_test::describe(w));
-        for (const auto& f : r.failures) FAIL_CHECK(f);
-        CHECK(r.failures.empty());
-        CHECK(r.tiles > 0);
-      }
 }
 
 namespace {
@@ -130,8 +133,9 @@ struct RowCounts {
 constexpr std::size_t kAllocatedRows = 256;  // at least any kernel's whole tile box (BM rows)
 
 // One 100-row sequence in buffers of kAllocatedRows rows: rows past it hold 1000s in Q, K and V and
-// a sentinel in O and LSE. Runs the kernel and counts what it wrote where.
-RowCounts run_partial_tile(const Workload& w) {
+// a sentinel in O and LSE. Runs the kernel with K/V blocks of kernel_block_n keys and counts what
+// it wrote where.
+RowCounts run_partial_tile(const Workload& w, u32 kernel_block_n) {
   const u32 d = w.head_dim;
   const sim::AttentionInputs in = sim::make_inputs(w, 8000 + d);
   std::vector<std::uint16_t> qkv(kAllocatedRows * d, sim::float_to_bf16_bits(1000.f));
@@ -162,6 +166,7 @@ RowCounts run_partial_tile(const Workload& w) {
   a.lse = static_cast<float*>(lse.ptr);
   a.q_row_offsets = static_cast<const u32*>(off.ptr);
   a.kv_row_offsets = static_cast<const u32*>(off.ptr);
+  a.kernel_block_n = kernel_block_n;
   const gpu::Status s = gpu::attention_forward(a);
   REQUIRE_MESSAGE(s.ok, s.message);
   REQUIRE(cudaDeviceSynchronize() == cudaSuccess);
@@ -192,21 +197,22 @@ RowCounts run_partial_tile(const Workload& w) {
 TEST_CASE("a partial tile stores only its own rows (sentinel past the last sequence survives)") {
   for (u32 d : {64u, 128u, 256u})
     for (const u32 bm : tilesched::gpu::kernel_block_ms(d))
-      for (Mask mask : {Mask::None, Mask::Causal}) {
-        Workload w;
-        w.block_m = bm;
-        w.q_lens = {100};
-        w.num_q_heads = 1;
-        w.num_kv_heads = 1;
-        w.head_dim = d;
-        w.mask = mask;
-        w.scheduler = SchedulerKind::Tile;
-        w.num_ctas = 1;
-        REQUIRE(w.validate().empty());
-        REQUIRE(bm <= kAllocatedRows);
-        const RowCounts counts = run_partial_tile(w);
-        INFO("d ", d, " BM ", bm, " mask ", to_string(mask));
-        CHECK(counts.owned_unwritten == 0);
-        CHECK(counts.foreign_written == 0);
-      }
+      for (const u32 kernel_bn : tilesched::gpu::kernel_block_ns(d))
+        for (Mask mask : {Mask::None, Mask::Causal}) {
+          Workload w;
+          w.block_m = bm;
+          w.q_lens = {100};
+          w.num_q_heads = 1;
+          w.num_kv_heads = 1;
+          w.head_dim = d;
+          w.mask = mask;
+          w.scheduler = SchedulerKind::Tile;
+          w.num_ctas = 1;
+          REQUIRE(w.validate().empty());
+          REQUIRE(bm <= kAllocatedRows);
+          const RowCounts counts = run_partial_tile(w, kernel_bn);
+          INFO("d ", d, " BM ", bm, " kernel BN ", kernel_bn, " mask ", to_string(mask));
+          CHECK(counts.owned_unwritten == 0);
+          CHECK(counts.foreign_written == 0);
+        }
 }

@@ -4,8 +4,8 @@
 
 namespace tilesched::gpu::sm90 {
 
-template Status launch<256, 128>(const AttentionArgs&, const runtime::AnyScheduler&,
-                                 const TileSummary&);
-template Status resident_ctas_per_sm<256, 128>(int&);
+template Status launch<256, 128, 80>(const AttentionArgs&, const runtime::AnyScheduler&,
+                                     const TileSummary&);
+template Status resident_ctas_per_sm<256, 128, 80>(int&);
 
 }  // namespace tilesched::gpu::sm90

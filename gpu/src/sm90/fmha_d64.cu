@@ -4,8 +4,8 @@
 
 namespace tilesched::gpu::sm90 {
 
-template Status launch<64, 128>(const AttentionArgs&, const runtime::AnyScheduler&,
-                                const TileSummary&);
-template Status resident_ctas_per_sm<64, 128>(int&);
+template Status launch<64, 128, 128>(const AttentionArgs&, const runtime::AnyScheduler&,
+                                     const TileSummary&);
+template Status resident_ctas_per_sm<64, 128, 128>(int&);
 
 }  // namespace tilesched::gpu::sm90

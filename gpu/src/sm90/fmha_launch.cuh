@@ -1,5 +1,5 @@
 // Host side of the sm90 kernel for one head dim and tile height: the TMA descriptors (Arguments ->
-// Params) and the launch. Included once per (head dim, BM) by fmha_d<D>*.cu.
+// Params) and the launch. Included once per (head dim, BM, BN) by fmha_d<D>*.cu.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -31,17 +31,17 @@ struct Rebind {
 template <class C>
 struct OneSwitchFlipped {
   using v1 = typename Rebind<C, !C::kPingPong, C::kPvWait>::type;
-  using v2 = typename Rebind<C, C::kPingPong,
-                             C::kPvWait == PvWait::Unpinned ? PvWait::AfterMax
-                                                            : PvWait::Unpinned>::type;
+  using v2 =
+      typename Rebind<C, C::kPingPong,
+                      C::kPvWait == PvWait::Unpinned ? PvWait::AfterMax : PvWait::Unpinned>::type;
 };
-template <int D, int BM>
-struct ExperimentConfigs : OneSwitchFlipped<typename DefaultConfig<D, BM>::type> {
-  using v3 = typename DefaultConfig<D, BM>::type;
+template <int D, int BM, int BN>
+struct ExperimentConfigs : OneSwitchFlipped<typename DefaultConfig<D, BM, BN>::type> {
+  using v3 = typename DefaultConfig<D, BM, BN>::type;
 };
 // BM 192 at d = 64: 3, the next tile received under the last PV (PrefetchTile).
 template <>
-struct ExperimentConfigs<64, 192> : OneSwitchFlipped<DefaultConfig<64, 192>::type> {
+struct ExperimentConfigs<64, 192, 128> : OneSwitchFlipped<DefaultConfig<64, 192, 128>::type> {
   using v3 = KernelConfig<64, 128, 3, 2, false, false, 0, false, 160, true, true, true, 3>;
 };
 #endif
@@ -49,22 +49,23 @@ struct ExperimentConfigs<64, 192> : OneSwitchFlipped<DefaultConfig<64, 192>::typ
 // Calls f(Config{}) with the configuration head dim D and tile height BM run: its default, or in
 // an experiment build the variant TILESCHED_GPU_VARIANT names. Every one has tiles of BM rows
 // (checked at compile time), so the launch's scheduler and kernel agree on the tile.
-template <int D, int BM, class F>
+template <int D, int BM, int BN, class F>
 Status with_config(F&& f) {
   const auto call = [&](auto config) {
-    static_assert(FmhaTraits<decltype(config)>::kBlockM == BM, "the configuration's tiles are BM");
+    static_assert(FmhaTraits<decltype(config)>::kBlockM == BM && decltype(config)::kBlockN == BN,
+                  "the configuration's tiles are BM and its K/V blocks BN");
     return f(config);
   };
 #ifdef TILESCHED_GPU_EXPERIMENTS
   const char* env = std::getenv("TILESCHED_GPU_VARIANT");
   switch (env != nullptr ? std::atoi(env) : 0) {
-    case 1: return call(typename ExperimentConfigs<D, BM>::v1{});
-    case 2: return call(typename ExperimentConfigs<D, BM>::v2{});
-    case 3: return call(typename ExperimentConfigs<D, BM>::v3{});
+    case 1: return call(typename ExperimentConfigs<D, BM, BN>::v1{});
+    case 2: return call(typename ExperimentConfigs<D, BM, BN>::v2{});
+    case 3: return call(typename ExperimentConfigs<D, BM, BN>::v3{});
     default: break;
   }
 #endif
-  return call(typename DefaultConfig<D, BM>::type{});
+  return call(typename DefaultConfig<D, BM, BN>::type{});
 }
 
 // The kernel's shared memory exceeds the 48 KB default: opt in before launching or asking for
@@ -185,24 +186,27 @@ Status launch_config(const AttentionArgs& a, const runtime::AnyScheduler& schedu
     case SchedulerKind::LptQueued:
       return launch_with<PrefetchingConfig<Config>>(a, scheduler.lpt_queued, summary, start);
     // Always its own: the AnyScheduler kernel's switch leaves split_tail out (any_scheduler.hpp).
+    // Only at kernel_block_n's BN (validate() refuses the others): no split kernel for the rest.
     case SchedulerKind::SplitTail:
-      return launch_with<Config>(a, scheduler.split_tail, summary, start);
+      if constexpr (Config::kBlockN == kernel_block_n(Config::kHeadDim))
+        return launch_with<Config>(a, scheduler.split_tail, summary, start);
+      else
+        return Status::error(
+            "split_tail runs only the kernel's K/V blocks of kernel_block_n(head_dim) keys");
     default: return launch_with<Config>(a, scheduler, summary, start);
   }
 }
 
-template <int D, int BM>
+template <int D, int BM, int BN>
 Status launch(const AttentionArgs& a, const runtime::AnyScheduler& scheduler,
               const TileSummary& summary) {
-  static_assert(DefaultConfig<D, BM>::type::kBlockN == kernel_block_n(D),
-                "the public BN must be the kernel's");
-  return with_config<D, BM>(
+  return with_config<D, BM, BN>(
       [&](auto config) { return launch_config<decltype(config)>(a, scheduler, summary); });
 }
 
-template <int D, int BM>
+template <int D, int BM, int BN>
 Status resident_ctas_per_sm(int& out) {
-  return with_config<D, BM>([&](auto config) -> Status {
+  return with_config<D, BM, BN>([&](auto config) -> Status {
     using Config = decltype(config);
     using Traits = FmhaTraits<Config>;
     if (Status s = allow_shared_memory<Config>(); !s) return s;

@@ -89,9 +89,10 @@ struct KernelConfig {
 //   d = 256: BN 80,  1 * 64 KB + 2 * 2 * 40 KB = 224 KB. A second Q buffer (64 KB) does not fit
 //            beside two K/V stages, so at d = 256 the next tile's Q load waits until both
 //            consumer warpgroups have issued their last QK^T of the current tile. BN 80 measured
-//            +10-16 % over BN 64 at seq 8192, and skipping O's 128-register rescale in blocks
-//            where no row's max moved another +3-13 % (at d = 64 and 128 the vote costs more than
-//            the rescale it saves).
+//            +10-16 % over BN 64 at seq 8192 in the ninth session (within 0.3 % in the
+//            twenty-first, when BN 64 won on short rows: DefaultConfig<256, 128, 64>), and skipping
+//            O's 128-register rescale in blocks where no row's max moved another +3-13 % (at d = 64
+//            and 128 the vote costs more than the rescale it saves).
 // PrefetchTile (the next tile received under the last PV) gains 1-4 % at d = 128 seq <= 2048 and
 // nothing longer; at d = 64 and 256 it gains 1-2 % short but loses 1-4 % on long dense rows (so
 // there only the queued kinds' kernels take it: launch_config, fmha_launch.cuh).
@@ -111,10 +112,10 @@ struct KernelConfig {
 // ones included where it never runs (ptxas placed the pinned PV wait above the exponentials);
 // at BM 192 and d = 256 the narrow accumulator pushed the consumers into local memory
 // (docs/gpu-performance.md, seventeenth session).
-template <int D, int BM>
+template <int D, int BM, int BN>
 struct DefaultConfig;
 template <>
-struct DefaultConfig<64, 128> {
+struct DefaultConfig<64, 128, 128> {
   using type = KernelConfig<64, 128, 3, 2, false, false, 0, false, 232, false,
                             /*EpilogueTma=*/true, true, 2, false, PvWait::AfterMax,
                             /*NarrowFirst=*/true>;
@@ -125,14 +126,14 @@ struct DefaultConfig<64, 128> {
 // causal tile's diagonal spans more masked blocks, and short sequences waste more of a 192-row
 // tile), so the workload's block_m picks it (recommended_block_m, docs/gpu-performance.md).
 template <>
-struct DefaultConfig<64, 192> {
+struct DefaultConfig<64, 192, 128> {
   using type = KernelConfig<64, 128, 3, 2, false, false, 0, false, /*ConsumerRegisters=*/160, false,
                             /*EpilogueTma=*/true, /*PingPongTurns=*/true,
                             /*ConsumerWarpgroups=*/3, false, PvWait::AfterMax,
                             /*NarrowFirst=*/false>;
 };
 template <>
-struct DefaultConfig<128, 128> {
+struct DefaultConfig<128, 128, 128> {
   struct type : KernelConfig<128, 128, 2, 2, false, false, 0, false, /*ConsumerRegisters=*/224,
                              /*PrefetchTile=*/true, /*EpilogueTma=*/true, true, 2, false,
                              PvWait::AfterMax, /*NarrowFirst=*/false> {
@@ -145,8 +146,18 @@ struct DefaultConfig<128, 128> {
 // buffers fit, the same aliasing measured 1-4 % slower (the next tile's first V load waits for
 // the stores); docs/gpu-performance.md, ninth session.
 template <>
-struct DefaultConfig<256, 128> {
+struct DefaultConfig<256, 128, 80> {
   using type = KernelConfig<256, 80, 2, 1, /*SkipUnitRescale=*/true, /*RebuildQOperand=*/true, 0,
+                            false, 232, false, /*EpilogueTma=*/true, true, 2, /*StageOInV=*/true,
+                            PvWait::AfterMax, /*NarrowFirst=*/false>;
+};
+// The same kernel with K/V blocks of 64 keys, for short rows (recommended_block_n): a 512-key row
+// is 8 blocks of 64 where BN 80 computes 7 blocks, 560 keys, and a causal tile's diagonal wastes
+// less. Measured against BN 80 (twenty-first session): +3.1 / +4.9 % at seq 512 dense / causal,
+// +1.7 % at 1024 causal, -0.7 % at 1024 dense, within +-0.8 % from 2048 up.
+template <>
+struct DefaultConfig<256, 128, 64> {
+  using type = KernelConfig<256, 64, 2, 1, /*SkipUnitRescale=*/true, /*RebuildQOperand=*/true, 0,
                             false, 232, false, /*EpilogueTma=*/true, true, 2, /*StageOInV=*/true,
                             PvWait::AfterMax, /*NarrowFirst=*/false>;
 };

@@ -35,12 +35,19 @@ struct Status {
 // docs/gpu-performance.md): 192 at d = 64 when a query row sees 1536 keys or more on average
 // over the batch (a causal row only those up to its diagonal), else 128; 0 for an unsupported
 // head dim. (`tilesched run` and `bench` ask the simulator instead where the cost profile has
-// coefficients for each tile height: it also sees the scheduler, docs/gpu-kernel.md.) BN (keys
-// per shared-memory K/V block) is the kernel's own choice per head dim; a
-// trace still counts KV blocks with the workload's block_n, so GPU and simulator traces speak of
-// the same cost whatever BN the kernel uses.
+// coefficients for each tile height: it also sees the scheduler, docs/gpu-kernel.md.)
 std::vector<u32> kernel_block_ms(u32 head_dim);
 u32 recommended_block_m(const Workload& w);
+// BN, the keys of one shared-memory K/V block, is the kernel's own: 128 at d = 64 and 128; 80 or
+// 64 at d = 256 (kernel_block_ns). kernel_block_n is the long rows' BN, the one split_tail runs
+// (its pieces count the kernel's blocks, so its workload's block_n must be that). Which one a
+// launch runs is AttentionArgs::kernel_block_n, by default recommended_block_n (measured,
+// docs/gpu-performance.md): at d = 256, 64 when a query row sees fewer than 1024 keys on average
+// over the batch (as for recommended_block_m), else 80. A trace still counts KV blocks with the
+// workload's block_n, so GPU and simulator traces speak of the same cost whatever BN the kernel
+// uses.
+std::vector<u32> kernel_block_ns(u32 head_dim);
+u32 recommended_block_n(const Workload& w);  // 0 for an unsupported head dim
 constexpr u32 kernel_block_n(u32 head_dim) {
   return head_dim == 256 ? 80 : 128;
 }
@@ -113,6 +120,9 @@ struct AttentionArgs {
   // a split tile leave their partial results for the combine kernel that attention_forward
   // launches after the attention kernel.
   void* split_workspace = nullptr;
+  // The kernel's keys per K/V block: 0 runs recommended_block_n(workload); otherwise one of
+  // kernel_block_ns(head_dim) (kernel_block_n's with split_tail).
+  u32 kernel_block_n = 0;
   TraceBuffer trace;       // optional
   void* stream = nullptr;  // cudaStream_t; null is the legacy default stream
 };

@@ -37,6 +37,8 @@ class DeviceProblem {
   void set_tracing(bool on) { tracing_ = on; }
   void set_softmax_scale(float s) { scale_ = s; }
   void set_stream(void* stream) { stream_ = stream; }
+  // The kernel's K/V block (AttentionArgs::kernel_block_n): 0, the default, lets the launch pick.
+  void set_kernel_block_n(u32 bn) { kernel_block_n_ = bn; }
   // Whether launches pass launch_done (the counter's second word), so that from the second on no
   // reset kernel runs (the default); off: every launch resets the counter and the trace's count,
   // as for a caller without launch_done (the benchmark's `--counter-reset every-launch`).
@@ -85,6 +87,7 @@ class DeviceProblem {
   bool launch_ready_ = false;
   bool launch_reuse_ = true;
   float scale_ = 0.f;
+  u32 kernel_block_n_ = 0;
   void* stream_ = nullptr;
 };
 
@@ -105,7 +108,8 @@ struct DeviceRun {
 // for a planned scheduler), uploads the inputs, launches once unrecorded first when `warm_up`
 // (module load and first touches stay out of the measured trace), poisons the outputs, launches
 // with trace recording, counts the outputs never written and downloads O, LSE and the trace.
+// `kernel_block_n` as DeviceProblem::set_kernel_block_n.
 Status run_recorded(const Workload& w, const DeviceInputs& inputs, bool warm_up, DeviceRun& out,
-                    const SchedulePlan& plan = {});
+                    const SchedulePlan& plan = {}, u32 kernel_block_n = 0);
 
 }  // namespace tilesched::gpu
