@@ -61,6 +61,9 @@ struct BenchCommandOptions {
   // Tile height (BM) of every point; 0: per point, the one the simulator predicts fastest
   // (choose_block_m).
   u32 block_m = 0;
+  // The L2 size the planned schedulers (lpt, lpt_queued) build their L2 sections by
+  // (Workload::l2_bytes, docs/schedulers.md); unset: the workload's default.
+  std::optional<std::uint64_t> l2_bytes;
   // Whether a one-thread kernel sets a counter scheduler's counter before every launch (as for a
   // caller that passes no launch_done), instead of only before the first: DeviceProblem's launches
   // otherwise leave the counter at its start for the next (AttentionArgs::launch_ready).

@@ -58,8 +58,9 @@ std::string today_utc() {
 // unset the candidate the simulator predicts fastest (`note` then says the predictions).
 Workload grid_point(u32 d, u32 seq, bool causal, std::optional<SchedulerKind> causal_scheduler,
                     SchedulerKind dense_scheduler, bool dense_ctas_by_waves, u32 block_m,
-                    std::string& note) {
+                    std::optional<std::uint64_t> l2_bytes, std::string& note) {
   Workload w;
+  if (l2_bytes) w.l2_bytes = *l2_bytes;
   w.padded = true;
   w.q_lens.assign(kTokens / seq, seq);
   w.num_q_heads = w.num_kv_heads = kHidden / d;
@@ -163,6 +164,7 @@ nlohmann::json bench_point(const Workload& w, const BenchCommandOptions& options
                         {"causal", causal},
                         {"block_m", w.block_m},
                         {"kernel_block_n", kernel_bn},
+                        {"l2_bytes", w.l2_bytes},
                         {"scheduler", strategy_name(w)},
                         {"num_ctas", w.num_ctas},
                         {"median_ms", med},
@@ -199,6 +201,9 @@ int bench_gpu_command(const BenchCommandOptions& options) {
       "warm-up, {} ms idle and {} ms of launches before each point\n",
       device, sms, kHidden, kTokens, options.iterations, options.warmup, options.cooldown_ms,
       options.heat_ms);
+  if (options.l2_bytes)
+    fmt::print("planned schedulers' L2 sections by l2_bytes = {}{}\n", *options.l2_bytes,
+               *options.l2_bytes == 0 ? " (one section)" : "");
   fmt::print("{:>5} {:>6} {:>5} {:>4} {:>7} {:>4} {:>4} {:<14} {:>5} {:>10} {:>9} {:>9}\n", "d",
              "seq", "batch", "H", "causal", "BM", "BN", "scheduler", "CTAs", "median ms", "TFLOP/s",
              "trace %");
@@ -209,7 +214,7 @@ int bench_gpu_command(const BenchCommandOptions& options) {
         std::string choice;
         const Workload w =
             grid_point(d, seq, causal, options.causal_scheduler, options.dense_scheduler,
-                       options.dense_ctas_by_waves, options.block_m, choice);
+                       options.dense_ctas_by_waves, options.block_m, options.l2_bytes, choice);
         nlohmann::json row = bench_point(w, options);
         if (!choice.empty()) {
           fmt::print("      scheduler: {}\n", choice);

@@ -74,6 +74,9 @@ void add_bench_command(CLI::App& app, Action& action) {
                   "Tile height (BM) at every point (default: per point, the kernel's tile "
                   "height the simulator predicts fastest)",
                   /*min=*/1);
+  add_number_flag(*cmd, "--l2-bytes", bench->l2_bytes,
+                  "L2 size the planned schedulers (lpt, lpt_queued) group heads by at every point "
+                  "(default: the workload's, 50 MiB); 0: no grouping");
   add_number_flag(*cmd, "--warmup", bench->warmup, "Warm-up launches per point")
       ->capture_default_str();
   add_number_flag(*cmd, "--iters", bench->iterations, "Timed launches per point", /*min=*/1)
