@@ -51,6 +51,7 @@ json workload_to_json(const Workload& w) {
   j["cost_profile"] = w.cost_profile;
   j["decoding"] = w.decoding;
   j["l2_bytes"] = w.l2_bytes;
+  j["l2_min_rounds"] = w.l2_min_rounds;
   return j;
 }
 
@@ -136,7 +137,7 @@ Workload workload_from_json_at(const json& j, const std::string& prefix) {
                          "num_q_heads",     "num_kv_heads",   "head_dim",      "mask",
                          "block_m",         "block_n",        "scheduler",     "schedule",
                          "flip_prompt_idx", "num_ctas",       "resident_ctas", "ragged_mode",
-                         "cost_profile",    "decoding",       "l2_bytes"},
+                         "cost_profile",    "decoding",       "l2_bytes",      "l2_min_rounds"},
                      prefix);
   Workload w;
   const std::string P = prefix;
@@ -167,6 +168,9 @@ Workload workload_from_json_at(const json& j, const std::string& prefix) {
     w.flip_prompt_idx = as_bool(j["flip_prompt_idx"], P + "flip_prompt_idx");
   if (j.contains("decoding")) w.decoding = as_bool(j["decoding"], P + "decoding");
   if (j.contains("l2_bytes")) w.l2_bytes = as_u64(j["l2_bytes"], P + "l2_bytes");
+  // Absent: the sections of files written before the field, one round at least.
+  w.l2_min_rounds =
+      j.contains("l2_min_rounds") ? as_u32(j["l2_min_rounds"], P + "l2_min_rounds") : 1;
   if (j.contains("cost_profile")) {
     w.cost_profile = as_string(j["cost_profile"], P + "cost_profile");
     if (w.cost_profile.empty()) fail(P + "cost_profile", "must not be empty");

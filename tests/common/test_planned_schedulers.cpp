@@ -340,7 +340,7 @@ TEST_CASE("ragged_queued: a claim finds its sequence past empty ones; rotate rev
                                                               {4, 1, 0}});
 }
 
-TEST_CASE("L2 sections: runs of whole rounds whose (sequence, KV head) units fit the budget") {
+TEST_CASE("L2 sections: runs of at least l2_min_rounds whole rounds, more while their units fit") {
   Workload w;
   w.q_lens = {1000, 200, 4000, 100};
   w.num_q_heads = 4;
@@ -349,39 +349,49 @@ TEST_CASE("L2 sections: runs of whole rounds whose (sequence, KV head) units fit
   w.mask = Mask::None;
   w.block_m = 100;  // tiles per head: 10, 2, 40, 1 (212 in all)
   w.num_ctas = 4;
+  CHECK(w.l2_min_rounds == kDefaultL2MinRounds);
   const std::vector<PlannedTile> tiles = valid_tiles(w, test_cost);
   REQUIRE(tiles.size() == 212);
   // Budget: 1000 keys' worth. Units of sequence 0 (1000 keys) fill it alone; rounds of C = 4
   // tiles go 10 per head, so a round can straddle two units of sequence 0.
-  const std::vector<u32> s = l2_sections(w, tiles, 256 * 1000);
-  std::vector<u32> first_of_section;  // tile positions where a section starts
-  for (std::size_t i = 0; i < s.size(); ++i)
-    if (i == 0 || s[i] != s[i - 1]) first_of_section.push_back(u32(i));
-  for (std::size_t k = 0; k < first_of_section.size(); ++k) {
-    CAPTURE(k);
-    const u32 begin = first_of_section[k];
-    const u32 end = k + 1 < first_of_section.size() ? first_of_section[k + 1] : u32(s.size());
-    CHECK(begin % w.num_ctas == 0);  // sections start on round boundaries
-    CHECK(s[begin] == k);            // numbered in order
-    std::set<std::pair<u32, u32>> units;
-    for (u32 i = begin; i < end; ++i) units.insert({tiles[i].prompt, tiles[i].head / 2});
-    std::uint64_t bytes = 0;
-    for (const auto& unit : units) bytes += kv_unit_bytes(w, unit.first);
-    // Within the budget, unless the section is a single round.
-    if (end - begin > w.num_ctas) CHECK(bytes <= 256 * 1000);
-    // Maximal: the next round would not have fitted.
-    if (end < s.size()) {
-      std::set<std::pair<u32, u32>> more = units;
-      for (u32 i = end; i < std::min<u32>(end + w.num_ctas, u32(s.size())); ++i)
-        more.insert({tiles[i].prompt, tiles[i].head / 2});
-      std::uint64_t more_bytes = 0;
-      for (const auto& unit : more) more_bytes += kv_unit_bytes(w, unit.first);
-      CHECK(more_bytes > 256 * 1000);
+  for (const u32 min_rounds : {1u, 2u, 3u}) {
+    CAPTURE(min_rounds);
+    w.l2_min_rounds = min_rounds;
+    const std::vector<u32> s = l2_sections(w, tiles, 256 * 1000);
+    std::vector<u32> first_of_section;  // tile positions where a section starts
+    for (std::size_t i = 0; i < s.size(); ++i)
+      if (i == 0 || s[i] != s[i - 1]) first_of_section.push_back(u32(i));
+    for (std::size_t k = 0; k < first_of_section.size(); ++k) {
+      CAPTURE(k);
+      const u32 begin = first_of_section[k];
+      const u32 end = k + 1 < first_of_section.size() ? first_of_section[k + 1] : u32(s.size());
+      CHECK(begin % w.num_ctas == 0);  // sections start on round boundaries
+      CHECK(s[begin] == k);            // numbered in order
+      std::set<std::pair<u32, u32>> units;
+      for (u32 i = begin; i < end; ++i) units.insert({tiles[i].prompt, tiles[i].head / 2});
+      std::uint64_t bytes = 0;
+      for (const auto& unit : units) bytes += kv_unit_bytes(w, unit.first);
+      // At least l2_min_rounds rounds (all but the last section: the tiles may run out).
+      const u32 rounds = (end - begin + w.num_ctas - 1) / w.num_ctas;
+      if (end < s.size()) CHECK(rounds >= min_rounds);
+      // Within the budget, unless the section has only its l2_min_rounds rounds.
+      if (rounds > min_rounds) CHECK(bytes <= 256 * 1000);
+      // Maximal: the next round would not have fitted.
+      if (end < s.size()) {
+        std::set<std::pair<u32, u32>> more = units;
+        for (u32 i = end; i < std::min<u32>(end + w.num_ctas, u32(s.size())); ++i)
+          more.insert({tiles[i].prompt, tiles[i].head / 2});
+        std::uint64_t more_bytes = 0;
+        for (const auto& unit : more) more_bytes += kv_unit_bytes(w, unit.first);
+        CHECK(more_bytes > 256 * 1000);
+      }
     }
+    // More rounds per section, fewer sections: 53 rounds in all.
+    CHECK(first_of_section.size() > 4);
+    CHECK(first_of_section.size() <= (53 + min_rounds - 1) / min_rounds);
+    CHECK(l2_sections(w, tiles, 0) == std::vector<u32>(tiles.size(), 0));
+    CHECK(l2_sections(w, tiles, 1ull << 40) == std::vector<u32>(tiles.size(), 0));
   }
-  CHECK(first_of_section.size() > 4);
-  CHECK(l2_sections(w, tiles, 0) == std::vector<u32>(tiles.size(), 0));
-  CHECK(l2_sections(w, tiles, 1ull << 40) == std::vector<u32>(tiles.size(), 0));
 }
 
 TEST_CASE("decoding: KV heads are the scheduled heads, one tile each per sequence") {

@@ -216,27 +216,42 @@ TEST_CASE("workload JSON: bad row offsets, lengths given twice or not at all, ba
   CHECK(contains(m, "one new token per sequence, but sequence 0 has 100 query rows"));
   m = workload_error(with("l2_bytes", -1));
   CHECK(contains(m, "'l2_bytes'"));
+  m = workload_error(with("l2_min_rounds", 0));
+  CHECK(contains(m, "l2_min_rounds is 0: an L2 section holds at least one round"));
+  m = workload_error(with("l2_min_rounds", "two"));
+  CHECK(contains(m, "'l2_min_rounds'"));
 }
 
-TEST_CASE("workload JSON: a decode workload, and the L2 size the planned schedulers use") {
+TEST_CASE("workload JSON: a decode workload, and the L2 sections the planned schedulers use") {
   const Workload w = sim::workload_from_json(json{{"q_lens", {1, 1, 1}},
                                                   {"kv_lens", {4096, 100, 70000}},
                                                   {"decoding", true},
                                                   {"scheduler", "planned"},
-                                                  {"l2_bytes", 1000000}});
+                                                  {"l2_bytes", 1000000},
+                                                  {"l2_min_rounds", 3}});
   CHECK(w.decoding);
   CHECK(w.l2_bytes == 1000000);
+  CHECK(w.l2_min_rounds == 3);
   CHECK(w.scheduler == SchedulerKind::Planned);
   CHECK(w.tile_shape() == 1);
   CHECK(w.scheduled_heads() == w.num_kv_heads);
   const json j = sim::workload_to_json(w);
   CHECK(j.at("decoding") == true);
   CHECK(j.at("l2_bytes") == 1000000);
+  CHECK(j.at("l2_min_rounds") == 3);
   CHECK(sim::workload_to_json(sim::workload_from_json(j)) == j);
-  // Without the fields: prefill, and the default L2.
+  // Without the fields: prefill, the default L2, and sections of one round at least (the rule
+  // of the files written before the field: their traces followed it), where a workload built in
+  // code has kDefaultL2MinRounds.
   const Workload prefill = sim::workload_from_json(json{{"q_lens", {100}}});
   CHECK_FALSE(prefill.decoding);
   CHECK(prefill.l2_bytes == kDefaultL2Bytes);
+  CHECK(prefill.l2_min_rounds == 1);
+  CHECK(Workload{}.l2_min_rounds == kDefaultL2MinRounds);
+  Workload in_code;
+  in_code.q_lens = {100};
+  CHECK(sim::workload_from_json(sim::workload_to_json(in_code)).l2_min_rounds ==
+        kDefaultL2MinRounds);
 }
 
 TEST_CASE("read_workload: missing file and bad JSON name the path") {

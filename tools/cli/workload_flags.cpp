@@ -58,6 +58,10 @@ void add_workload_flags(CLI::App& command, WorkloadFlags& f, WorkloadFlagSet set
   add_number_flag(command, "--l2-bytes", f.l2_bytes,
                   "L2 size the planned schedulers (lpt, lpt_queued, planned) group heads by; 0: "
                   "no grouping");
+  add_number_flag(command, "--l2-min-rounds", f.l2_min_rounds,
+                  "Fewest rounds of C tiles in one L2 section of the planned schedulers (default "
+                  "2; a workload file without the field: 1)",
+                  /*min=*/1);
   CLI::Option* profile = add_cost_profile_flag(command, "--cost-profile", f.cost_profile,
                                                "Built-in cost coefficients");
   if (set.cost_model) {
@@ -137,6 +141,7 @@ Workload resolve_workload(const WorkloadFlags& f, viz::CtaOrigin* origin) {
   }
   override_with(f.ragged, w.ragged_mode);
   override_with(f.l2_bytes, w.l2_bytes);
+  override_with(f.l2_min_rounds, w.l2_min_rounds);
   if (!f.cost_profile.empty()) w.cost_profile = f.cost_profile;
 
   if (const std::string problem = w.validate(); !problem.empty()) {

@@ -75,7 +75,8 @@ inline std::uint64_t l2_section_budget(const Workload& w) {
 
 // The L2 section of each tile of `tiles` (valid_tiles' DEFAULT order): runs of whole rounds of C
 // tiles, a round joining the current section while the K and V of every (sequence, KV head) unit
-// the section touches fit `budget_bytes` (a round that alone exceeds it is a section of its own).
+// the section touches fit `budget_bytes`, or while the section has fewer than w.l2_min_rounds
+// rounds (docs/schedulers.md).
 // Sections start on round boundaries so that a static walk of C CTAs meets every section with
 // whole rounds, which keeps the snake's balance from one section to the next. A budget of 0 puts
 // every tile in section 0 (no grouping).
@@ -89,6 +90,7 @@ inline std::vector<u32> l2_sections(const Workload& w, const std::vector<Planned
   };
   u32 current = 0;
   std::uint64_t filled = 0;  // bytes of the units the current section touches
+  std::size_t rounds = 0;    // rounds in the current section
   for (std::size_t first = 0; first < tiles.size(); first += round) {
     const std::size_t end = std::min(tiles.size(), first + round);
     // The round's units: all of them (for a new section), and those that do not continue the
@@ -99,11 +101,13 @@ inline std::vector<u32> l2_sections(const Workload& w, const std::vector<Planned
       if (new_unit || i == first) all_units += kv_unit_bytes(w, tiles[i].prompt);
       if (new_unit) new_units += kv_unit_bytes(w, tiles[i].prompt);
     }
-    if (filled > 0 && filled + new_units > budget_bytes) {
+    if (filled > 0 && filled + new_units > budget_bytes && rounds >= w.l2_min_rounds) {
       ++current;
       filled = all_units;
+      rounds = 1;
     } else {
       filled += new_units;
+      ++rounds;
     }
     std::fill(section.begin() + std::ptrdiff_t(first), section.begin() + std::ptrdiff_t(end),
               current);

@@ -25,6 +25,13 @@ namespace tilesched {
 // The L2 size the planned schedulers group heads by unless a workload says otherwise: 50 MiB,
 // what cudaDeviceProp::l2CacheSize reports on the H100 SXM and the H200.
 inline constexpr std::uint64_t kDefaultL2Bytes = 50ull << 20;
+// The fewest rounds of num_ctas tiles an L2 section holds unless a workload says otherwise
+// (schedule_plan.hpp's l2_sections). With one round a CTA gets one tile of each section and longest
+// first balances nothing inside it. Measured on the H200 (docs/gpu-performance.md, twenty-first
+// session): at d = 256 causal, where one round's K and V (16.5 MiB at every grid length) already
+// filled the 25 MB budget, two rounds made lpt_queued 0.8-1.6 % faster from seq 512 to 16384;
+// three lost 6 % at seq 512. Workload files without the field read as 1, the rule before.
+inline constexpr u32 kDefaultL2MinRounds = 2;
 
 // Query heads [first, first + count) whose rows one work tile computes.
 struct TileHeads {
@@ -61,6 +68,8 @@ struct Workload {
   // L2 bytes the planned schedulers (lpt, lpt_queued, planned) group heads by: a section's K and
   // V fit half of it (schedule_plan.hpp). 0: no sections, one longest-first order over the batch.
   std::uint64_t l2_bytes = kDefaultL2Bytes;
+  // The fewest rounds of num_ctas tiles a section holds, even when their K and V exceed the budget.
+  u32 l2_min_rounds = kDefaultL2MinRounds;
 
   u32 batch_size() const { return static_cast<u32>(q_lens.size()); }
   u32 max_seq_len() const {
@@ -132,6 +141,8 @@ struct Workload {
   // Empty when the workload is valid; otherwise one sentence naming the problem.
   std::string validate() const {
     if (q_lens.empty()) return "the batch is empty: give at least one sequence";
+    if (l2_min_rounds == 0)
+      return "l2_min_rounds is 0: an L2 section holds at least one round of num_ctas tiles";
     if (!kv_lens.empty() && kv_lens.size() != q_lens.size())
       return fmt::format(
           "kv_lens has {} entries but q_lens has {}: give one KV length per sequence",
