@@ -256,24 +256,31 @@ Status attention_forward(const AttentionArgs& a) {
       });
 }
 
+namespace {
+
+// The distinct tile heights (`block_ns` false) or K/V blocks (true) of a head dim's kernels, in
+// the order TILESCHED_SM90_KERNELS lists them.
+std::vector<u32> kernel_shapes(u32 head_dim, bool block_ns) {
+  std::vector<u32> values;
+  const auto add = [&](u32 d, u32 bm, u32 bn) {
+    const u32 v = block_ns ? bn : bm;
+    if (d == head_dim && std::find(values.begin(), values.end(), v) == values.end())
+      values.push_back(v);
+  };
+#define TILESCHED_KERNEL_SHAPE(D, BM, BN) add(D, BM, BN);
+  TILESCHED_SM90_KERNELS(TILESCHED_KERNEL_SHAPE)
+#undef TILESCHED_KERNEL_SHAPE
+  return values;
+}
+
+}  // namespace
+
 std::vector<u32> kernel_block_ms(u32 head_dim) {
-  std::vector<u32> block_ms;
-#define TILESCHED_BLOCK_M(D, BM, BN)                                                        \
-  if (head_dim == (D) && std::find(block_ms.begin(), block_ms.end(), BM) == block_ms.end()) \
-    block_ms.push_back(BM);
-  TILESCHED_SM90_KERNELS(TILESCHED_BLOCK_M)
-#undef TILESCHED_BLOCK_M
-  return block_ms;
+  return kernel_shapes(head_dim, false);
 }
 
 std::vector<u32> kernel_block_ns(u32 head_dim) {
-  std::vector<u32> block_ns;
-#define TILESCHED_BLOCK_N(D, BM, BN)                                                        \
-  if (head_dim == (D) && std::find(block_ns.begin(), block_ns.end(), BN) == block_ns.end()) \
-    block_ns.push_back(BN);
-  TILESCHED_SM90_KERNELS(TILESCHED_BLOCK_N)
-#undef TILESCHED_BLOCK_N
-  return block_ns;
+  return kernel_shapes(head_dim, true);
 }
 
 u32 recommended_block_m(const Workload& w) {

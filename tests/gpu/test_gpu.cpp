@@ -405,25 +405,34 @@ std::vector<std::pair<ArgsEdit, const char*>> bad_argument_cases() {
   };
 }
 
-TEST_CASE("the recommended BM: 192 at d = 64 once a query row sees 1536 keys on average") {
-  Workload w;
-  w.head_dim = 64;
+// A padded batch of two sequences of `seq` rows under `mask`, and what a rule of the kernel's tile
+// shapes (recommended_block_m, recommended_block_n) must give for it.
+struct PaddedCase {
+  u32 seq;
+  Mask mask;
+  u32 expected;
+};
+void check_padded_cases(Workload w, std::initializer_list<PaddedCase> cases,
+                        u32 (*rule)(const Workload&)) {
   w.padded = true;
-  struct Case {
-    u32 seq;
-    Mask mask;
-    u32 bm;
-  };
-  const Case cases[] = {{1024, Mask::None, 128},
-                        {2048, Mask::None, 192},
-                        {2048, Mask::Causal, 128},   // 1024.5 keys per row
-                        {4096, Mask::Causal, 192}};  // 2048.5
-  for (const Case& c : cases) {
+  for (const PaddedCase& c : cases) {
     w.q_lens.assign(2, c.seq);
     w.mask = c.mask;
     CAPTURE(c.seq);
-    CHECK(gpu::recommended_block_m(w) == c.bm);
+    CAPTURE(to_string(c.mask));
+    CHECK(rule(w) == c.expected);
   }
+}
+
+TEST_CASE("the recommended BM: 192 at d = 64 once a query row sees 1536 keys on average") {
+  Workload w;
+  w.head_dim = 64;
+  check_padded_cases(w,
+                     {{1024, Mask::None, 128},
+                      {2048, Mask::None, 192},
+                      {2048, Mask::Causal, 128},   // 1024.5 keys per row
+                      {4096, Mask::Causal, 192}},  // 2048.5
+                     gpu::recommended_block_m);
   // Short queries against long caches: a row sees 9393 keys on average.
   w.padded = false;
   w.q_lens = {400, 300};
@@ -441,23 +450,14 @@ TEST_CASE("the recommended BM: 192 at d = 64 once a query row sees 1536 keys on 
 TEST_CASE("the recommended BN: 64 at d = 256 while a query row sees fewer than 1024 keys") {
   Workload w;
   w.head_dim = 256;
-  w.padded = true;
-  struct Case {
-    u32 seq;
-    Mask mask;
-    u32 bn;
-  };
-  const Case cases[] = {{512, Mask::None, 64},    {512, Mask::Causal, 64},  // 256.5 keys per row
-                        {1024, Mask::Causal, 64},                           // 512.5
-                        {1024, Mask::None, 80},                             // 1024
-                        {2048, Mask::Causal, 80},                           // 1024.5
-                        {16384, Mask::None, 80}};
-  for (const Case& c : cases) {
-    w.q_lens.assign(2, c.seq);
-    w.mask = c.mask;
-    CAPTURE(c.seq);
-    CHECK(gpu::recommended_block_n(w) == c.bn);
-  }
+  check_padded_cases(w,
+                     {{512, Mask::None, 64},
+                      {512, Mask::Causal, 64},   // 256.5 keys per row
+                      {1024, Mask::Causal, 64},  // 512.5
+                      {1024, Mask::None, 80},    // 1024
+                      {2048, Mask::Causal, 80},  // 1024.5
+                      {16384, Mask::None, 80}},
+                     gpu::recommended_block_n);
   CHECK(gpu::kernel_block_ns(256) == std::vector<u32>{80, 64});
   // split_tail's pieces count the kernel's blocks: always kernel_block_n's.
   w.q_lens.assign(2, 512);
