@@ -64,6 +64,8 @@ struct BenchCommandOptions {
   // The L2 size the planned schedulers (lpt, lpt_queued) build their L2 sections by
   // (Workload::l2_bytes, docs/schedulers.md); unset: the workload's default.
   std::optional<std::uint64_t> l2_bytes;
+  // The fewest rounds of C tiles in one of those sections (Workload::l2_min_rounds); unset: 2.
+  std::optional<u32> l2_min_rounds;
   // Whether a one-thread kernel sets a counter scheduler's counter before every launch (as for a
   // caller that passes no launch_done), instead of only before the first: DeviceProblem's launches
   // otherwise leave the counter at its start for the next (AttentionArgs::launch_ready).

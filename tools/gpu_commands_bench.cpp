@@ -58,9 +58,11 @@ std::string today_utc() {
 // unset the candidate the simulator predicts fastest (`note` then says the predictions).
 Workload grid_point(u32 d, u32 seq, bool causal, std::optional<SchedulerKind> causal_scheduler,
                     SchedulerKind dense_scheduler, bool dense_ctas_by_waves, u32 block_m,
-                    std::optional<std::uint64_t> l2_bytes, std::string& note) {
+                    std::optional<std::uint64_t> l2_bytes, std::optional<u32> l2_min_rounds,
+                    std::string& note) {
   Workload w;
   if (l2_bytes) w.l2_bytes = *l2_bytes;
+  if (l2_min_rounds) w.l2_min_rounds = *l2_min_rounds;
   w.padded = true;
   w.q_lens.assign(kTokens / seq, seq);
   w.num_q_heads = w.num_kv_heads = kHidden / d;
@@ -165,6 +167,7 @@ nlohmann::json bench_point(const Workload& w, const BenchCommandOptions& options
                         {"block_m", w.block_m},
                         {"kernel_block_n", kernel_bn},
                         {"l2_bytes", w.l2_bytes},
+                        {"l2_min_rounds", w.l2_min_rounds},
                         {"scheduler", strategy_name(w)},
                         {"num_ctas", w.num_ctas},
                         {"median_ms", med},
@@ -204,6 +207,8 @@ int bench_gpu_command(const BenchCommandOptions& options) {
   if (options.l2_bytes)
     fmt::print("planned schedulers' L2 sections by l2_bytes = {}{}\n", *options.l2_bytes,
                *options.l2_bytes == 0 ? " (one section)" : "");
+  if (options.l2_min_rounds)
+    fmt::print("planned schedulers' L2 sections of at least {} rounds\n", *options.l2_min_rounds);
   fmt::print("{:>5} {:>6} {:>5} {:>4} {:>7} {:>4} {:>4} {:<14} {:>5} {:>10} {:>9} {:>9}\n", "d",
              "seq", "batch", "H", "causal", "BM", "BN", "scheduler", "CTAs", "median ms", "TFLOP/s",
              "trace %");
@@ -214,7 +219,8 @@ int bench_gpu_command(const BenchCommandOptions& options) {
         std::string choice;
         const Workload w =
             grid_point(d, seq, causal, options.causal_scheduler, options.dense_scheduler,
-                       options.dense_ctas_by_waves, options.block_m, options.l2_bytes, choice);
+                       options.dense_ctas_by_waves, options.block_m, options.l2_bytes,
+                       options.l2_min_rounds, choice);
         nlohmann::json row = bench_point(w, options);
         if (!choice.empty()) {
           fmt::print("      scheduler: {}\n", choice);

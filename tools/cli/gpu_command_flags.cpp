@@ -77,6 +77,9 @@ void add_bench_command(CLI::App& app, Action& action) {
   add_number_flag(*cmd, "--l2-bytes", bench->l2_bytes,
                   "L2 size the planned schedulers (lpt, lpt_queued) group heads by at every point "
                   "(default: the workload's, 50 MiB); 0: no grouping");
+  add_number_flag(*cmd, "--l2-min-rounds", bench->l2_min_rounds,
+                  "Fewest rounds of C tiles in one of those L2 sections at every point (default 2)",
+                  /*min=*/1);
   add_number_flag(*cmd, "--warmup", bench->warmup, "Warm-up launches per point")
       ->capture_default_str();
   add_number_flag(*cmd, "--iters", bench->iterations, "Timed launches per point", /*min=*/1)
