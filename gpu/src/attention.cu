@@ -64,8 +64,8 @@ u32 launch_block_n(const AttentionArgs& a) {
   return a.kernel_block_n != 0 ? a.kernel_block_n : recommended_block_n(a.workload);
 }
 
-// The keys a query row sees, summed over the batch's rows (and the rows): row i of a causal
-// sequence (bottom-right) sees min(kv, i + kv - q + 1).
+// A batch's query rows and the keys they see in all (row i of a causal sequence, bottom-right,
+// sees min(kv, i + kv - q + 1)): keys / rows is the average a row sees.
 struct VisibleKeys {
   std::uint64_t rows = 0, keys = 0;
 };
