@@ -194,6 +194,9 @@ __device__ void run_producer(const Params& p, Storage& smem, Pipelines& pipes) {
   u32 step = 0;
   // Tiles with work whose loads were issued (kStageOInV's o_released phases).
   [[maybe_unused]] u32 tiles_loaded = 0;
+  // kStageOSplit: V stages holding a staged O not yet released (bit per stage), and the parity
+  // of each stage's next o_released_v phase.
+  [[maybe_unused]] u32 o_pending = 0, o_parity = 0;
   // One hand-off: every producer thread takes part (the scheduler's barrier); the loader (and
   // while recording the trace writer) acquires and commits the slot.
   auto schedule = [&](bool first) {
@@ -229,8 +232,8 @@ __device__ void run_producer(const Params& p, Storage& smem, Pipelines& pipes) {
     ++tile_w;
     return work;
   };
-  // The loads of one tile, issued by the loader: Q and the highest K block, then `between` (in every
-  // thread that called this), then the rest of the K/V blocks.
+  // The loads of one tile, issued by the loader: Q and the highest K block, then `between` (in
+  // every thread that called this), then the rest of the K/V blocks.
   auto load_tile = [&](const SeqInfo& work, const TileGeometry& g, auto&& between) {
     const bool loads = loader && has_work(g);
     const int head = static_cast<int>(work.head_idx);
@@ -238,10 +241,9 @@ __device__ void run_producer(const Params& p, Storage& smem, Pipelines& pipes) {
     // Q: the tile's BM rows from its first row (a ragged tile need not start on a multiple
     // of BM). Rows past the tile's sequence are loaded but never stored; rows past the
     // tensor are zero-filled by the TMA.
-    Tensor gQ =
-        local_tile(domain_offset(make_coord(static_cast<int>(g.rows.first_query_row), _0{}),
-                                 mQ(_, _, head)),
-                   Shape<Int<Traits::kBlockM>, Int<D>>{}, make_coord(_0{}, _0{}));
+    Tensor gQ = local_tile(
+        domain_offset(make_coord(static_cast<int>(g.rows.first_query_row), _0{}), mQ(_, _, head)),
+        Shape<Int<Traits::kBlockM>, Int<D>>{}, make_coord(_0{}, _0{}));
     auto [tQg, tQs] = tma_partition(p.tma_q, group_modes<0, 2>(sQ), group_modes<0, 2>(gQ));
 
     // K/V blocks of the sequence, (BN, d, block). Keys past the sequence's end may belong to
@@ -262,11 +264,20 @@ __device__ void run_producer(const Params& p, Storage& smem, Pipelines& pipes) {
       ++k_w;
     };
     // With kStageOInV the previous tile's O lies in V stages until its stores have read it.
-    const bool wait_o = Traits::kStageOInV && tiles_loaded > 0;
+    const bool wait_o = Traits::kStageOInV && !Traits::kStageOSplit && tiles_loaded > 0;
     auto load_v = [&](int block) {
       if (wait_o &&
           block == static_cast<int>(kHandsOutPieces<Params> ? g.kv_block_end : g.kv_blocks) - 1)
         barrier_wait(smem.o_released, (tiles_loaded - 1) % 2, "O staged in V (producer)");
+      if constexpr (Traits::kStageOSplit) {
+        const u32 stage = static_cast<u32>(v_w.index());
+        if ((o_pending >> stage) & 1u) {
+          barrier_wait(smem.o_released_v[stage], (o_parity >> stage) & 1u,
+                       "O staged in V (producer)");
+          o_parity ^= 1u << stage;
+          o_pending &= ~(1u << stage);
+        }
+      }
       producer_acquire(pipes.v, v_w, "V stage (producer)");
       copy(p.tma_v.with(*pipes.v.producer_get_barrier(v_w)), get<0>(v_parts)(_, block),
            get<1>(v_parts)(_, v_w.index()));
@@ -289,7 +300,9 @@ __device__ void run_producer(const Params& p, Storage& smem, Pipelines& pipes) {
         load_k(block - 1);
         load_v(block);
       }
+      [[maybe_unused]] const u32 o_stage = static_cast<u32>(v_w.index());  // V(0)'s
       load_v(begin);
+      if constexpr (Traits::kStageOSplit) o_pending |= 1u << o_stage;
       ++tiles_loaded;
     }
   };
@@ -607,8 +620,9 @@ __device__ __forceinline__ void store_tile_outputs_tma(const Params& p, Element*
   constexpr int D = Traits::kHeadDim;
   constexpr int kRows = Traits::kWarpgroupRows;
   const NamedBarrier staged = epilogue_barrier<Traits::kConsumerWarpgroups>(warpgroup);
-  // The previous store has read the buffer (with kStageOInV the caller waited for that).
-  if constexpr (!Traits::kStageOInV)
+  // The previous store has read the buffer (with kStageOInV the caller waited for that; with
+  // kStageOSplit warpgroup 0's buffer is its own).
+  if (!Traits::kStageOInV || (Traits::kStageOSplit && warpgroup == 0))
     if (thread == kTmaStoreThread) tma_store_wait<0>();
   named_barrier_sync(staged, Traits::kWarpgroupThreads);
   Tensor sO = make_tensor(make_smem_ptr(staging), typename Traits::SmemLayoutO{});
@@ -968,7 +982,18 @@ __device__ void run_consumer(const Params& p, Storage& smem, Pipelines& pipes) {
         const bool full = rows.query_rows >= static_cast<u32>((warpgroup + 1) * kRows);
         if (full) {
           Element* staging;
-          if constexpr (Traits::kStageOInV) {
+          if constexpr (Traits::kStageOSplit) {
+            // Warpgroup 0 stages in its own buffer (store_tile_outputs_tma waits for its last
+            // store); warpgroup 1 in V(0)'s stage, which the producer loads again only after
+            // warpgroup 1 arrives on that stage's o_released_v (below).
+            if (warpgroup == 0) {
+              staging = smem.o.data();
+            } else {
+              barrier_wait(smem.pipe_v.empty_barrier_[v_last.index()], v_last.phase(),
+                           "V stage for O (consumer)");
+              staging = smem.v.data() + v_last.index() * kBlockN * D;
+            }
+          } else if constexpr (Traits::kStageOInV) {
             // Warpgroup w stages O in the V stage filled W - 1 - w fills before V(0)'s (V(0)'s
             // for the last): the turns run warpgroup 0 first, so the stage it takes was released
             // earliest. Every warpgroup has released that fill once its empty barrier completes
@@ -989,7 +1014,13 @@ __device__ void run_consumer(const Params& p, Storage& smem, Pipelines& pipes) {
         } else {
           store_tile_outputs(p, tOrOut, rows, work->head_idx, thread_row);
         }
-        if constexpr (Traits::kStageOInV) {
+        if constexpr (Traits::kStageOSplit) {
+          // Warpgroup 1: one arrive per tile with work on V(0)'s stage, once its store has read.
+          if (warpgroup != 0 && thread == kTmaStoreThread) {
+            if (full) tma_store_wait<0>();
+            smem.o_released_v[v_last.index()].arrive();
+          }
+        } else if constexpr (Traits::kStageOInV) {
           // One arrive per warpgroup and tile with work; a staging one once its store has read.
           if (thread == kTmaStoreThread) {
             if (full) tma_store_wait<0>();
@@ -1073,6 +1104,9 @@ __global__ void __launch_bounds__(FmhaTraits<Config>::kThreads, 1)
   if constexpr (Traits::kStageOInV) {
     if (threadIdx.x == 0) {
       smem.o_released.init(Traits::kConsumerWarpgroups);
+      if constexpr (Traits::kStageOSplit)
+        for (int stage = 0; stage < Traits::kStagesKV; ++stage)
+          smem.o_released_v[stage].init(Traits::kConsumerWarpgroups - 1);
       cutlass::arch::fence_barrier_init();
     }
   }

@@ -163,9 +163,13 @@ Status launch_with(const AttentionArgs& a, const Scheduler& scheduler, const Til
 // causal, +0.9-1.5 % at d = 256, within +-0.3 % from 8192 up; the tile kernel (dense rows) keeps
 // each configuration's own choice, which measured PrefetchTile 1-4 % slower on long dense rows at
 // d = 64 and 256 (docs/gpu-performance.md, fourteenth session).
+// They also stage warpgroup 0's O outside the V ring where the configuration asks for it
+// (kStageOSplitQueued: d = 256 BN 64, +1.5 / +1.0 % at seq 512 / 1024 causal; in the tile
+// kernel, dense rows, it cost 1.3 % at seq 512; twenty-first session).
 template <class Config>
 struct PrefetchingConfig : Config {
   static constexpr bool kPrefetchTile = true;
+  static constexpr bool kStageOSplit = Config::kStageOSplit || Config::kStageOSplitQueued;
 };
 // The queued kind's kernel also runs NarrowFirst where the configuration asks for it
 // (kNarrowFirstQueued): d = 128, whose short causal rows the simulator gives to queued, +2.0 /

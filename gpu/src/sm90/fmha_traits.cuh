@@ -72,6 +72,12 @@ struct KernelConfig {
   // NarrowFirst in the queued kind's kernel only (launch_config, fmha_launch.cuh); a
   // configuration that wants it there says so in a struct derived from this one.
   static constexpr bool kNarrowFirstQueued = false;
+  // With kStageOInV: warpgroup 0 stages its O in a buffer of its own and only the others in V
+  // stages, so the next tile's first V load waits for no O store. kStageOSplitQueued: only in the
+  // queued kinds' kernels (launch_config, fmha_launch.cuh). A configuration with the shared memory
+  // for one staging buffer says so in a derived struct.
+  static constexpr bool kStageOSplit = false;
+  static constexpr bool kStageOSplitQueued = false;
   static_assert(ConsumerWarpgroups == 2 || ConsumerWarpgroups == 3, "two or three consumers");
   // Each consumer warpgroup stages its 64 x d rows of O in a V stage of its own (that they fit
   // in one is FmhaTraits's check).
@@ -154,12 +160,17 @@ struct DefaultConfig<256, 128, 80> {
 // The same kernel with K/V blocks of 64 keys, for short rows (recommended_block_n): a 512-key row
 // is 8 blocks of 64 where BN 80 computes 7 blocks, 560 keys, and a causal tile's diagonal wastes
 // less. Measured against BN 80 (twenty-first session): +3.1 / +4.9 % at seq 512 dense / causal,
-// +1.7 % at 1024 causal, -0.7 % at 1024 dense, within +-0.8 % from 2048 up.
+// +1.7 % at 1024 causal, -0.7 % at 1024 dense, within +-0.8 % from 2048 up. Its 192 KB of tiles
+// leave room for one warpgroup's O staging buffer (32 KB): kStageOSplit measured +1.5 / +1.0 % at
+// seq 512 / 1024 causal but -1.3 % at 512 dense, so only the queued kinds' kernels (the causal
+// rows') take it.
 template <>
 struct DefaultConfig<256, 128, 64> {
-  using type = KernelConfig<256, 64, 2, 1, /*SkipUnitRescale=*/true, /*RebuildQOperand=*/true, 0,
-                            false, 232, false, /*EpilogueTma=*/true, true, 2, /*StageOInV=*/true,
-                            PvWait::AfterMax, /*NarrowFirst=*/false>;
+  struct type : KernelConfig<256, 64, 2, 1, /*SkipUnitRescale=*/true, /*RebuildQOperand=*/true, 0,
+                             false, 232, false, /*EpilogueTma=*/true, true, 2, /*StageOInV=*/true,
+                             PvWait::AfterMax, /*NarrowFirst=*/false> {
+    static constexpr bool kStageOSplitQueued = true;
+  };
 };
 
 // The kernel's types and sizes for one configuration. It is the configuration (its switches are
@@ -170,7 +181,7 @@ struct FmhaTraits : Config {
   // are not found unqualified).
   using Config::kBlockN, Config::kConsumerRegisters, Config::kConsumerWarpgroups,
       Config::kEpilogueTma, Config::kHeadDim, Config::kStagesKV, Config::kStagesQ,
-      Config::kStageOInV;
+      Config::kStageOInV, Config::kStageOSplit;
   static constexpr int D = kHeadDim;
 
   // Roles: warpgroup 0 produces (scheduler + TMA), warpgroups 1.. consume, each owning 64 of the
@@ -251,8 +262,11 @@ struct FmhaTraits : Config {
       SmemAtom{}, cute::Shape<cute::Int<kWarpgroupRows>, cute::Int<D>>{}));
   using TmaO = decltype(cute::make_tma_copy(cute::SM90_TMA_STORE{}, std::declval<GmemTensor>(),
                                             SmemLayoutO{}));
-  static constexpr int kOStageElements =
-      kEpilogueTma && !kStageOInV ? kConsumerWarpgroups * cute::cosize_v<SmemLayoutO> : 1;
+  static constexpr int kOStageElements = kEpilogueTma && !kStageOInV
+                                             ? kConsumerWarpgroups * cute::cosize_v<SmemLayoutO>
+                                             : (kStageOSplit ? cute::cosize_v<SmemLayoutO> : 1);
+  static_assert(!kStageOSplit || (kStageOInV && kConsumerWarpgroups == 2),
+                "the split staging is for two consumer warpgroups staging O in V");
   // With kStageOInV a V stage holds a warpgroup's O: stages start 1024-byte aligned (the
   // swizzle's period) and O's 64 rows fit in one.
   static_assert(!kStageOInV || (kBlockN * D * sizeof(Element) % 1024 == 0 &&
@@ -283,6 +297,8 @@ struct FmhaTraits : Config {
     // holding its O may be loaded again; the producer waits for it before that tile's successor's
     // first V load.
     cutlass::arch::ClusterBarrier o_released;
+    // With kStageOSplit: per V stage, warpgroup 1's release of the O it staged there.
+    cutlass::arch::ClusterBarrier o_released_v[kStagesKV];
     u32 sidx[kTileSlots];
     u32 trace_slot[kTileSlots];  // while recording: the event slot of the tile in sidx[slot]
     // With kMaskFromShared, each consumer warp's mask values for its current tile (kv_len and its
