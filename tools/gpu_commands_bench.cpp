@@ -55,14 +55,14 @@ std::string today_utc() {
 
 // One point of the grid. Dense tiles cost the same, so a static stride is balanced. Causal tiles
 // differ by up to seq/BN blocks, so a dynamic scheduler balances them: `causal_scheduler`, or if
-// unset the candidate the simulator predicts fastest (`note` then says the predictions).
-Workload grid_point(u32 d, u32 seq, bool causal, std::optional<SchedulerKind> causal_scheduler,
-                    SchedulerKind dense_scheduler, bool dense_ctas_by_waves, u32 block_m,
-                    std::optional<std::uint64_t> l2_bytes, std::optional<u32> l2_min_rounds,
+// unset the candidate the simulator predicts fastest (`note` then says the predictions). The
+// options give the schedulers, BM, the dense points' CTAs and the L2 sections.
+Workload grid_point(u32 d, u32 seq, bool causal, const BenchCommandOptions& options,
                     std::string& note) {
+  const std::optional<SchedulerKind>& causal_scheduler = options.causal_scheduler;
   Workload w;
-  if (l2_bytes) w.l2_bytes = *l2_bytes;
-  if (l2_min_rounds) w.l2_min_rounds = *l2_min_rounds;
+  if (options.l2_bytes) w.l2_bytes = *options.l2_bytes;
+  if (options.l2_min_rounds) w.l2_min_rounds = *options.l2_min_rounds;
   w.padded = true;
   w.q_lens.assign(kTokens / seq, seq);
   w.num_q_heads = w.num_kv_heads = kHidden / d;
@@ -73,14 +73,14 @@ Workload grid_point(u32 d, u32 seq, bool causal, std::optional<SchedulerKind> ca
   // counts blocks of 128 keys (its block_n, the BN of every trace it was fitted on): the replay
   // costs the grid in those.
   w.block_n = 128;
-  w.scheduler = causal ? causal_scheduler.value_or(SchedulerKind::Queued) : dense_scheduler;
+  w.scheduler = causal ? causal_scheduler.value_or(SchedulerKind::Queued) : options.dense_scheduler;
   // split_tail splits tiles in the kernel's KV blocks, so it counts them in the kernel's BN.
   if (w.scheduler == SchedulerKind::SplitTail) w.block_n = gpu::kernel_block_n(d);
   const sim::CostModel cost = sim::CostModel::builtin(w.cost_profile);
   // The tile height (given, or the simulator's pick for that scheduler) and the device's CTAs.
   const auto prepare = [&](Workload& x) {
-    if (block_m != 0)
-      x.block_m = block_m;
+    if (options.block_m != 0)
+      x.block_m = options.block_m;
     else
       choose_block_m(x, cost, viz::CtaOrigin::Device);
     require(gpu::resident_ctas(x, x.num_ctas));
@@ -89,7 +89,7 @@ Workload grid_point(u32 d, u32 seq, bool causal, std::optional<SchedulerKind> ca
   note.clear();
   if (!causal || causal_scheduler) {
     prepare(w);
-    if (!causal && dense_ctas_by_waves && w.scheduler == SchedulerKind::Tile) {
+    if (!causal && options.dense_ctas_by_waves && w.scheduler == SchedulerKind::Tile) {
       const u32 tiles = static_cast<u32>(w.valid_tile_count());  // validate(): fits 32 bits
       w.num_ctas = w.resident_ctas = ceil_div(tiles, ceil_div(tiles, w.num_ctas));
     }
@@ -217,10 +217,7 @@ int bench_gpu_command(const BenchCommandOptions& options) {
     for (u32 seq : seqs)
       for (bool causal : {false, true}) {
         std::string choice;
-        const Workload w =
-            grid_point(d, seq, causal, options.causal_scheduler, options.dense_scheduler,
-                       options.dense_ctas_by_waves, options.block_m, options.l2_bytes,
-                       options.l2_min_rounds, choice);
+        const Workload w = grid_point(d, seq, causal, options, choice);
         nlohmann::json row = bench_point(w, options);
         if (!choice.empty()) {
           fmt::print("      scheduler: {}\n", choice);

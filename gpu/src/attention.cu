@@ -140,7 +140,8 @@ Status validate(const AttentionArgs& a) {
   if (!supported_head_dim(w.head_dim))
     return Status::error(
         fmt::format("head dim {} is not supported by the GPU kernel (64, 128 or 256)", w.head_dim));
-  if (Status s = with_kernel(w.head_dim, w.block_m, launch_block_n(a),
+  const u32 block_n = launch_block_n(a);
+  if (Status s = with_kernel(w.head_dim, w.block_m, block_n,
                              [](auto, auto, auto) { return Status::success(); });
       !s)
     return s;
@@ -179,11 +180,11 @@ Status validate(const AttentionArgs& a) {
           "split_tail splits tiles in the kernel's KV blocks: give BN (block_n) {} at head dim {}, "
           "not {}",
           kernel_block_n(w.head_dim), w.head_dim, w.block_n));
-    if (launch_block_n(a) != kernel_block_n(w.head_dim))
+    if (block_n != kernel_block_n(w.head_dim))
       return Status::error(fmt::format(
           "split_tail runs the kernel's K/V blocks of {} keys at head dim {} (its pieces count "
           "them): kernel_block_n {} is not supported with it",
-          kernel_block_n(w.head_dim), w.head_dim, launch_block_n(a)));
+          kernel_block_n(w.head_dim), w.head_dim, block_n));
     if (split_workspace_bytes(w) > 0 &&
         (a.split_workspace == nullptr || !aligned_16(a.split_workspace)))
       return Status::error(fmt::format(

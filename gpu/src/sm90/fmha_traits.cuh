@@ -151,11 +151,15 @@ struct DefaultConfig<128, 128, 128> {
 // 1024-2048, +0.4-3 % from 4096 up over storing O from registers. At d = 128, whose staging
 // buffers fit, the same aliasing measured 1-4 % slower (the next tile's first V load waits for
 // the stores); docs/gpu-performance.md, ninth session.
+// d = 256's configuration at K/V blocks of BN keys (80 for long rows, 64 for short ones).
+template <int BN>
+using KernelConfig256 =
+    KernelConfig<256, BN, 2, 1, /*SkipUnitRescale=*/true, /*RebuildQOperand=*/true, 0, false, 232,
+                 false, /*EpilogueTma=*/true, true, 2, /*StageOInV=*/true, PvWait::AfterMax,
+                 /*NarrowFirst=*/false>;
 template <>
 struct DefaultConfig<256, 128, 80> {
-  using type = KernelConfig<256, 80, 2, 1, /*SkipUnitRescale=*/true, /*RebuildQOperand=*/true, 0,
-                            false, 232, false, /*EpilogueTma=*/true, true, 2, /*StageOInV=*/true,
-                            PvWait::AfterMax, /*NarrowFirst=*/false>;
+  using type = KernelConfig256<80>;
 };
 // The same kernel with K/V blocks of 64 keys, for short rows (recommended_block_n): a 512-key row
 // is 8 blocks of 64 where BN 80 computes 7 blocks, 560 keys, and a causal tile's diagonal wastes
@@ -166,9 +170,7 @@ struct DefaultConfig<256, 128, 80> {
 // rows') take it.
 template <>
 struct DefaultConfig<256, 128, 64> {
-  struct type : KernelConfig<256, 64, 2, 1, /*SkipUnitRescale=*/true, /*RebuildQOperand=*/true, 0,
-                             false, 232, false, /*EpilogueTma=*/true, true, 2, /*StageOInV=*/true,
-                             PvWait::AfterMax, /*NarrowFirst=*/false> {
+  struct type : KernelConfig256<64> {
     static constexpr bool kStageOSplitQueued = true;
   };
 };
