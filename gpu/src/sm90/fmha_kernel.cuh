@@ -566,7 +566,23 @@ __device__ __forceinline__ void normalize_rows(const Params& p, const FragmentO&
     // call to its slow path, and the product is rounded to bf16 anyway.
     asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(inv[r]) : "f"(sum));
     const u32 row_in_tile = static_cast<u32>(thread_row + 8 * r);
-    if (lane % 4 == 0 && row_in_tile < rows.query_rows) {
+    if constexpr (Params::Traits::kPredicatedLse) {
+      // LSE as one predicated store, not a branch around its address and value (the row's
+      // address is formed whether or not the thread owns it), and log2 by lg2.approx.ftz: the
+      // sum is 0 or at least 1 (the row's max weighs exp2(0)), never a denormal, which is all
+      // __log2f's extra instructions handle.
+      const std::size_t row = std::size_t(rows.first_query_row) + row_in_tile;
+      float* const lse_at = p.lse + row * p.num_q_heads + head_idx;
+      float log2_sum;
+      asm("lg2.approx.ftz.f32 %0, %1;" : "=f"(log2_sum) : "f"(sum));
+      const float lse = (rs.max[r] + log2_sum) * 0.69314718055994531f;
+      const u32 owned = lane % 4 == 0 && row_in_tile < rows.query_rows;
+      asm volatile(
+          "{\n .reg .pred p;\n setp.ne.u32 p, %2, 0;\n @p st.global.f32 [%0], %1;\n}\n" ::"l"(
+              lse_at),
+          "f"(lse), "r"(owned)
+          : "memory");
+    } else if (lane % 4 == 0 && row_in_tile < rows.query_rows) {
       const std::size_t row = std::size_t(rows.first_query_row) + row_in_tile;
       p.lse[row * p.num_q_heads + head_idx] = (rs.max[r] + __log2f(sum)) * 0.69314718055994531f;
     }

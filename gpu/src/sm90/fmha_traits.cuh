@@ -78,6 +78,14 @@ struct KernelConfig {
   // for one staging buffer says so in a derived struct.
   static constexpr bool kStageOSplit = false;
   static constexpr bool kStageOSplitQueued = false;
+  // The epilogue's LSE as one predicated store with lg2.approx.ftz (normalize_rows) instead of a
+  // branch around __log2f and the store: 24-40 fewer instructions per kernel, +1.6-1.9 % at
+  // d = 64 seq 512-1024 causal, +0.4-1.7 % on short dense rows, within noise on long ones
+  // (docs/gpu-performance.md, twenty-second session). kPredicatedLseQueued false: not in the
+  // queued kind's kernel (launch_config, fmha_launch.cuh), as d = 128's, which measured 0.3 /
+  // 1.0 % slower with it at seq 512 / 1024 causal.
+  static constexpr bool kPredicatedLse = true;
+  static constexpr bool kPredicatedLseQueued = true;
   static_assert(ConsumerWarpgroups == 2 || ConsumerWarpgroups == 3, "two or three consumers");
   // Each consumer warpgroup stages its 64 x d rows of O in a V stage of its own (that they fit
   // in one is FmhaTraits's check).
@@ -144,6 +152,7 @@ struct DefaultConfig<128, 128, 128> {
                              /*PrefetchTile=*/true, /*EpilogueTma=*/true, true, 2, false,
                              PvWait::AfterMax, /*NarrowFirst=*/false> {
     static constexpr bool kNarrowFirstQueued = true;
+    static constexpr bool kPredicatedLseQueued = false;
   };
 };
 // d = 256 has no shared memory left for O's staging buffers, so each consumer warpgroup stages
