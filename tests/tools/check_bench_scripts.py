@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """The CPU side of the device-only benchmark scripts in tools/bench/: ab_compare.py,
-ncu_summary.py and ragged_mix.py on synthetic inputs (the figures they print; ragged_mix.py
+grid_rounds.py, ncu_summary.py and ragged_mix.py on synthetic inputs (the figures they print; ragged_mix.py
 drives a stand-in for the tilesched binary, as does record_cost_traces.sh), and the argument checks of
 ab_bench.sh, ncu_compare.sh, clock_sweep.sh and peer_kernels.py, which must refuse bad input
 before touching a GPU; clock_sweep.py's table from synthetic Nsight Compute CSVs. Prints "ok: ..."
@@ -179,6 +179,65 @@ echo "makespan         4228 us                              4221 us"
            f"record_cost_traces.sh grid run: {calls}")
     rc, out, err = run(["bash", script, rec_bin, rec_out, "--bogus"])
     expect(rc == 2 and "unknown argument '--bogus'" in err, f"record_cost_traces.sh flag: {err}")
+    # grid_rounds.py: rounds of gpu_bench.py --out merged per shape, the targets counted, a peer
+    # not timed (NaN) left out of its targets, mismatched or malformed rounds refused.
+    grid = os.path.join(scratch, "grid")
+    os.makedirs(grid, exist_ok=True)
+    nan = float("nan")
+
+    def grid_row(d, seq, causal, ours, cudnn, fa4, bm=128):
+        return {"d": d, "seq": seq, "causal": causal, "block_m": bm, "kernel_block_n": 128,
+                "num_ctas": 132, "scheduler": "tile/default", "tflops": ours,
+                "cudnn_tflops": cudnn, "fa4_tflops": fa4}
+
+    def write_round(name, rows):
+        path = os.path.join(grid, name)
+        with open(path, "w") as f:
+            json.dump({"rows": rows}, f)  # NaN as gpu_bench.py writes it
+        return path
+
+    r1 = write_round("r1.json", [grid_row(64, 512, True, 99.0, 100.0, nan),
+                                 grid_row(128, 4096, False, 720.0, 700.0, 730.0),
+                                 grid_row(128, 8192, True, 700.0, 600.0, 690.0),
+                                 grid_row(256, 16384, False, 800.0, nan, 790.0)])
+    r2 = write_round("r2.json", [grid_row(64, 512, True, 101.0, 100.0, nan),
+                                 grid_row(128, 4096, False, 724.0, 704.0, 726.0),
+                                 grid_row(128, 8192, True, 710.0, 610.0, 700.0),
+                                 grid_row(256, 16384, False, 810.0, 700.0, 800.0)])
+    md = os.path.join(grid, "grid.md")
+    rc, out, err = run([py, os.path.join(bench, "grid_rounds.py"), r1, r2, "--markdown", md])
+    expect(rc == 0, f"grid_rounds.py exit {rc}: {err}")
+    for line in ("| 64 | 512 | yes | 128 | 128 | 132 | tile/default | 99.0, 101.0 | 100.0, 100.0 | "
+                 "**1.000** | - | - |",
+                 "| 128 | 4096 | no | 128 | 128 | 132 | tile/default | 720.0, 724.0 | 700.0, 704.0 | "
+                 "**1.028** | 730.0, 726.0 | 0.992 |",
+                 "| 256 | 16384 | no | 128 | 128 | 132 | tile/default | 800.0, 810.0 | -, 700.0 | - | "
+                 "790.0, 800.0 | **1.013** |",
+                 "- ours >= 1.0x cuDNN: **3 of 3** (1 shapes without a cuDNN time in every round: "
+                 "d = 256 16384 dense)",
+                 "- ours >= 1.10x cuDNN at seq >= 4096: **1 of 2**; misses: d = 128 4096 dense 1.028",
+                 "- ours >= 1.0x FA4 at seq >= 4096: **2 of 3**; misses: d = 128 4096 dense 0.992"):
+        expect(line in out, f"grid_rounds.py: no line '{line}' in:\n{out}")
+    with open(md) as f:
+        expect(f.read() == out, "grid_rounds.py --markdown differs from its output")
+    other = write_round("other.json", [grid_row(64, 512, True, 99.0, 100.0, nan)])
+    rc, out, err = run([py, os.path.join(bench, "grid_rounds.py"), r1, other])
+    expect(rc == 2 and "has other shapes than" in err, f"grid_rounds.py shapes: {rc} {err}")
+    kernel = write_round("kernel.json", [grid_row(64, 512, True, 99.0, 100.0, nan, bm=192),
+                                         grid_row(128, 4096, False, 1.0, 1.0, 1.0),
+                                         grid_row(128, 8192, True, 1.0, 1.0, 1.0),
+                                         grid_row(256, 16384, False, 1.0, 1.0, 1.0)])
+    rc, out, err = run([py, os.path.join(bench, "grid_rounds.py"), r1, kernel])
+    expect(rc == 2 and "ran another kernel (block_m 192, not 128)" in err,
+           f"grid_rounds.py kernel: {rc} {err}")
+    bad = write_round("bad.json", [grid_row(64, 512, True, -1.0, 100.0, nan)])
+    rc, out, err = run([py, os.path.join(bench, "grid_rounds.py"), bad])
+    expect(rc == 2 and "'tflops' must be a positive number, not -1.0" in err,
+           f"grid_rounds.py bad value: {rc} {err}")
+    with open(os.path.join(grid, "broken.json"), "w") as f:
+        f.write("{\"rows\": [")
+    rc, out, err = run([py, os.path.join(bench, "grid_rounds.py"), os.path.join(grid, "broken.json")])
+    expect(rc == 2 and "is not JSON" in err, f"grid_rounds.py broken JSON: {rc} {err}")
     # phase_probe.patch still applies to the kernel it instruments (in a git checkout; a source
     # tree without git skips this).
     root = os.path.dirname(os.path.dirname(os.path.abspath(bench)))
@@ -190,8 +249,8 @@ echo "makespan         4228 us                              4221 us"
                             os.path.join(bench, "phase_probe.patch")])
         expect(rc == 0, f"phase_probe.patch no longer applies: {err}")
         probe = "phase_probe.patch applies"
-    print("ok: ab_compare.py, ncu_summary.py, ragged_mix.py, record_cost_traces.sh, clock_sweep.py "
-          f"and the argument checks of the device scripts; {probe}")
+    print("ok: ab_compare.py, grid_rounds.py, ncu_summary.py, ragged_mix.py, record_cost_traces.sh, "
+          f"clock_sweep.py and the argument checks of the device scripts; {probe}")
 
 
 if __name__ == "__main__":

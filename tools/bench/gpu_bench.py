@@ -11,6 +11,7 @@ merged numbers as JSON (--out).
 """
 import argparse
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -81,6 +82,14 @@ def same_as_ours(given, ours_value, flag, ours_path):
         return ours_value
     sys.exit(f"gpu_bench.py: {flag} {given} but {ours_path} was measured with {ours_value} ms: "
              "both sides must be timed alike")
+
+
+def write_atomic(path, text):
+    """Writes path whole or not at all (a temporary file beside it, then a rename)."""
+    tmp = path + ".tmp"
+    with open(tmp, "w") as f:
+        f.write(text)
+    os.replace(tmp, path)
 
 
 def main():
@@ -180,11 +189,9 @@ def main():
             out.update(fa4_tflops=fa4, fa4_ratio=fa4_ratio)
         merged.append(out)
     if args.out:
-        with open(args.out, "w") as f:
-            json.dump({"device": device, "ours": ours, "rows": merged}, f, indent=1)
+        write_atomic(args.out, json.dumps({"device": device, "ours": ours, "rows": merged}, indent=1))
     if args.markdown:
-        with open(args.markdown, "w") as f:
-            f.write("\n".join(lines) + "\n")
+        write_atomic(args.markdown, "\n".join(lines) + "\n")
 
 
 if __name__ == "__main__":
