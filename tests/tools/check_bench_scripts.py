@@ -1,10 +1,10 @@
 #!/usr/bin/env python3
 """The CPU side of the device-only benchmark scripts in tools/bench/: ab_compare.py,
-grid_rounds.py, ncu_summary.py and ragged_mix.py on synthetic inputs (the figures they print; ragged_mix.py
-drives a stand-in for the tilesched binary, as does record_cost_traces.sh), and the argument checks of
-ab_bench.sh, ncu_compare.sh, clock_sweep.sh and peer_kernels.py, which must refuse bad input
-before touching a GPU; clock_sweep.py's table from synthetic Nsight Compute CSVs. Prints "ok: ..."
-when every check passes, else the first failure, exit 1.
+grid_rounds.py, ncu_summary.py and ragged_mix.py on synthetic inputs (the figures they print;
+ragged_mix.py drives a stand-in for the tilesched binary, as does record_cost_traces.sh), and the
+argument checks of ab_bench.sh, ncu_compare.sh, clock_sweep.sh and peer_kernels.py, which must
+refuse bad input before touching a GPU; clock_sweep.py's table from synthetic Nsight Compute
+CSVs. Prints "ok: ..." when every check passes, else the first failure, exit 1.
 
   check_bench_scripts.py TOOLS_BENCH_DIR SCRATCH_DIR
 """

@@ -11,11 +11,12 @@ merged numbers as JSON (--out).
 """
 import argparse
 import json
-import os
 import statistics
 import subprocess
 import sys
 import time
+
+from atomic_file import write_atomic
 
 
 def attention_flops(batch, seq, heads, d, causal):
@@ -82,14 +83,6 @@ def same_as_ours(given, ours_value, flag, ours_path):
         return ours_value
     sys.exit(f"gpu_bench.py: {flag} {given} but {ours_path} was measured with {ours_value} ms: "
              "both sides must be timed alike")
-
-
-def write_atomic(path, text):
-    """Writes path whole or not at all (a temporary file beside it, then a rename)."""
-    tmp = path + ".tmp"
-    with open(tmp, "w") as f:
-        f.write(text)
-    os.replace(tmp, path)
 
 
 def main():

@@ -11,15 +11,15 @@ the targets of docs/gpu-performance.md: ours >= 1.0x cuDNN at every shape, >= 1.
 Every round must hold the same shapes (d, seq, causal) with the same kernel (BM, BN, CTAs,
 scheduler); a round that differs, or a missing or malformed file, is refused with exit 2. A peer
 not timed at a shape (NaN in gpu_bench.py's JSON) shows as "-", and the shape leaves that peer's
-targets (named beside them) unless every round timed it. The Markdown goes to stdout, and to FILE too (written whole or not at all) with
---markdown.
+targets (named beside them) unless every round timed it. The Markdown goes to stdout, and with
+--markdown to FILE too (written whole or not at all).
 """
 import argparse
 import json
 import math
-import os
 import sys
-import tempfile
+
+from atomic_file import write_atomic
 
 KEY = ("d", "seq", "causal")
 KERNEL = ("block_m", "kernel_block_n", "num_ctas", "scheduler")
@@ -154,21 +154,6 @@ def markdown(merged, rounds):
     return "\n".join(lines) + "\n"
 
 
-def write_whole(path, text):
-    directory = os.path.dirname(os.path.abspath(path))
-    try:
-        fd, tmp = tempfile.mkstemp(prefix=".grid_rounds.", dir=directory)
-    except OSError as e:
-        refuse(f"cannot write {path}: {e.strerror}")
-    try:
-        with os.fdopen(fd, "w") as f:
-            f.write(text)
-        os.replace(tmp, path)
-    except OSError as e:
-        os.unlink(tmp)
-        refuse(f"cannot write {path}: {e.strerror}")
-
-
 def main():
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -179,7 +164,10 @@ def main():
     text = markdown(merge(args.rounds), len(args.rounds))
     sys.stdout.write(text)
     if args.markdown:
-        write_whole(args.markdown, text)
+        try:
+            write_atomic(args.markdown, text)
+        except OSError as e:
+            refuse(f"cannot write {args.markdown}: {e.strerror}")
 
 
 if __name__ == "__main__":

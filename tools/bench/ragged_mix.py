@@ -19,6 +19,7 @@ import re
 import subprocess
 import sys
 
+from atomic_file import write_atomic
 from gpu_bench import attention_flops  # the FLOP count of the grid's tables
 
 # Lengths from 128 to 16384 in no order (the scheduler sees them as given), 32 query heads
@@ -73,13 +74,6 @@ def run_one(binary, d, scheduler, out_dir):
                  and "DIFFERS" not in row["schedule_check"] and row["output_check"] is not None
                  and ", 0 over" in row["output_check"])
     return row
-
-
-def write_atomic(path, text):
-    tmp = path + ".tmp"
-    with open(tmp, "w") as f:
-        f.write(text)
-    os.replace(tmp, path)
 
 
 def main():
