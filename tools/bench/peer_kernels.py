@@ -1,14 +1,17 @@
 #!/usr/bin/env python3
-"""Launches a peer attention kernel (cuDNN through PyTorch SDPA, or FlashAttention-4) at one shape
-of the benchmark grid, inside an NVTX range named "peer", for a profiler to catch:
+"""Launches a peer attention kernel (cuDNN through PyTorch SDPA, or FlashAttention-4) at shapes of
+the benchmark grid, each inside an NVTX range named "peer", for a profiler to catch:
 
   ncu --nvtx --nvtx-include "peer/" --launch-count 1 -o cudnn \
       python3 tools/bench/peer_kernels.py cudnn --head-dim 128 --seq-len 8192
   ... peer_kernels.py fa4 --fa4-site /tmp/fa4site ...
+  ... peer_kernels.py cudnn --shapes 128:8192:none,64:512:causal --launches 1
 
-The inputs are made and the kernel launched once (planning, JIT compilation) outside the range;
-inside it the kernel is launched --launches times. tools/bench/ncu_compare.sh profiles ours and
-both peers this way.
+One shape from --head-dim, --seq-len and --causal, or several from --shapes (D:SEQ:none|causal,
+comma-separated; launched in that order, so the profiled kernels come in it). For each, the
+inputs are made and the kernel launched once (planning, JIT compilation) outside the range; inside
+it the kernel is launched --launches times. tools/bench/ncu_compare.sh and gap_split.sh profile
+the peers this way.
 """
 import argparse
 import site
@@ -25,48 +28,69 @@ def main():
     ap.add_argument("--seq-len", type=int, default=8192)
     ap.add_argument("--causal", action="store_true")
     ap.add_argument("--launches", type=int, default=2)
+    ap.add_argument("--shapes", metavar="LIST",
+                    help="D:SEQ:none|causal,... (instead of --head-dim, --seq-len, --causal)")
     ap.add_argument("--fa4-site", metavar="DIR", help="where flash-attn-4 is installed (fa4)")
     args = ap.parse_args()
-    d, s = args.head_dim, args.seq_len
-    if d not in (64, 128, 256) or s < 1 or 16384 % s != 0 or 2048 % d != 0:
-        sys.exit(f"peer_kernels.py: no grid shape with --head-dim {d} --seq-len {s} "
-                 "(d in 64, 128, 256; seq dividing 16384)")
+    shapes = parse_shapes(args.shapes) if args.shapes else [
+        (args.head_dim, args.seq_len, args.causal)]
+    for d, s, _ in shapes:
+        if d not in (64, 128, 256) or s < 1 or 16384 % s != 0 or 2048 % d != 0:
+            sys.exit(f"peer_kernels.py: no grid shape with --head-dim {d} --seq-len {s} "
+                     "(d in 64, 128, 256; seq dividing 16384)")
     if args.launches < 1:
         sys.exit("peer_kernels.py: --launches must be at least 1")
     if args.peer == "fa4" and not args.fa4_site:
         sys.exit("peer_kernels.py: fa4 needs --fa4-site DIR")
-    batch, heads = 16384 // s, 2048 // d
 
     import torch
     import torch.nn.functional as F
 
     if args.peer == "cudnn":
         from torch.nn.attention import SDPBackend, sdpa_kernel
-        q, k, v = gpu_bench.random_qkv(torch, (batch, heads, s, d), s * 31 + d)
-
-        def launch():
-            with sdpa_kernel(SDPBackend.CUDNN_ATTENTION):
-                F.scaled_dot_product_attention(q, k, v, is_causal=args.causal)
     else:
         site.addsitedir(args.fa4_site)
         try:
             from flash_attn.cute import flash_attn_func
         except ImportError as e:
             sys.exit(f"peer_kernels.py: --fa4-site {args.fa4_site}: cannot import flash_attn.cute ({e})")
-        q, k, v = gpu_bench.random_qkv(torch, (batch, s, heads, d), s * 31 + d)
 
-        def launch():
-            flash_attn_func(q, k, v, causal=args.causal)
+    for d, s, causal in shapes:
+        batch, heads = 16384 // s, 2048 // d
+        if args.peer == "cudnn":
+            q, k, v = gpu_bench.random_qkv(torch, (batch, heads, s, d), s * 31 + d)
 
-    launch()
-    torch.cuda.synchronize()
-    torch.cuda.nvtx.range_push("peer")
-    for _ in range(args.launches):
+            def launch():
+                with sdpa_kernel(SDPBackend.CUDNN_ATTENTION):
+                    F.scaled_dot_product_attention(q, k, v, is_causal=causal)
+        else:
+            q, k, v = gpu_bench.random_qkv(torch, (batch, s, heads, d), s * 31 + d)
+
+            def launch():
+                flash_attn_func(q, k, v, causal=causal)
+
         launch()
-    torch.cuda.synchronize()
-    torch.cuda.nvtx.range_pop()
-    print(f"peer_kernels.py: {args.peer} d {d} seq {s} batch {batch} heads {heads} "
-          f"{'causal' if args.causal else 'dense'}: {args.launches} launches", flush=True)
+        torch.cuda.synchronize()
+        torch.cuda.nvtx.range_push("peer")
+        for _ in range(args.launches):
+            launch()
+        torch.cuda.synchronize()
+        torch.cuda.nvtx.range_pop()
+        print(f"peer_kernels.py: {args.peer} d {d} seq {s} batch {batch} heads {heads} "
+              f"{'causal' if causal else 'dense'}: {args.launches} launches", flush=True)
+        del q, k, v
+
+
+def parse_shapes(text):
+    """[(d, seq, causal)] from D:SEQ:none|causal,...; exits naming the first bad entry."""
+    shapes = []
+    for entry in text.split(","):
+        parts = entry.split(":")
+        if len(parts) != 3 or not parts[0].isdigit() or not parts[1].isdigit() or \
+                parts[2] not in ("none", "causal"):
+            sys.exit(f"peer_kernels.py: --shapes entry {entry!r} is not D:SEQ:none|causal")
+        shapes.append((int(parts[0]), int(parts[1]), parts[2] == "causal"))
+    return shapes
 
 
 if __name__ == "__main__":

@@ -1,0 +1,153 @@
+#!/usr/bin/env python3
+"""The table of tools/bench/gap_split.sh: at each shape, our kernel beside each peer measured, with
+the SM clock locked to base and at the GPU's own clock, and the speed ratio split into its two
+factors. With t the duration at the own clock, c the SM cycles at the base clock and f the own
+clock:
+
+  ours/peer speed = t_peer / t_ours,  per cycle = c_peer / c_ours,  clock = f_ours / f_peer
+
+Speed ~ per cycle x clock (exactly so if a kernel took as many cycles at its own clock as at the
+base one): a speed ratio below 1 whose per-cycle factor is >= 1 is lost to the clock (the energy
+a launch spends, under the power limit), one whose per-cycle factor is below 1 to the kernel's
+work per cycle.
+
+Reads OUT_DIR/ours_<d>_<seq>_<mask>_{base,none}.csv (one kernel each) and
+OUT_DIR/<peer>_{base,none}.csv (one kernel per shape of OUT_DIR/<peer>_shapes.txt, in order).
+
+  gap_split.py OUT_DIR D:SEQ:MASK,...
+"""
+import csv
+import os
+import re
+import sys
+
+TIME, CYCLES, CLOCK = "gpu__time_duration.sum", "sm__cycles_elapsed.max", "sm__cycles_elapsed.avg.per_second"
+TENSOR = "sm__pipe_tensor_op_gmma_cycles_active.avg.pct_of_peak_sustained_elapsed"
+INST = "smsp__inst_executed.sum"
+GRID = "launch__grid_size"
+METRICS = (TIME, CYCLES, CLOCK, TENSOR, INST, GRID)
+OPTIONAL = (TENSOR,)  # Nsight Compute may answer "n/a"
+PEERS = (("cudnn", "cuDNN"), ("fa4", "FA4"))
+PREFIX = {"n": 1e-9, "u": 1e-6, "m": 1e-3, "K": 1e3, "M": 1e6, "G": 1e9}
+BASES = ("s", "second", "cycle", "inst", "hz", "byte", "block", "thread", "warp")
+
+
+def fail(msg):
+    sys.exit(f"gap_split.py: {msg}")
+
+
+def unit_factor(unit, where):
+    """What a value in `unit` (Nsight Compute's, e.g. usecond, cycle/nsecond, Minst, %) is worth in
+    the base unit (second, cycle / second, inst)."""
+    def one(u):
+        if u in ("", "%") or u.lower() in BASES:
+            return 1.0
+        if len(u) > 1 and u[0] in PREFIX and u[1:].lower() in BASES:
+            return PREFIX[u[0]]
+        fail(f"{where}: unknown unit {u!r}")
+    parts = unit.split("/")
+    if len(parts) > 2:
+        fail(f"{where}: unknown unit {unit!r}")
+    return one(parts[0]) / (one(parts[1]) if len(parts) == 2 else 1.0)
+
+
+def read_kernels(path):
+    """[{metric: value in base units, "name": kernel name}] per profiled kernel, in ID order (the
+    application's own output around Nsight Compute's table is skipped)."""
+    if not os.path.isfile(path):
+        fail(f"{path} does not exist (did ncu run?)")
+    with open(path, newline="") as f:
+        lines = f.read().splitlines()
+    start = next((i for i, line in enumerate(lines) if line.startswith('"ID",')), None)
+    if start is None:
+        fail(f"{path} has no Nsight Compute table (see the .log beside it)")
+    kernels = {}
+    for row in csv.DictReader(lines[start:]):
+        name = row.get("Metric Name")
+        if name not in METRICS or row.get("ID") is None:
+            continue
+        k = kernels.setdefault(int(row["ID"]), {"name": row.get("Kernel Name", "?")})
+        if name in OPTIONAL and row.get("Metric Value") == "n/a":
+            k[name] = None  # not collected for this kernel; the table shows "-"
+            continue
+        try:
+            value = float(row["Metric Value"].replace(",", ""))
+        except (KeyError, ValueError, AttributeError):
+            fail(f"{path}: {name} of kernel {row['ID']} is not a number: {row.get('Metric Value')!r}")
+        k[name] = value * unit_factor(row.get("Metric Unit", ""), f"{path}: {name}")
+    out = [kernels[i] for i in sorted(kernels)]
+    for k in out:
+        missing = [m for m in METRICS if m not in k]
+        if missing:
+            fail(f"{path}: kernel {k['name'][:60]!r} lacks {', '.join(missing)}")
+    return out
+
+
+def parse_shapes(text, where):
+    shapes = []
+    for entry in text.strip().split(","):
+        m = re.fullmatch(r"(64|128|256):([1-9][0-9]*):(none|causal)", entry)
+        if not m:
+            fail(f"{where}: shape {entry!r} is not D:SEQ:none|causal")
+        shapes.append(entry)
+    return shapes
+
+
+def main():
+    if len(sys.argv) != 3:
+        fail("usage: gap_split.py OUT_DIR D:SEQ:MASK,...")
+    out, shapes = sys.argv[1], parse_shapes(sys.argv[2], "the shapes")
+    measured = {}  # (shape, kernel label) -> {"base": metrics, "none": metrics}
+    for shape in shapes:
+        d, seq, mask = shape.split(":")
+        measured[(shape, "ours")] = {}
+        for clock in ("base", "none"):
+            kernels = read_kernels(os.path.join(out, f"ours_{d}_{seq}_{mask}_{clock}.csv"))
+            if len(kernels) != 1:
+                fail(f"ours_{d}_{seq}_{mask}_{clock}.csv: {len(kernels)} kernels profiled, not 1")
+            measured[(shape, "ours")][clock] = kernels[0]
+    peers = []
+    for peer, label in PEERS:
+        listed = os.path.join(out, f"{peer}_shapes.txt")
+        if not os.path.isfile(listed):
+            continue
+        with open(listed) as f:
+            peer_shapes = parse_shapes(f.read(), listed)
+        peers.append(label)
+        for clock in ("base", "none"):
+            kernels = read_kernels(os.path.join(out, f"{peer}_{clock}.csv"))
+            if len(kernels) != len(peer_shapes):
+                names = sorted({k["name"][:50] for k in kernels})
+                fail(f"{peer}_{clock}.csv: {len(kernels)} kernels profiled for {len(peer_shapes)} "
+                     f"shapes (kernels: {'; '.join(names)})")
+            for shape, k in zip(peer_shapes, kernels):
+                measured.setdefault((shape, label), {})[clock] = k
+    print("Per kernel: duration and SM clock at the GPU's own clock; SM cycles, tensor pipe and "
+          "instructions with the clock locked to base. Per peer: ours/peer speed = per cycle x "
+          "clock (approximately).\n")
+    print("| d | seq | mask | kernel | grid | us, own clock | GHz, own clock | M cycles, base "
+          "| tensor pipe %, base | M instructions | ours/peer speed | per cycle | clock |")
+    print("|---|---:|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for shape in shapes:
+        d, seq, mask = shape.split(":")
+        ours = measured[(shape, "ours")]
+        for label in ["ours"] + peers:
+            m = measured.get((shape, label))
+            if m is None:
+                continue
+            base, own = m["base"], m["none"]
+            cells = [d, seq, mask, label, f"{own[GRID]:.0f}", f"{own[TIME] * 1e6:.1f}",
+                     f"{own[CLOCK] / 1e9:.3f}", f"{base[CYCLES] / 1e6:.3f}",
+                     "-" if base[TENSOR] is None else f"{base[TENSOR]:.1f}",
+                     f"{base[INST] / 1e6:.1f}"]
+            if label == "ours":
+                cells += ["", "", ""]
+            else:
+                cells += [f"{own[TIME] / ours['none'][TIME]:.3f}",
+                          f"{base[CYCLES] / ours['base'][CYCLES]:.3f}",
+                          f"{ours['none'][CLOCK] / own[CLOCK]:.3f}"]
+            print("| " + " | ".join(cells) + " |")
+
+
+if __name__ == "__main__":
+    main()
