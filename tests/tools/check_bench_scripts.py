@@ -238,6 +238,62 @@ echo "makespan         4228 us                              4221 us"
         f.write("{\"rows\": [")
     rc, out, err = run([py, os.path.join(bench, "grid_rounds.py"), os.path.join(grid, "broken.json")])
     expect(rc == 2 and "is not JSON" in err, f"grid_rounds.py broken JSON: {rc} {err}")
+    inputs = os.path.join(grid, "inputs.json")
+    with open(inputs, "w") as f:
+        json.dump({"peer_inputs": "full", "rows": [grid_row(64, 512, True, 99.0, 100.0, nan)]}, f)
+    rc, out, err = run([py, os.path.join(bench, "grid_rounds.py"), r1, inputs])
+    expect(rc == 2 and "inputs were drawn full, in" in err and "bf16-rand" in err,
+           f"grid_rounds.py peer inputs: {rc} {err}")
+    with open(inputs, "w") as f:
+        json.dump({"peer_inputs": "ones", "rows": [grid_row(64, 512, True, 99.0, 100.0, nan)]}, f)
+    rc, out, err = run([py, os.path.join(bench, "grid_rounds.py"), inputs])
+    expect(rc == 2 and "'peer_inputs' must be" in err, f"grid_rounds.py bad inputs: {rc} {err}")
+    # gap_split.sh refuses a bad shape or binary before touching a GPU; gap_split.py splits the
+    # speed ratio into per cycle (base-clock cycles) and clock (own clock) from ncu's CSVs, in
+    # whatever units ncu printed them, and refuses a peer file whose kernel count is not its
+    # shape count.
+    for binary, shapes, words in ((py, "128:8192:none,x", "shape 'x'"),
+                                  (py, "128:1000:none", "shape '128:1000:none'"),
+                                  ("/nonexistent/tilesched", "64:512:causal", "is not an executable")):
+        rc, out, err = run(["bash", os.path.join(bench, "gap_split.sh"), binary,
+                            os.path.join(scratch, "gap_x"), shapes])
+        expect(rc == 2 and words in err, f"gap_split.sh {binary} {shapes}: {rc} {err}")
+    rc, out, err = run([py, os.path.join(bench, "peer_kernels.py"), "cudnn", "--shapes",
+                        "128:8192:none,64:512:dense"])
+    expect(rc != 0 and "--shapes entry '64:512:dense' is not D:SEQ:none|causal" in err,
+           f"peer_kernels.py --shapes: {rc} {err}")
+    gap = os.path.join(scratch, "gap")
+    os.makedirs(gap, exist_ok=True)
+
+    def ncu_csv(path, kernels):
+        with open(path, "w") as f:
+            f.write("==PROF== Connected to process 1\n" + header)
+            for i, (us, hz, cycles, minst, grid_size) in enumerate(kernels):
+                for name, unit, value in (("gpu__time_duration.sum", "us", f"{us:,.2f}"),
+                                          ("sm__cycles_elapsed.avg.per_second", "hz", f"{hz:,.0f}"),
+                                          ("sm__cycles_elapsed.max", "cycle", f"{cycles:,.0f}"),
+                                          ("sm__pipe_tensor_op_gmma_cycles_active.avg."
+                                           "pct_of_peak_sustained_elapsed", "", "n/a"),
+                                          ("smsp__inst_executed.sum", "Minst", f"{minst}"),
+                                          ("launch__grid_size", "", f"{grid_size}")):
+                    f.write(f'"{i}","1","p","h","k{i}","1","7","(384, 1, 1)","(1, 1, 1)","0","9.0",'
+                            f'"Command line profiler metrics","{name}","{unit}","{value}"\n')
+
+    for clock, us, hz, cycles in (("base", 1800.0, 1.375e9, 2500000), ("none", 1475.0, 1.7e9, 2510000)):
+        ncu_csv(os.path.join(gap, f"ours_128_8192_none_{clock}.csv"), [(us, hz, cycles, 510.6, 128)])
+    for clock, us, hz, cycles in (("base", 1810.0, 1.375e9, 2490000), ("none", 1437.0, 1.735e9, 2495000)):
+        ncu_csv(os.path.join(gap, f"fa4_{clock}.csv"), [(us, hz, cycles, 485.5, 2048)])
+    with open(os.path.join(gap, "fa4_shapes.txt"), "w") as f:
+        f.write("128:8192:none\n")
+    rc, out, err = run([py, os.path.join(bench, "gap_split.py"), gap, "128:8192:none"])
+    expect(rc == 0 and "| 128 | 8192 | none | ours | 128 | 1475.0 | 1.700 | 2.500 | - | 510.6 |" in out
+           and "| 128 | 8192 | none | FA4 | 2048 | 1437.0 | 1.735 | 2.490 | - | 485.5 | 0.974 | 0.996 "
+           "| 0.980 |" in out, f"gap_split.py table: {rc} {out} {err}")
+    with open(os.path.join(gap, "fa4_shapes.txt"), "w") as f:
+        f.write("128:8192:none,128:4096:none\n")
+    rc, out, err = run([py, os.path.join(bench, "gap_split.py"), gap, "128:8192:none"])
+    expect(rc != 0 and "fa4_base.csv: 1 kernels profiled for 2 shapes" in err,
+           f"gap_split.py kernel count: {rc} {err}")
     # phase_probe.patch still applies to the kernel it instruments (in a git checkout; a source
     # tree without git skips this).
     root = os.path.dirname(os.path.dirname(os.path.abspath(bench)))
@@ -249,8 +305,8 @@ echo "makespan         4228 us                              4221 us"
                             os.path.join(bench, "phase_probe.patch")])
         expect(rc == 0, f"phase_probe.patch no longer applies: {err}")
         probe = "phase_probe.patch applies"
-    print("ok: ab_compare.py, grid_rounds.py, ncu_summary.py, ragged_mix.py, record_cost_traces.sh, "
-          f"clock_sweep.py and the argument checks of the device scripts; {probe}")
+    print("ok: ab_compare.py, grid_rounds.py, gap_split.py, ncu_summary.py, ragged_mix.py, "
+          f"record_cost_traces.sh, clock_sweep.py and the argument checks of the device scripts; {probe}")
 
 
 if __name__ == "__main__":

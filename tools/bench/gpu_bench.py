@@ -51,28 +51,44 @@ def time_alike(torch, launch, warmup, iters, cooldown_ms, heat_ms):
     return statistics.median(start.elapsed_time(end) for start, end in events)
 
 
-def random_qkv(torch, shape, seed):
+# How the peers' random inputs are made (--peer-inputs). `tilesched bench` fills Q, K and V with
+# uniform values in [-1, 1) drawn at float precision and rounded to bf16 (device_problem.cu), so
+# their mantissas are random. torch.rand in bf16 draws only 8 random bits, k / 256, which after
+# * 2 - 1 leaves 256 values, multiples of 1 / 128, whose mantissas end in zeros: the tensor cores
+# toggle fewer bits on them, which can lower their power and, under the H200's power limit,
+# raise their clock (docs/gpu-performance.md, twenty-third session, measures it). "full" (the
+# default) draws like ours; "bf16-rand" is how every table before that session was measured.
+PEER_INPUTS = ("full", "bf16-rand")
+
+
+def random_qkv(torch, shape, seed, inputs="full"):
+    if inputs not in PEER_INPUTS:
+        raise ValueError(f"inputs must be one of {PEER_INPUTS}, not {inputs!r}")
     g = torch.Generator(device="cuda").manual_seed(seed)
-    return [torch.rand(shape, device="cuda", dtype=torch.bfloat16, generator=g) * 2 - 1
-            for _ in range(3)]
+    if inputs == "bf16-rand":
+        return [torch.rand(shape, device="cuda", dtype=torch.bfloat16, generator=g) * 2 - 1
+                for _ in range(3)]
+    return [(torch.rand(shape, device="cuda", dtype=torch.float32, generator=g) * 2 - 1)
+            .to(torch.bfloat16) for _ in range(3)]
 
 
-def time_cudnn(torch, batch, seq, heads, d, causal, warmup, iters, cooldown_ms, heat_ms):
+def time_cudnn(torch, batch, seq, heads, d, causal, warmup, iters, cooldown_ms, heat_ms,
+               inputs="full"):
     """Median ms of one PyTorch SDPA launch with the cuDNN backend ([batch, heads, seq, d])."""
     from torch.nn.attention import SDPBackend, sdpa_kernel
     import torch.nn.functional as F
 
-    q, k, v = random_qkv(torch, (batch, heads, seq, d), seq * 31 + d)
+    q, k, v = random_qkv(torch, (batch, heads, seq, d), seq * 31 + d, inputs)
     with sdpa_kernel(SDPBackend.CUDNN_ATTENTION):
         return time_alike(torch, lambda: F.scaled_dot_product_attention(q, k, v, is_causal=causal),
                           warmup, iters, cooldown_ms, heat_ms)
 
 
 def time_fa4(torch, flash_attn_func, batch, seq, heads, d, causal, warmup, iters, cooldown_ms,
-             heat_ms):
+             heat_ms, inputs="full"):
     """Median ms of one FlashAttention-4 launch (`flash_attn.cute.flash_attn_func`, its layout
     [batch, seq, heads, d]); the first launch compiles the kernel for the shape, untimed."""
-    q, k, v = random_qkv(torch, (batch, seq, heads, d), seq * 31 + d)
+    q, k, v = random_qkv(torch, (batch, seq, heads, d), seq * 31 + d, inputs)
     return time_alike(torch, lambda: flash_attn_func(q, k, v, causal=causal), warmup, iters,
                       cooldown_ms, heat_ms)
 
@@ -106,6 +122,11 @@ def main():
     ap.add_argument("--fa4-min-seq", type=int, default=4096,
                     help="shortest sequence FlashAttention-4 is timed at (default 4096: the\n"
                          "issue's FA4 target; each new shape compiles for a few seconds)")
+    ap.add_argument("--peer-inputs", choices=PEER_INPUTS, default="full",
+                    help="how the peers' random Q, K, V are drawn: full (default; uniform in\n"
+                         "[-1, 1) at float precision, rounded to bf16, as ours are) or bf16-rand\n"
+                         "(torch.rand in bf16: multiples of 1/128, the tables before 2026-12-02's\n"
+                         "twenty-third session)")
     ap.add_argument("--out", help="write merged results as JSON")
     ap.add_argument("--markdown", help="write the table as Markdown")
     args = ap.parse_args()
@@ -146,7 +167,8 @@ def main():
     fa4_head = " FA4 TFLOP/s | ours/FA4 |" if flash_attn_func else ""
     lines = ["| d | seq | batch | heads | causal | ours scheduler | ours TFLOP/s | cuDNN TFLOP/s | ours/cuDNN |" + fa4_head,
              "|---|---|---|---|---|---|---|---|---|" + ("---|---|" if flash_attn_func else "")]
-    print(f"device: {device} (ours measured on {ours.get('device')}, {ours.get('date')})")
+    print(f"device: {device} (ours measured on {ours.get('device')}, {ours.get('date')}); "
+          f"peer inputs: {args.peer_inputs}")
     print(f"{'d':>4} {'seq':>6} {'batch':>5} {'H':>3} {'causal':>6} {'ours':>8} {'cuDNN':>8} {'ratio':>6}"
           + (f" {'FA4':>8} {'ratio':>6}" if flash_attn_func else ""))
     merged = []
@@ -156,7 +178,7 @@ def main():
         flops = attention_flops(b, s, h, d, causal)
         try:
             ms = time_cudnn(torch, b, s, h, d, causal, args.warmup, args.iters, args.cooldown_ms,
-                            args.heat_ms)
+                            args.heat_ms, args.peer_inputs)
             cudnn = flops / (ms * 1e-3) / 1e12
         except Exception as e:  # a shape cuDNN refuses: say so, keep going
             print(f"cuDNN failed on d={d} seq={s}: {e}", file=sys.stderr)
@@ -165,7 +187,7 @@ def main():
         if flash_attn_func and s >= args.fa4_min_seq:
             try:
                 ms = time_fa4(torch, flash_attn_func, b, s, h, d, causal, args.warmup, args.iters,
-                              args.cooldown_ms, args.heat_ms)
+                              args.cooldown_ms, args.heat_ms, args.peer_inputs)
                 fa4 = flops / (ms * 1e-3) / 1e12
             except Exception as e:  # a shape FA4 refuses: say so, keep going
                 print(f"FA4 failed on d={d} seq={s}: {str(e)[:300]}", file=sys.stderr)
@@ -182,7 +204,8 @@ def main():
             out.update(fa4_tflops=fa4, fa4_ratio=fa4_ratio)
         merged.append(out)
     if args.out:
-        write_atomic(args.out, json.dumps({"device": device, "ours": ours, "rows": merged}, indent=1))
+        write_atomic(args.out, json.dumps({"device": device, "peer_inputs": args.peer_inputs,
+                                            "ours": ours, "rows": merged}, indent=1))
     if args.markdown:
         write_atomic(args.markdown, "\n".join(lines) + "\n")
 

@@ -6,7 +6,9 @@
 # its clocks under sustained load (its power cap): without the pause, whichever side runs
 # continuously is timed at lower clocks. SM clock, power and throttle reasons go to clocks.csv.
 # With FA4_SITE=DIR (flash-attn-4 installed there) FlashAttention-4 is timed alike too, at
-# seq >= 4096, in the same Python process as cuDNN. Then (unless --quick or RAGGED=0) the ragged
+# seq >= 4096, in the same Python process as cuDNN. The peers' inputs are drawn as ours are;
+# PEER_INPUTS=bf16-rand draws them as the tables before 2026-12-02's twenty-third session did
+# (gpu_bench.py --peer-inputs). Then (unless --quick or RAGGED=0) the ragged
 # causal mix beside the grid: ragged_mix.py, one checked `tilesched run` per head dim and
 # scheduler, into OUT_DIR/ragged/ragged.md.
 #   tools/bench/gpu_bench.sh [TILESCHED_BINARY] [OUT_DIR] [--quick]
@@ -26,7 +28,8 @@ trap 'kill $smi 2>/dev/null || true' EXIT
 "$bin" bench --json "$out/ours.json" --cooldown-ms "$cooldown" --heat-ms "$heat" ${quick:+--quick} |
   tee "$out/ours.log"
 python3 "$(dirname "$0")/gpu_bench.py" --ours "$out/ours.json" --out "$out/side_by_side.json" \
-  --markdown "$out/side_by_side.md" ${FA4_SITE:+--fa4-site "$FA4_SITE"}
+  --markdown "$out/side_by_side.md" ${FA4_SITE:+--fa4-site "$FA4_SITE"} \
+  ${PEER_INPUTS:+--peer-inputs "$PEER_INPUTS"}
 if [[ -z "$quick" && "${RAGGED:-1}" != 0 ]]; then
   python3 "$(dirname "$0")/ragged_mix.py" --tilesched "$bin" --out "$out/ragged"
 fi

@@ -9,7 +9,9 @@ the targets of docs/gpu-performance.md: ours >= 1.0x cuDNN at every shape, >= 1.
   tools/bench/grid_rounds.py ROUND1/side_by_side.json ROUND2/side_by_side.json ... [--markdown FILE]
 
 Every round must hold the same shapes (d, seq, causal) with the same kernel (BM, BN, CTAs,
-scheduler); a round that differs, or a missing or malformed file, is refused with exit 2. A peer
+scheduler) and the peers' inputs drawn alike (gpu_bench.py --peer-inputs; a file without the field
+is from before the option: bf16-rand); a round that differs, or a missing or malformed file, is
+refused with exit 2. A peer
 not timed at a shape (NaN in gpu_bench.py's JSON) shows as "-", and the shape leaves that peer's
 targets (named beside them) unless every round timed it. The Markdown goes to stdout, and with
 --markdown to FILE too (written whole or not at all).
@@ -45,6 +47,9 @@ def read_round(path):
     rows = data.get("rows") if isinstance(data, dict) else None
     if not isinstance(rows, list) or not rows:
         refuse(f"{path} has no rows (expected gpu_bench.py --out's JSON)")
+    inputs = data.get("peer_inputs", "bf16-rand")
+    if inputs not in ("full", "bf16-rand"):
+        refuse(f"{path}: 'peer_inputs' must be \"full\" or \"bf16-rand\", not {inputs!r}")
     out = {}
     for i, r in enumerate(rows):
         if not isinstance(r, dict):
@@ -68,13 +73,18 @@ def read_round(path):
         if key in out:
             refuse(f"{path}: shape d={key[0]} seq={key[1]} causal={key[2]} appears twice")
         out[key] = r
-    return out
+    return inputs, out
 
 
 def merge(paths):
-    rounds = [read_round(p) for p in paths]
+    read = [read_round(p) for p in paths]
+    inputs = read[0][0]
+    rounds = [r for _, r in read]
     shapes = sorted(rounds[0])
-    for path, r in zip(paths[1:], rounds[1:]):
+    for path, (round_inputs, r) in zip(paths[1:], read[1:]):
+        if round_inputs != inputs:
+            refuse(f"{path}: the peers' inputs were drawn {round_inputs}, in {paths[0]} {inputs} "
+                   "(gpu_bench.py --peer-inputs): the rounds are not alike")
         if sorted(r) != shapes:
             refuse(f"{path} has other shapes than {paths[0]}")
         for key in shapes:
@@ -97,7 +107,7 @@ def merge(paths):
             "vs_fa4": sum(o / f for o, f in zip(ours, fa4)) / len(ours)
             if all(f is not None for f in fa4) else None,
         })
-    return merged
+    return inputs, merged
 
 
 def bold_if(value, met):
@@ -116,9 +126,10 @@ def shape_name(key):
     return f"d = {key[0]} {key[1]} {'causal' if key[2] else 'dense'}"
 
 
-def markdown(merged, rounds):
+def markdown(inputs, merged, rounds):
     lines = [f"{rounds} round{'s' if rounds != 1 else ''}: TFLOP/s per round; ours/cuDNN the "
-             "ratio of the rounds' means, ours/FA4 the mean of the rounds' ratios.", "",
+             "ratio of the rounds' means, ours/FA4 the mean of the rounds' ratios; the peers' "
+             f"inputs drawn {inputs}.", "",
              "| d | seq | causal | BM | BN | CTAs | scheduler | ours | cuDNN | ours/cuDNN | FA4 "
              "| ours/FA4 |",
              "|---|---|---|---:|---:|---:|---|---|---|---:|---|---:|"]
@@ -161,7 +172,7 @@ def main():
                     help="gpu_bench.py --out's JSON of each round")
     ap.add_argument("--markdown", metavar="FILE", help="also write the Markdown to FILE")
     args = ap.parse_args()
-    text = markdown(merge(args.rounds), len(args.rounds))
+    text = markdown(*merge(args.rounds), len(args.rounds))
     sys.stdout.write(text)
     if args.markdown:
         try:
