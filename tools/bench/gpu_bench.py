@@ -72,6 +72,18 @@ def random_qkv(torch, shape, seed, inputs="full"):
             .to(torch.bfloat16) for _ in range(3)]
 
 
+def load_fa4(site_dir, prog):
+    """FlashAttention-4's flash_attn_func from the packages installed in site_dir; exits naming
+    prog and the directory if they cannot be imported."""
+    import site
+    site.addsitedir(site_dir)
+    try:
+        from flash_attn.cute import flash_attn_func
+    except ImportError as e:
+        sys.exit(f"{prog}: --fa4-site {site_dir}: cannot import flash_attn.cute ({e})")
+    return flash_attn_func
+
+
 def time_cudnn(torch, batch, seq, heads, d, causal, warmup, iters, cooldown_ms, heat_ms,
                inputs="full"):
     """Median ms of one PyTorch SDPA launch with the cuDNN backend ([batch, heads, seq, d])."""
@@ -154,14 +166,7 @@ def main():
 
     import torch
 
-    flash_attn_func = None
-    if args.fa4_site:
-        import site
-        site.addsitedir(args.fa4_site)
-        try:
-            from flash_attn.cute import flash_attn_func
-        except ImportError as e:
-            sys.exit(f"gpu_bench.py: --fa4-site {args.fa4_site}: cannot import flash_attn.cute ({e})")
+    flash_attn_func = load_fa4(args.fa4_site, "gpu_bench.py") if args.fa4_site else None
 
     device = torch.cuda.get_device_name()
     fa4_head = " FA4 TFLOP/s | ours/FA4 |" if flash_attn_func else ""

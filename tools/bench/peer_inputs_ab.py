@@ -13,7 +13,6 @@ Runs on the device machine (docs/gpu-performance.md, twenty-third session).
 FA4 is timed at seq >= 4096 only, as in gpu_bench.py.
 """
 import argparse
-import site
 import statistics
 import sys
 
@@ -41,13 +40,7 @@ def main():
 
     import torch
 
-    flash_attn_func = None
-    if args.fa4_site:
-        site.addsitedir(args.fa4_site)
-        try:
-            from flash_attn.cute import flash_attn_func
-        except ImportError as e:
-            sys.exit(f"peer_inputs_ab.py: --fa4-site {args.fa4_site}: cannot import flash_attn.cute ({e})")
+    flash_attn_func = gpu_bench.load_fa4(args.fa4_site, "peer_inputs_ab.py") if args.fa4_site else None
     for kind in gpu_bench.PEER_INPUTS:
         q, _, _ = gpu_bench.random_qkv(torch, (1, 16, 8192, 128), 7, kind)
         mantissa = q.view(torch.int16) & 0x7F

@@ -14,7 +14,6 @@ it the kernel is launched --launches times. tools/bench/ncu_compare.sh and gap_s
 the peers this way.
 """
 import argparse
-import site
 import sys
 
 import gpu_bench
@@ -49,11 +48,7 @@ def main():
     if args.peer == "cudnn":
         from torch.nn.attention import SDPBackend, sdpa_kernel
     else:
-        site.addsitedir(args.fa4_site)
-        try:
-            from flash_attn.cute import flash_attn_func
-        except ImportError as e:
-            sys.exit(f"peer_kernels.py: --fa4-site {args.fa4_site}: cannot import flash_attn.cute ({e})")
+        flash_attn_func = gpu_bench.load_fa4(args.fa4_site, "peer_kernels.py")
 
     for d, s, causal in shapes:
         batch, heads = 16384 // s, 2048 // d
