@@ -262,8 +262,14 @@ echo "makespan         4228 us                              4221 us"
                         "128:8192:none,64:512:dense"])
     expect(rc != 0 and "--shapes entry '64:512:dense' is not D:SEQ:none|causal" in err,
            f"peer_kernels.py --shapes: {rc} {err}")
-    rc, out, err = run([py, os.path.join(bench, "peer_inputs_ab.py"), "--shapes", "64:100:none"])
-    expect(rc != 0 and "no grid shape d 64 seq 100" in err, f"peer_inputs_ab.py shape: {rc} {err}")
+    # peer_inputs_ab.py checks its shapes as peer_kernels.py does (seq 0 included, which its own
+    # copy of the check divided by).
+    for shape, words in (("64:100:none", "no grid shape with --head-dim 64 --seq-len 100"),
+                         ("64:0:none", "no grid shape with --head-dim 64 --seq-len 0"),
+                         ("64:512", "--shapes entry '64:512' is not D:SEQ:none|causal")):
+        rc, out, err = run([py, os.path.join(bench, "peer_inputs_ab.py"), "--shapes", shape])
+        expect(rc != 0 and "peer_inputs_ab.py: " + words in err,
+               f"peer_inputs_ab.py shape {shape}: {rc} {err}")
     rc, out, err = run([py, os.path.join(bench, "peer_inputs_ab.py"), "--rounds", "0"])
     expect(rc != 0 and "--rounds must be at least 1" in err, f"peer_inputs_ab.py rounds: {rc} {err}")
     gap = os.path.join(scratch, "gap")

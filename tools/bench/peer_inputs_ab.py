@@ -17,7 +17,7 @@ import statistics
 import sys
 
 import gpu_bench
-from peer_kernels import parse_shapes
+from peer_kernels import check_grid_shapes, parse_shapes
 
 DEFAULT_SHAPES = "128:8192:none,256:8192:none,64:8192:none,128:16384:causal,256:4096:causal,64:512:causal"
 
@@ -30,11 +30,8 @@ def main():
     ap.add_argument("--cooldown-ms", type=int, default=1500)
     ap.add_argument("--fa4-site", metavar="DIR")
     args = ap.parse_args()
-    shapes = parse_shapes(args.shapes)
-    for d, s, _ in shapes:
-        if d not in (64, 128, 256) or 16384 % s != 0:
-            sys.exit(f"peer_inputs_ab.py: no grid shape d {d} seq {s} (d in 64, 128, 256; seq "
-                     "dividing 16384)")
+    shapes = parse_shapes(args.shapes, "peer_inputs_ab.py")
+    check_grid_shapes(shapes, "peer_inputs_ab.py")
     if args.rounds < 1 or args.cooldown_ms < 0:
         sys.exit("peer_inputs_ab.py: --rounds must be at least 1 and --cooldown-ms at least 0")
 

@@ -31,12 +31,9 @@ def main():
                     help="D:SEQ:none|causal,... (instead of --head-dim, --seq-len, --causal)")
     ap.add_argument("--fa4-site", metavar="DIR", help="where flash-attn-4 is installed (fa4)")
     args = ap.parse_args()
-    shapes = parse_shapes(args.shapes) if args.shapes else [
+    shapes = parse_shapes(args.shapes, "peer_kernels.py") if args.shapes else [
         (args.head_dim, args.seq_len, args.causal)]
-    for d, s, _ in shapes:
-        if d not in (64, 128, 256) or s < 1 or 16384 % s != 0 or 2048 % d != 0:
-            sys.exit(f"peer_kernels.py: no grid shape with --head-dim {d} --seq-len {s} "
-                     "(d in 64, 128, 256; seq dividing 16384)")
+    check_grid_shapes(shapes, "peer_kernels.py")
     if args.launches < 1:
         sys.exit("peer_kernels.py: --launches must be at least 1")
     if args.peer == "fa4" and not args.fa4_site:
@@ -76,16 +73,26 @@ def main():
         del q, k, v
 
 
-def parse_shapes(text):
-    """[(d, seq, causal)] from D:SEQ:none|causal,...; exits naming the first bad entry."""
+def parse_shapes(text, prog):
+    """[(d, seq, causal)] from D:SEQ:none|causal,...; exits naming prog and the first bad entry.
+    Whether they are grid shapes is check_grid_shapes's question."""
     shapes = []
     for entry in text.split(","):
         parts = entry.split(":")
         if len(parts) != 3 or not parts[0].isdigit() or not parts[1].isdigit() or \
                 parts[2] not in ("none", "causal"):
-            sys.exit(f"peer_kernels.py: --shapes entry {entry!r} is not D:SEQ:none|causal")
+            sys.exit(f"{prog}: --shapes entry {entry!r} is not D:SEQ:none|causal")
         shapes.append((int(parts[0]), int(parts[1]), parts[2] == "causal"))
     return shapes
+
+
+def check_grid_shapes(shapes, prog):
+    """Exits naming prog and the first (d, seq, causal) that is no shape of the benchmark grid:
+    d 64, 128 or 256 (2048 / d heads), seq dividing 16384 (16384 / seq sequences)."""
+    for d, s, _ in shapes:
+        if d not in (64, 128, 256) or s < 1 or 16384 % s != 0:
+            sys.exit(f"{prog}: no grid shape with --head-dim {d} --seq-len {s} "
+                     "(d in 64, 128, 256; seq dividing 16384)")
 
 
 if __name__ == "__main__":
