@@ -106,10 +106,12 @@ def main():
                                      (64, "none", 5030000, 1.812e9, 2771100)):
         with open(os.path.join(sweep, f"ctas{c}_{clock}.csv"), "w") as f:
             f.write('==PROF== Connected to process 1\nrun: OK, "quoted"\n' + header)
-            for name, value in (("gpu__time_duration.sum", ns), ("sm__cycles_elapsed.max", cycles),
-                                ("sm__cycles_elapsed.avg.per_second", hz)):
+            # In the units Nsight Compute prints them in (seen on the H200: ns, cycle, hz).
+            for name, unit, value in (("gpu__time_duration.sum", "ns", ns),
+                                      ("sm__cycles_elapsed.max", "cycle", cycles),
+                                      ("sm__cycles_elapsed.avg.per_second", "hz", hz)):
                 f.write(f'"0","1","tilesched","h","fmha_kernel<a, b>(c)","1","7","(384, 1, 1)",'
-                        f'"(64, 1, 1)","0","9.0","Command line profiler metrics","{name}","x",'
+                        f'"(64, 1, 1)","0","9.0","Command line profiler metrics","{name}","{unit}",'
                         f'"{value:,.2f}"\n')
     sweep_args = [py, os.path.join(bench, "clock_sweep.py"), sweep, "--seq", "8192", "--heads", "16",
                   "--batch", "2", "--bm", "128"]

@@ -7,35 +7,20 @@ launch's SM cycles x C / tiles (each CTA's share of the tiles, in cycles).
   clock_sweep.py OUT_DIR --seq S --heads H --batch B --bm BM --ctas C1,C2,..
 """
 import argparse
-import csv
 import os
 import sys
+
+import ncu_csv
 
 METRICS = ("gpu__time_duration.sum", "sm__cycles_elapsed.max", "sm__cycles_elapsed.avg.per_second")
 
 
 def read_metrics(path):
-    """The metric values of the CSV's one profiled kernel (the application's own output around the
-    table is skipped)."""
-    if not os.path.isfile(path):
-        sys.exit(f"clock_sweep.py: {path} does not exist (did ncu run?)")
-    with open(path, newline="") as f:
-        lines = f.read().splitlines()
-    start = next((i for i, line in enumerate(lines) if line.startswith('"ID",')), None)
-    if start is None:
-        sys.exit(f"clock_sweep.py: {path} has no Nsight Compute table")
-    values = {}
-    for row in csv.DictReader(lines[start:]):
-        name = row.get("Metric Name")
-        if name in METRICS:
-            try:
-                values[name] = float(row["Metric Value"].replace(",", ""))
-            except (KeyError, ValueError):
-                sys.exit(f"clock_sweep.py: {path}: {name} is not a number: {row.get('Metric Value')!r}")
-    missing = [m for m in METRICS if m not in values]
-    if missing:
-        sys.exit(f"clock_sweep.py: {path} lacks {', '.join(missing)}")
-    return values
+    """The metric values of the CSV's one profiled kernel, in base units (ncu_csv)."""
+    kernels = ncu_csv.read_kernels(path, METRICS, "clock_sweep.py")
+    if len(kernels) != 1:
+        sys.exit(f"clock_sweep.py: {path}: {len(kernels)} kernels profiled, not 1")
+    return kernels[0]
 
 
 def main():
@@ -62,7 +47,7 @@ def main():
         per_tile = lambda m: m["sm__cycles_elapsed.max"] * c / tiles / 1e3
         print(f"| {c} | {per_tile(base):.1f} | {base['sm__cycles_elapsed.avg.per_second'] / 1e9:.3f} "
               f"| {per_tile(own):.1f} | {own['sm__cycles_elapsed.avg.per_second'] / 1e9:.3f} "
-              f"| {own['gpu__time_duration.sum'] / 1e3:.1f} |")
+              f"| {own['gpu__time_duration.sum'] * 1e6:.1f} |")
 
 
 if __name__ == "__main__":

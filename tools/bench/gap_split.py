@@ -16,10 +16,11 @@ OUT_DIR/<peer>_{base,none}.csv (one kernel per shape of OUT_DIR/<peer>_shapes.tx
 
   gap_split.py OUT_DIR D:SEQ:MASK,...
 """
-import csv
 import os
 import re
 import sys
+
+import ncu_csv
 
 TIME, CYCLES, CLOCK = "gpu__time_duration.sum", "sm__cycles_elapsed.max", "sm__cycles_elapsed.avg.per_second"
 TENSOR = "sm__pipe_tensor_op_gmma_cycles_active.avg.pct_of_peak_sustained_elapsed"
@@ -28,59 +29,14 @@ GRID = "launch__grid_size"
 METRICS = (TIME, CYCLES, CLOCK, TENSOR, INST, GRID)
 OPTIONAL = (TENSOR,)  # Nsight Compute may answer "n/a"
 PEERS = (("cudnn", "cuDNN"), ("fa4", "FA4"))
-PREFIX = {"n": 1e-9, "u": 1e-6, "m": 1e-3, "K": 1e3, "M": 1e6, "G": 1e9}
-BASES = ("s", "second", "cycle", "inst", "hz", "byte", "block", "thread", "warp")
 
 
 def fail(msg):
     sys.exit(f"gap_split.py: {msg}")
 
 
-def unit_factor(unit, where):
-    """What a value in `unit` (Nsight Compute's, e.g. usecond, cycle/nsecond, Minst, %) is worth in
-    the base unit (second, cycle / second, inst)."""
-    def one(u):
-        if u in ("", "%") or u.lower() in BASES:
-            return 1.0
-        if len(u) > 1 and u[0] in PREFIX and u[1:].lower() in BASES:
-            return PREFIX[u[0]]
-        fail(f"{where}: unknown unit {u!r}")
-    parts = unit.split("/")
-    if len(parts) > 2:
-        fail(f"{where}: unknown unit {unit!r}")
-    return one(parts[0]) / (one(parts[1]) if len(parts) == 2 else 1.0)
-
-
 def read_kernels(path):
-    """[{metric: value in base units, "name": kernel name}] per profiled kernel, in ID order (the
-    application's own output around Nsight Compute's table is skipped)."""
-    if not os.path.isfile(path):
-        fail(f"{path} does not exist (did ncu run?)")
-    with open(path, newline="") as f:
-        lines = f.read().splitlines()
-    start = next((i for i, line in enumerate(lines) if line.startswith('"ID",')), None)
-    if start is None:
-        fail(f"{path} has no Nsight Compute table (see the .log beside it)")
-    kernels = {}
-    for row in csv.DictReader(lines[start:]):
-        name = row.get("Metric Name")
-        if name not in METRICS or row.get("ID") is None:
-            continue
-        k = kernels.setdefault(int(row["ID"]), {"name": row.get("Kernel Name", "?")})
-        if name in OPTIONAL and row.get("Metric Value") == "n/a":
-            k[name] = None  # not collected for this kernel; the table shows "-"
-            continue
-        try:
-            value = float(row["Metric Value"].replace(",", ""))
-        except (KeyError, ValueError, AttributeError):
-            fail(f"{path}: {name} of kernel {row['ID']} is not a number: {row.get('Metric Value')!r}")
-        k[name] = value * unit_factor(row.get("Metric Unit", ""), f"{path}: {name}")
-    out = [kernels[i] for i in sorted(kernels)]
-    for k in out:
-        missing = [m for m in METRICS if m not in k]
-        if missing:
-            fail(f"{path}: kernel {k['name'][:60]!r} lacks {', '.join(missing)}")
-    return out
+    return ncu_csv.read_kernels(path, METRICS, "gap_split.py", optional=OPTIONAL)
 
 
 def parse_shapes(text, where):
