@@ -301,6 +301,9 @@ echo "makespan         4228 us                              4221 us"
     expect(rc == 0 and "| 128 | 8192 | none | ours | 128 | 1475.0 | 1.700 | 2.500 | - | 510.6 |" in out
            and "| 128 | 8192 | none | FA4 | 2048 | 1437.0 | 1.735 | 2.490 | - | 485.5 | 0.974 | 0.996 "
            "| 0.980 |" in out, f"gap_split.py table: {rc} {out} {err}")
+    rc, out, err = run([py, os.path.join(bench, "gap_split.py"), gap, "128:8192:none,64:500:none"])
+    expect(rc != 0 and "gap_split.py: no grid shape with --head-dim 64 --seq-len 500" in err,
+           f"gap_split.py shape: {rc} {err}")
     with open(os.path.join(gap, "fa4_shapes.txt"), "w") as f:
         f.write("128:8192:none,128:4096:none\n")
     rc, out, err = run([py, os.path.join(bench, "gap_split.py"), gap, "128:8192:none"])

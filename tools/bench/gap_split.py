@@ -17,10 +17,10 @@ OUT_DIR/<peer>_{base,none}.csv (one kernel per shape of OUT_DIR/<peer>_shapes.tx
   gap_split.py OUT_DIR D:SEQ:MASK,...
 """
 import os
-import re
 import sys
 
 import ncu_csv
+import peer_kernels
 
 TIME, CYCLES, CLOCK = "gpu__time_duration.sum", "sm__cycles_elapsed.max", "sm__cycles_elapsed.avg.per_second"
 TENSOR = "sm__pipe_tensor_op_gmma_cycles_active.avg.pct_of_peak_sustained_elapsed"
@@ -39,20 +39,18 @@ def read_kernels(path):
     return ncu_csv.read_kernels(path, METRICS, "gap_split.py", optional=OPTIONAL)
 
 
-def parse_shapes(text, where):
-    shapes = []
-    for entry in text.strip().split(","):
-        m = re.fullmatch(r"(64|128|256):([1-9][0-9]*):(none|causal)", entry)
-        if not m:
-            fail(f"{where}: shape {entry!r} is not D:SEQ:none|causal")
-        shapes.append(entry)
-    return shapes
+def parse_shapes(text):
+    """The shapes as D:SEQ:none|causal strings (the CSVs' names), checked as peer_kernels.py
+    checks its --shapes."""
+    shapes = peer_kernels.parse_shapes(text.strip(), "gap_split.py")
+    peer_kernels.check_grid_shapes(shapes, "gap_split.py")
+    return [f"{d}:{s}:{'causal' if causal else 'none'}" for d, s, causal in shapes]
 
 
 def main():
     if len(sys.argv) != 3:
         fail("usage: gap_split.py OUT_DIR D:SEQ:MASK,...")
-    out, shapes = sys.argv[1], parse_shapes(sys.argv[2], "the shapes")
+    out, shapes = sys.argv[1], parse_shapes(sys.argv[2])
     measured = {}  # (shape, kernel label) -> {"base": metrics, "none": metrics}
     for shape in shapes:
         d, seq, mask = shape.split(":")
@@ -68,7 +66,7 @@ def main():
         if not os.path.isfile(listed):
             continue
         with open(listed) as f:
-            peer_shapes = parse_shapes(f.read(), listed)
+            peer_shapes = parse_shapes(f.read())
         peers.append(label)
         for clock in ("base", "none"):
             kernels = read_kernels(os.path.join(out, f"{peer}_{clock}.csv"))
