@@ -367,8 +367,12 @@ __device__ __forceinline__ void mask_scores(Fragment& s, u32 key0, u32 kv_len, b
 }
 
 // Online softmax of one block, in two parts that the main loop may separate (kPvWait). The first:
-// each row's new max, O's rescale factor alpha, and the base the second subtracts.
-template <class Fragment>
+// each row's new max, O's rescale factor alpha, and the base the second subtracts. With
+// kThreshold > 0 a row keeps its max (alpha exactly 1) unless the block's exceeds it by more than
+// kThreshold (log2 units): its weights then reach at most 2^kThreshold, which bf16 P and the fp32
+// sums hold, and O, the sum and the LSE all stay relative to the same max, so the result is the
+// same softmax; most blocks of a long row then skip O's rescale (kSkipUnitRescale's vote).
+template <int kThreshold = 0, class Fragment>
 __device__ __forceinline__ void softmax_max(const Fragment& s, RowState& rs, float scale_log2,
                                             float (&alpha)[2], float (&base)[2]) {
   CUTE_UNROLL
@@ -380,7 +384,9 @@ __device__ __forceinline__ void softmax_max(const Fragment& s, RowState& rs, flo
     m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, 1));
     m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, 2));
     // The scale is positive (validated), so the max of scaled scores is the scaled max.
-    const float new_max = fmaxf(rs.max[r], m * scale_log2);
+    float new_max = fmaxf(rs.max[r], m * scale_log2);
+    if constexpr (kThreshold > 0)
+      if (!(m * scale_log2 > rs.max[r] + static_cast<float>(kThreshold))) new_max = rs.max[r];
     // A row with no visible key yet keeps max -inf; subtract 0 then (exp2(-inf) = 0).
     base[r] = new_max == -INFINITY ? 0.f : new_max;
     alpha[r] = fast_exp2(rs.max[r] - base[r]);
@@ -410,11 +416,11 @@ __device__ __forceinline__ void softmax_exp(Fragment& s, RowState& rs, float sca
 
 // Both parts: new row max, scores turned into weights in place, sums updated; alpha is each
 // row's rescale factor for O.
-template <int kFmaExp2Eighths, class Fragment>
+template <int kFmaExp2Eighths, int kThreshold = 0, class Fragment>
 __device__ __forceinline__ void softmax_block(Fragment& s, RowState& rs, float scale_log2,
                                               float (&alpha)[2]) {
   float base[2];
-  softmax_max(s, rs, scale_log2, alpha, base);
+  softmax_max<kThreshold>(s, rs, scale_log2, alpha, base);
   softmax_exp<kFmaExp2Eighths>(s, rs, scale_log2, alpha, base);
 }
 
@@ -905,7 +911,7 @@ __device__ void run_consumer(const Params& p, Storage& smem, Pipelines& pipes) {
 
       // O's rescale by the last softmax's alpha, before the PV that accumulates its P.
       auto rescale_o = [&] {
-        if constexpr (Traits::kSkipUnitRescale) {
+        if constexpr (Traits::kSkipUnitRescale || Traits::kRescaleThreshold > 0) {
           // Once a row's max settles (long rows: most blocks), alpha is exactly 1.
           if (__any_sync(0xffffffffu, alpha[0] != 1.f || alpha[1] != 1.f))
             rescale_rows(tOrO, alpha);
@@ -942,10 +948,11 @@ __device__ void run_consumer(const Params& p, Storage& smem, Pipelines& pipes) {
         // that never holds but that ptxas cannot prove, pins the wait after that result.
         [[maybe_unused]] float base[2];  // AfterMax: the softmax's second part subtracts it
         if constexpr (Traits::kPvWait == PvWait::AfterMax) {
-          softmax_max(tSrS, rs, p.scale_log2, alpha, base);
+          softmax_max<Traits::kRescaleThreshold>(tSrS, rs, p.scale_log2, alpha, base);
           if (never) smem.never_written = __float_as_uint(base[0]) ^ __float_as_uint(base[1]);
         } else {
-          softmax_block<Traits::kFmaExp2Eighths>(tSrS, rs, p.scale_log2, alpha);
+          softmax_block<Traits::kFmaExp2Eighths, Traits::kRescaleThreshold>(tSrS, rs, p.scale_log2,
+                                                                            alpha);
         }
         warpgroup_wait<0>();  // PV done: its P and V stage are free, O may be rescaled
         pipes.v.consumer_release(v_r);

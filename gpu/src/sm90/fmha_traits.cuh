@@ -86,6 +86,9 @@ struct KernelConfig {
   // 1.0 % slower with it at seq 512 / 1024 causal.
   static constexpr bool kPredicatedLse = true;
   static constexpr bool kPredicatedLseQueued = true;
+  // O's rescale only where a row's max grows by more than 2^kRescaleThreshold (softmax_max; 0:
+  // at every growth). A configuration that takes it says so in a derived struct.
+  static constexpr int kRescaleThreshold = 0;
   static_assert(ConsumerWarpgroups == 2 || ConsumerWarpgroups == 3, "two or three consumers");
   // Each consumer warpgroup stages its 64 x d rows of O in a V stage of its own (that they fit
   // in one is FmhaTraits's check).
@@ -106,7 +109,11 @@ struct KernelConfig {
 //            +10-16 % over BN 64 at seq 8192 in the ninth session (within 0.3 % in the
 //            twenty-first, when BN 64 won on short rows: DefaultConfig<256, 128, 64>), and skipping
 //            O's 128-register rescale in blocks where no row's max moved another +3-13 % (at d = 64
-//            and 128 the vote costs more than the rescale it saves).
+//            and 128 the vote cost more than the rescale it saved, on the kernels of 2026-11-30).
+// kRescaleThreshold 8 (a row keeps its max until a block's exceeds it by more than 2^8, so the
+// vote skips O's rescale in most blocks of a long row): +1.4-3.5 % at d = 256 and +0.4-2.2 % at
+// d = 128 (64 FMULs), but 1-3 % slower at d = 64, whose 32-register rescale costs less than the
+// vote and the branch (docs/gpu-performance.md, twenty-fourth session).
 // PrefetchTile (the next tile received under the last PV) gains 1-4 % at d = 128 seq <= 2048 and
 // nothing longer; at d = 64 and 256 it gains 1-2 % short but loses 1-4 % on long dense rows (so
 // there only the queued kinds' kernels take it: launch_config, fmha_launch.cuh).
@@ -153,6 +160,7 @@ struct DefaultConfig<128, 128, 128> {
                              PvWait::AfterMax, /*NarrowFirst=*/false> {
     static constexpr bool kNarrowFirstQueued = true;
     static constexpr bool kPredicatedLseQueued = false;
+    static constexpr int kRescaleThreshold = 8;
   };
 };
 // d = 256 has no shared memory left for O's staging buffers, so each consumer warpgroup stages
@@ -162,10 +170,12 @@ struct DefaultConfig<128, 128, 128> {
 // the stores); docs/gpu-performance.md, ninth session.
 // d = 256's configuration at K/V blocks of BN keys (80 for long rows, 64 for short ones).
 template <int BN>
-using KernelConfig256 =
-    KernelConfig<256, BN, 2, 1, /*SkipUnitRescale=*/true, /*RebuildQOperand=*/true, 0, false, 232,
-                 false, /*EpilogueTma=*/true, true, 2, /*StageOInV=*/true, PvWait::AfterMax,
-                 /*NarrowFirst=*/false>;
+struct KernelConfig256
+    : KernelConfig<256, BN, 2, 1, /*SkipUnitRescale=*/true, /*RebuildQOperand=*/true, 0, false,
+                   232, false, /*EpilogueTma=*/true, true, 2, /*StageOInV=*/true, PvWait::AfterMax,
+                   /*NarrowFirst=*/false> {
+  static constexpr int kRescaleThreshold = 8;
+};
 template <>
 struct DefaultConfig<256, 128, 80> {
   using type = KernelConfig256<80>;
