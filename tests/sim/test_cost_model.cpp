@@ -90,13 +90,15 @@ Workload check_replay_ratio(const std::string& path, double lower, double upper)
 }  // namespace
 
 TEST_CASE("the built-in h200 table predicts the traces it was fitted to, measured on an H200") {
-  // tests/data/h200_sm90_s23 (2026-12-02, twenty-third session, device call 7, the kernels that
-  // ship; these tile-scheduler runs do not run the queued kernel's NarrowFirst):
+  // tests/data/h200_sm90_s25 (2026-12-03, twenty-fifth session, device calls 8 and 11, the
+  // kernels that ship; these tile-scheduler runs do not run the queued kernel's NarrowFirst):
   // record_cost_traces.sh's eight and padded grid points (32 / 16 / 8 heads at d = 64 / 128 /
   // 256, batch x seq = 16384, seq 512, 1024 and 2048, causal and not, tile scheduler, d = 64 at
-  // BM 128 and 192), which the table's entries were fitted to in the twenty-fourth session (d =
-  // 64 BM 192: the test below). Each replays within 2.5 % of its measured makespan.
-  const std::string s23 = std::string(TILESCHED_TEST_DATA_DIR) + "/h200_sm90_s23/";
+  // BM 128 and 192), which the table's entries were fitted to (d = 64 BM 192: the test below).
+  // Each replays within 3 % of its measured makespan, but d = 256's seq 512 and 1024 points:
+  // there (BN 64 at seq 512) a row's few blocks skip fewer of O's rescales than the long rows
+  // the one linear entry also fits (kRescaleThreshold), and they replay within 7 %.
+  const std::string s25 = std::string(TILESCHED_TEST_DATA_DIR) + "/h200_sm90_s25/";
   const std::string s6 = std::string(TILESCHED_TEST_DATA_DIR) + "/h200_sm90_s6/";
   const std::string s9 = std::string(TILESCHED_TEST_DATA_DIR) + "/h200_sm90_s9_d256/";
   const sim::CostModel h200 = sim::CostModel::builtin("h200");
@@ -104,11 +106,15 @@ TEST_CASE("the built-in h200 table predicts the traces it was fitted to, measure
   std::map<u32, std::vector<Trace>> fitted;  // by head dim, the BM 128 traces
   const auto check = [&](const std::string& name) {
     CAPTURE(name);
-    const Trace t = sim::read_trace(s23 + name + ".trace.json.gz");
+    const Trace t = sim::read_trace(s25 + name + ".trace.json.gz");
     REQUIRE(t.source == "gpu");
     REQUIRE(t.workload.block_m == 128);
     const double m = makespan(t);
-    CHECK(makespan(sim::replay(t.workload, h200)) == doctest::Approx(m).epsilon(0.025));
+    const bool short_d256 = t.workload.head_dim == 256 && name.find("_grid_") != std::string::npos &&
+                            name.find("_s2048_") == std::string::npos;
+    const double r = makespan(sim::replay(t.workload, h200)) / m;
+    CHECK(r > 1 - (short_d256 ? 0.07 : 0.03));
+    CHECK(r < 1 + (short_d256 ? 0.07 : 0.03));
     fitted[t.workload.head_dim].push_back(t);
     return m;
   };
@@ -140,8 +146,10 @@ TEST_CASE("the built-in h200 table predicts the traces it was fitted to, measure
     CHECK(std::abs(k.us_per_block - fit.coefficients.us_per_block) <= 6e-5);
     CHECK(std::abs(k.us_per_masked_block - fit.coefficients.us_per_masked_block) <= 6e-5);
   }
-  // A masked block costs a fifth to a third more than an unmasked one at d = 128 and 256 (the
-  // mask and the softmax of a block whose scores are partly -inf), and within 2 % of one at d =
+  // A masked block costs more than a fifth more than an unmasked one at d = 128 and 256 (the
+  // mask and the softmax of a block whose scores are partly -inf; at d = 256, 1.8 times: a row's
+  // first blocks, where its max still moves and O is rescaled, are a causal tile's diagonal
+  // ones, the rest skip the rescale), and within 2 % of one at d =
   // 64 BM 128, whose first warpgroup runs the diagonal block's QK^T and softmax narrow
   // (NarrowFirst).
   CHECK(h200.coefficients(128).us_per_masked_block > 1.15 * h200.coefficients(128).us_per_block);
@@ -150,62 +158,76 @@ TEST_CASE("the built-in h200 table predicts the traces it was fitted to, measure
 }
 
 TEST_CASE("the h200 table's scheduler entries: queued's and lpt_queued's own kernels") {
-  // tests/data/h200_sm90_s23 (2026-12-02, twenty-third session, device call 7): the padded grid
-  // points of the tile fit (seq 512, 1024 and 2048, causal and not) at d = 128 and 256 under
-  // queued and lpt_queued, whose kernels are their own (they receive the next tile under a
-  // tile's last PV; d = 128's queued kernel runs the diagonal block narrow, d = 256's stage O
-  // outside the V ring on rows under 1024 keys). Each kind's entry is what `fit --scheduler`
-  // makes of its six grid points per head dim (twenty-fourth session); d = 64 has none
+  // tests/data/h200_sm90_s25 (2026-12-03, twenty-fifth session, device calls 8 and 11): the
+  // built-in workload (causal and not) and the padded grid points of the tile fit (seq 512, 1024
+  // and 2048, causal and not) at d = 128 and 256 under queued and lpt_queued, whose kernels are
+  // their own (they receive the next tile under a tile's last PV; d = 128's queued kernel runs the
+  // diagonal block narrow, d = 256's stage O outside the V ring on rows under 1024 keys). Each
+  // kind's entry is what `fit --scheduler` makes of those eight traces per head dim (twenty-fifth
+  // session: with the built-in workload's long rows, which the entries fitted on the grid points
+  // alone costed 2-3 % apart the wrong way round at d = 256); d = 64 has none
   // (docs/sim-cost-model.md), so both kinds cost as the tile kernel there.
-  const std::string dir = std::string(TILESCHED_TEST_DATA_DIR) + "/h200_sm90_s23/";
+  const std::string dir = std::string(TILESCHED_TEST_DATA_DIR) + "/h200_sm90_s25/";
   const sim::CostModel h200 = sim::CostModel::builtin("h200");
   const auto makespan = [](const Trace& t) { return sim::compute_metrics(t).makespan_us; };
   CHECK(h200.by_scheduler.count(64) == 0);
   for (const SchedulerKind kind : {SchedulerKind::Queued, SchedulerKind::LptQueued})
     for (const u32 head_dim : {128u, 256u}) {
       CAPTURE(head_dim);
-      std::vector<Trace> grid;
-      for (const char* mask : {"causal", "none"})
-        for (const char* seq : {"512", "1024", "2048"}) {
-          const std::string g = "h200_grid_d" + std::to_string(head_dim) + "_bm128_s" + seq + "_" +
-                                mask + "_" + to_string(kind);
-          CAPTURE(g);
-          grid.push_back(sim::read_trace(dir + g + ".trace.json.gz"));
-          REQUIRE(grid.back().source == "gpu");
-          REQUIRE(grid.back().workload.scheduler == kind);
-          // Within 5 % (lpt_queued at d = 256 seq 512 dense, 4.5 % short; queued there causal,
-          // 3.6 % long).
-          CHECK(makespan(sim::replay(grid.back().workload, h200)) ==
-                doctest::Approx(makespan(grid.back())).epsilon(0.05));
-        }
-      const sim::CostFit fit = sim::fit_cost(grid, head_dim);
+      std::vector<Trace> traces;
+      const auto check = [&](const std::string& name, double lower, double upper) {
+        CAPTURE(name);
+        traces.push_back(sim::read_trace(dir + name + ".trace.json.gz"));
+        REQUIRE(traces.back().source == "gpu");
+        REQUIRE(traces.back().workload.scheduler == kind);
+        const double r =
+            makespan(sim::replay(traces.back().workload, h200)) / makespan(traces.back());
+        CHECK(r > lower);
+        CHECK(r < upper);
+      };
+      const std::string suffix = std::string("_") + to_string(kind);
+      for (const char* mask : {"causal", "none"}) {
+        // The built-in workload's long rows: within 1.5 %.
+        check("h200_d" + std::to_string(head_dim) + "_" + std::string(mask) + suffix, 0.985, 1.015);
+        // The grid points within -10..+6 % (lpt_queued at d = 256 seq 512 causal, 9 % short;
+        // queued at d = 128 seq 512 causal, 5 % long).
+        for (const char* seq : {"512", "1024", "2048"})
+          check("h200_grid_d" + std::to_string(head_dim) + "_bm128_s" + seq + "_" + mask + suffix,
+                0.90, 1.06);
+      }
+      const sim::CostFit fit = sim::fit_cost(traces, head_dim);
       const sim::CostCoefficients& k = h200.by_scheduler.at(head_dim).at(kind);
       CHECK(std::abs(k.fixed_us - fit.coefficients.fixed_us) <= 6e-5);
       CHECK(std::abs(k.us_per_block - fit.coefficients.us_per_block) <= 6e-5);
       CHECK(std::abs(k.us_per_masked_block - fit.coefficients.us_per_masked_block) <= 6e-5);
-      // The hand-off hides under the last PV (PrefetchTile): 0.16-0.19 us against the tile
-      // kernel's 0.19-0.50.
-      CHECK(fit.handoff_us < 0.19);
+      // The hand-off hides under the last PV (PrefetchTile): 0.18-0.20 us against the tile
+      // kernel's 0.19 at d = 128 and 0.53 at d = 256.
+      CHECK(fit.handoff_us < 0.21);
     }
   // d = 128's queued kernel runs a causal tile's diagonal block narrow: its masked block costs
-  // less than an unmasked one, lpt_queued's (and the tile kernel's) more.
+  // less than lpt_queued's and the tile kernel's (1.66 against 1.75 and 1.81 us; before the held
+  // max, when an unmasked block cost more, less than an unmasked one too).
   const auto& d128 = h200.by_scheduler.at(128);
   CHECK(d128.at(SchedulerKind::Queued).us_per_masked_block <
-        d128.at(SchedulerKind::Queued).us_per_block);
+        d128.at(SchedulerKind::LptQueued).us_per_masked_block);
+  CHECK(d128.at(SchedulerKind::Queued).us_per_masked_block <
+        h200.coefficients(128).us_per_masked_block);
   CHECK(d128.at(SchedulerKind::LptQueued).us_per_masked_block >
         d128.at(SchedulerKind::LptQueued).us_per_block);
 }
 
-TEST_CASE("the kernels before: the h200 table replays their recordings within 4 % or short") {
+TEST_CASE("the kernels before: the h200 table replays their recordings within 3 % or short") {
   // The same 32 workloads recorded on the twelfth session's kernel (tests/data/h200_sm90_s12),
   // the thirteenth's (its own instantiation per scheduler kind, h200_sm90_s13), the eighteenth's
-  // (h200_sm90_s18, the table before was fitted to it) and the nineteenth's (h200_sm90_s19, the
-  // same kernels, and the built-in workload and grid points under queued and lpt_queued too). The
-  // kernels since run short rows faster (a mask of one compare per score, 1 / rowsum by rcp,
-  // NarrowFirst at d = 64 BM 128, d = 256's early hand-off and its BN 64 kernel on rows under 1024
-  // keys): the table replays the built-in workload within -4..+2 % and the grid points up to 9 %
-  // short (d = 64 BM 128 seq 512 causal of the twelfth session's kernel, d = 256 seq 512 dense
-  // under lpt_queued of the nineteenth's), never more than 1.5 % long.
+  // (h200_sm90_s18) and the nineteenth's (h200_sm90_s19, the same kernels, and the built-in
+  // workload and grid points under queued and lpt_queued too). The kernels since run short rows
+  // faster (a mask of one compare per score, 1 / rowsum by rcp, NarrowFirst at d = 64 BM 128, d =
+  // 256's early hand-off and its BN 64 kernel on rows under 1024 keys), and the table's d = 256
+  // entry, fitted with long rows that now skip most of O's rescales, costs short rows short: it
+  // replays the built-in workload within -4..+3 % and the grid points up to 13 % short (d = 256
+  // seq 512 dense, 87-90 % of every session's measurement), never more than 2.5 % long; under
+  // the queued kinds, whose entries are fitted with long rows too, up to 13 % short and 6.5 %
+  // long (d = 128 seq 512 causal under queued).
   for (const char* session : {"h200_sm90_s12", "h200_sm90_s13", "h200_sm90_s18", "h200_sm90_s19"}) {
     const std::string dir = std::string(TILESCHED_TEST_DATA_DIR) + "/" + session + "/";
     const auto path = [&](const std::string& name) { return dir + name + ".trace.json.gz"; };
@@ -213,7 +235,7 @@ TEST_CASE("the kernels before: the h200 table replays their recordings within 4 
     for (const char* d : {"64", "128", "256", "64_bm192"})
       for (const char* mask : {"causal", "none"}) {
         const std::string name = std::string("h200_d") + d + "_" + mask;
-        check_replay_ratio(path(name), 0.96, 1.02);
+        check_replay_ratio(path(name), 0.96, 1.03);
         if (kinds && std::string(d) != "64_bm192")
           for (const char* kind : {"_queued", "_lpt_queued"})
             check_replay_ratio(path(name + kind), 0.96, 1.025);
@@ -222,21 +244,51 @@ TEST_CASE("the kernels before: the h200 table replays their recordings within 4 
       for (const char* seq : {"512", "1024", "2048"})
         for (const char* mask : {"causal", "none"}) {
           const std::string name = std::string("h200_grid_") + grid + "_s" + seq + "_" + mask;
-          check_replay_ratio(path(name), 0.91, 1.01);
+          check_replay_ratio(path(name), 0.87, 1.025);
           if (kinds && std::string(grid) != "d64_bm192")
             for (const char* kind : {"_queued", "_lpt_queued"})
-              check_replay_ratio(path(name + kind), 0.90, 1.015);
+              check_replay_ratio(path(name + kind), 0.865, 1.07);
         }
   }
+}
+
+TEST_CASE("the kernels before the held max: the h200 table replays their recording") {
+  // tests/data/h200_sm90_s23: the same workloads recorded on the twenty-third session's kernels
+  // (commit a996054's, which rescaled O at every growth of a row's max at d = 128 and 256; the
+  // table before this one was fitted to them), the grid points also under queued and lpt_queued
+  // at d = 128 and 256. The held max changed little on these workloads (-4..+3 % measured, d = 64
+  // unchanged but 0.3-1.5 % slower on the day of the new recording): the built-in workload
+  // replays within -0.3..+1.2 %; the grid points within -4..+3 % but d = 256 seq 512 and 1024
+  // and d = 128 seq 512 dense (up to 7.7 % short, where the new entries cost short rows short);
+  // under the queued kinds within -7.5..+6.5 %.
+  const std::string dir = std::string(TILESCHED_TEST_DATA_DIR) + "/h200_sm90_s23/";
+  const auto path = [&](const std::string& name) { return dir + name + ".trace.json.gz"; };
+  for (const char* d : {"64", "128", "256", "64_bm192"})
+    for (const char* mask : {"causal", "none"})
+      check_replay_ratio(path(std::string("h200_d") + d + "_" + mask), 0.99, 1.015);
+  for (const char* grid : {"d64_bm128", "d64_bm192", "d128_bm128", "d256_bm128"})
+    for (const char* seq : {"512", "1024", "2048"})
+      for (const char* mask : {"causal", "none"}) {
+        const std::string name = std::string("h200_grid_") + grid + "_s" + seq + "_" + mask;
+        const bool short_rows =
+            (std::string(grid) == "d256_bm128" && std::string(seq) != "2048") ||
+            (std::string(grid) == "d128_bm128" && std::string(seq) == "512" &&
+             std::string(mask) == "none");
+        const double lower = short_rows ? 0.915 : 0.96;
+        check_replay_ratio(path(name), lower, 1.03);
+        if (std::string(grid) == "d128_bm128" || std::string(grid) == "d256_bm128")
+          for (const char* kind : {"_queued", "_lpt_queued"})
+            check_replay_ratio(path(name + kind), 0.915, 1.07);
+      }
 }
 
 TEST_CASE("earlier kernels' recordings: the h200 table replays them short") {
   // tests/data/h200_sm90_s11: the same recordings as h200_sm90_s12 (the built-in workload's
   // eight, the padded d = 64 grid points at BM 128 and 192) on the eleventh session's kernel
   // (CuTe's 32-bit descriptor adds, the mask tested at every block; docs/gpu-performance.md).
-  // That kernel was 1-5 % slower on long rows: the table replays the built-in workload 1.5-4.6 %
-  // short. The short d = 64 grid rows replay 1-6 % short when dense and 4-9.5 % short
-  // when causal, where the kernels since gained most.
+  // That kernel was 1-5 % slower on long rows: the table replays the built-in workload 0.3-4.2 %
+  // short. The short d = 64 grid rows replay up to 6 % short when dense (seq 2048 at BM 128
+  // within 0.3 % long) and 3-9.5 % short when causal, where the kernels since gained most.
   const std::string s11 = std::string(TILESCHED_TEST_DATA_DIR) + "/h200_sm90_s11/";
   for (const char* d : {"64", "128", "256", "64_bm192"})
     for (const char* mask : {"causal", "none"})
@@ -244,18 +296,18 @@ TEST_CASE("earlier kernels' recordings: the h200 table replays them short") {
   for (const char* bm : {"128", "192"})
     for (const char* seq : {"512", "1024", "2048"}) {
       check_replay_ratio(s11 + "h200_grid_d64_bm" + bm + "_s" + seq + "_none.trace.json.gz", 0.94,
-                         1.0);
+                         1.005);
       check_replay_ratio(s11 + "h200_grid_d64_bm" + bm + "_s" + seq + "_causal.trace.json.gz", 0.90,
                          0.975);
     }
   // Padded grid points at d = 256 on the ninth session's kernel (its call G: 8 heads, batch x seq
   // = 16384, seq 512, 1024 and 2048, causal and not, tile scheduler), 6-11 % slower at these
-  // lengths than the eleventh session's: replayed 10.5-17.5 % short.
+  // lengths than the eleventh session's: replayed 10-22 % short.
   const std::string s9 = std::string(TILESCHED_TEST_DATA_DIR) + "/h200_sm90_s9_d256/";
   for (const char* seq : {"512", "1024", "2048"})
     for (const char* mask : {"causal", "none"}) {
       const std::string path = s9 + "h200_grid_d256_s" + seq + "_" + mask + ".trace.json.gz";
-      REQUIRE(check_replay_ratio(path, 0.82, 0.90).head_dim == 256);
+      REQUIRE(check_replay_ratio(path, 0.77, 0.91).head_dim == 256);
     }
 }
 
@@ -268,7 +320,7 @@ TEST_CASE("the d = 64 kernel with 192-row tiles: its traces and the table's tile
   // 3 %; replayed with the BM 128 coefficients the built-in workload comes out far short. The
   // table's own d = 64 entry (fitted on the BM 128 traces, the grid points among them) replays
   // the BM 128 grid points within 3 % too.
-  const std::string dir = std::string(TILESCHED_TEST_DATA_DIR) + "/h200_sm90_s23/";
+  const std::string dir = std::string(TILESCHED_TEST_DATA_DIR) + "/h200_sm90_s25/";
   std::vector<std::string> tall = {"h200_d64_bm192_causal", "h200_d64_bm192_none"};
   std::vector<std::string> short_rows;
   for (const char* seq : {"512", "1024", "2048"})
