@@ -110,7 +110,8 @@ TEST_CASE("the built-in h200 table predicts the traces it was fitted to, measure
     REQUIRE(t.source == "gpu");
     REQUIRE(t.workload.block_m == 128);
     const double m = makespan(t);
-    const bool short_d256 = t.workload.head_dim == 256 && name.find("_grid_") != std::string::npos &&
+    const bool short_d256 = t.workload.head_dim == 256 &&
+                            name.find("_grid_") != std::string::npos &&
                             name.find("_s2048_") == std::string::npos;
     const double r = makespan(sim::replay(t.workload, h200)) / m;
     CHECK(r > 1 - (short_d256 ? 0.07 : 0.03));
@@ -270,10 +271,9 @@ TEST_CASE("the kernels before the held max: the h200 table replays their recordi
     for (const char* seq : {"512", "1024", "2048"})
       for (const char* mask : {"causal", "none"}) {
         const std::string name = std::string("h200_grid_") + grid + "_s" + seq + "_" + mask;
-        const bool short_rows =
-            (std::string(grid) == "d256_bm128" && std::string(seq) != "2048") ||
-            (std::string(grid) == "d128_bm128" && std::string(seq) == "512" &&
-             std::string(mask) == "none");
+        const bool short_rows = (std::string(grid) == "d256_bm128" && std::string(seq) != "2048") ||
+                                (std::string(grid) == "d128_bm128" && std::string(seq) == "512" &&
+                                 std::string(mask) == "none");
         const double lower = short_rows ? 0.915 : 0.96;
         check_replay_ratio(path(name), lower, 1.03);
         if (std::string(grid) == "d128_bm128" || std::string(grid) == "d256_bm128")

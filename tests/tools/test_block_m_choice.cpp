@@ -24,9 +24,9 @@ u32 resident_of(const sim::CostModel& cost, const Workload& w) {
 
 TEST_CASE("the simulator's tile height is the faster one the H200 measured on the suite's d = 64") {
   // tests/data/h200_sm90_s24_bm_suite.csv: the 15 d = 64 workloads of the prediction suite under
-  // tile and queued, measured at BM 128 and 192 (twenty-fourth session, device calls 2-3, on the kernels
-  // the h200 table was fitted to). The table's tile heights predict the faster BM on every one,
-  // including those where the taller tile is slower (the static stride's aliasing of
+  // tile and queued, measured at BM 128 and 192 (twenty-fourth session, device calls 2-3, on the
+  // kernels the h200 table was fitted to). The table's tile heights predict the faster BM on every
+  // one, including those where the taller tile is slower (the static stride's aliasing of
   // constant_causal, short queries against long caches).
   const sim::CostModel cost = sim::CostModel::builtin("h200");
   int rows = 0, slower_taller = 0, misses = 0;

@@ -171,8 +171,8 @@ struct DefaultConfig<128, 128, 128> {
 // d = 256's configuration at K/V blocks of BN keys (80 for long rows, 64 for short ones).
 template <int BN>
 struct KernelConfig256
-    : KernelConfig<256, BN, 2, 1, /*SkipUnitRescale=*/true, /*RebuildQOperand=*/true, 0, false,
-                   232, false, /*EpilogueTma=*/true, true, 2, /*StageOInV=*/true, PvWait::AfterMax,
+    : KernelConfig<256, BN, 2, 1, /*SkipUnitRescale=*/true, /*RebuildQOperand=*/true, 0, false, 232,
+                   false, /*EpilogueTma=*/true, true, 2, /*StageOInV=*/true, PvWait::AfterMax,
                    /*NarrowFirst=*/false> {
   static constexpr int kRescaleThreshold = 8;
 };
