@@ -371,7 +371,8 @@ __device__ __forceinline__ void mask_scores(Fragment& s, u32 key0, u32 kv_len, b
 // kThreshold > 0 a row keeps its max (alpha exactly 1) unless the block's exceeds it by more than
 // kThreshold (log2 units): its weights then reach at most 2^kThreshold, which bf16 P and the fp32
 // sums hold, and O, the sum and the LSE all stay relative to the same max, so the result is the
-// same softmax; most blocks of a long row then skip O's rescale (kSkipUnitRescale's vote).
+// same softmax; most blocks of a long row then skip O's rescale (rescale_o's warp vote, which a
+// threshold turns on whether or not kSkipUnitRescale does).
 template <int kThreshold = 0, class Fragment>
 __device__ __forceinline__ void softmax_max(const Fragment& s, RowState& rs, float scale_log2,
                                             float (&alpha)[2], float (&base)[2]) {
