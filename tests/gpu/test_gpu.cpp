@@ -207,6 +207,62 @@ TEST_CASE("padded and ragged, GQA 1/4/8, d 64/128/256, causal and not") {
         }
 }
 
+// The tile kernel at d = 128 runs in clusters of two CTAs that share their K and V loads (TMA
+// multicast) where every sequence has the same even number of tiles and the same keys, the mask
+// is none and the CTA count is even (fmha_launch.cuh, ClusterConfig), from 8192 keys up unless
+// TILESCHED_GPU_CLUSTER says otherwise. Each workload is launched with TILESCHED_GPU_CLUSTER=1
+// (clusters wherever the rows allow) and checked against the simulator, then with =0 (never),
+// and both must give the same O and LSE bit for bit: the two kernels differ only in who loads
+// which half of a block. The last two fall back to the kernel without clusters (odd CTA count,
+// causal mask) and must still pass.
+TEST_CASE("clusters of two CTAs share K/V loads: same results as the kernel without them") {
+  struct Case {
+    std::vector<u32> q, kv;
+    bool padded;
+    u32 heads, kv_heads, ctas;
+    Schedule schedule;
+    Mask mask;
+  };
+  const Case cases[] = {
+      {{512, 512}, {}, true, 4, 4, 8, Schedule::Default, Mask::None},
+      {{256, 256, 256}, {700, 700, 700}, false, 8, 2, 6, Schedule::Default, Mask::None},  // GQA
+      {{1024}, {}, true, 4, 4, 132, Schedule::Default, Mask::None},  // fewer tiles than CTAs
+      {{512, 512}, {}, true, 4, 2, 10, Schedule::PromptRotate, Mask::None},
+      {{500, 500}, {500, 500}, false, 2, 2, 4, Schedule::Default, Mask::None},  // partial tiles
+      {{512, 512}, {}, true, 4, 4, 7, Schedule::Default, Mask::None},  // odd C
+      {{512, 512}, {}, true, 4, 4, 8, Schedule::Default, Mask::Causal},
+  };
+  int i = 0;
+  for (const Case& c : cases) {
+    Workload w;
+    w.q_lens = c.q;
+    w.kv_lens = c.kv;
+    w.padded = c.padded;
+    w.num_q_heads = c.heads;
+    w.num_kv_heads = c.kv_heads;
+    w.head_dim = 128;
+    w.block_m = 128;
+    w.block_n = 128;
+    w.mask = c.mask;
+    w.scheduler = SchedulerKind::Tile;
+    w.schedule = c.schedule;
+    w.num_ctas = c.ctas;
+    REQUIRE(w.validate().empty());
+    const std::uint64_t seed = 5000 + static_cast<std::uint64_t>(i++);
+    ::setenv("TILESCHED_GPU_CLUSTER", "1", 1);
+    const auto with = check_workload(w, seed);
+    ::setenv("TILESCHED_GPU_CLUSTER", "0", 1);
+    const auto without = check_workload(w, seed);
+    ::unsetenv("TILESCHED_GPU_CLUSTER");
+    INFO(describe(w), " seed ", seed);
+    for (const auto& f : with.failures) FAIL_CHECK(f);
+    for (const auto& f : without.failures) FAIL_CHECK(f);
+    CHECK(with.tiles > 0);
+    CHECK(with.run.o_bits == without.run.o_bits);
+    CHECK(with.run.lse == without.run.lse);
+  }
+}
+
 TEST_CASE("planned strategies on ragged and padded batches, causal and not") {
   constexpr SchedulerKind kPlanned[] = {SchedulerKind::Lpt, SchedulerKind::LptQueued,
                                         SchedulerKind::Planned, SchedulerKind::RaggedQueued};

@@ -255,11 +255,28 @@ __device__ void run_producer(const Params& p, Storage& smem, Pipelines& pipes) {
     };
     Tensor gK = kv_blocks_of(mK);
     Tensor gV = kv_blocks_of(mV);
-    const auto k_parts = tma_partition(p.tma_k, group_modes<0, 2>(sK), group_modes<0, 2>(gK));
-    const auto v_parts = tma_partition(p.tma_v, group_modes<0, 2>(sV), group_modes<0, 2>(gV));
+    // kClusterM 2: this CTA's half of each block (its rank's), multicast to both CTAs.
+    constexpr int kCluster = Traits::kClusterM;
+    [[maybe_unused]] const int rank =
+        kCluster > 1 ? static_cast<int>(cute::block_rank_in_cluster()) : 0;
+    auto kv_partition = [&](const auto& tma, const auto& s, const auto& g) {
+      if constexpr (kCluster > 1)
+        return tma_partition(tma, rank, Layout<Int<kCluster>>{}, group_modes<0, 2>(s),
+                             group_modes<0, 2>(g));
+      else
+        return tma_partition(tma, group_modes<0, 2>(s), group_modes<0, 2>(g));
+    };
+    const auto k_parts = kv_partition(p.tma_k, sK, gK);
+    const auto v_parts = kv_partition(p.tma_v, sV, gV);
+    auto kv_tma = [&](const auto& tma, auto& barrier) {
+      if constexpr (kCluster > 1)
+        return tma.with(barrier, static_cast<std::uint16_t>((1u << kCluster) - 1u));
+      else
+        return tma.with(barrier);
+    };
     auto load_k = [&](int block) {
       producer_acquire(pipes.k, k_w, "K stage (producer)");
-      copy(p.tma_k.with(*pipes.k.producer_get_barrier(k_w)), get<0>(k_parts)(_, block),
+      copy(kv_tma(p.tma_k, *pipes.k.producer_get_barrier(k_w)), get<0>(k_parts)(_, block),
            get<1>(k_parts)(_, k_w.index()));
       ++k_w;
     };
@@ -279,7 +296,7 @@ __device__ void run_producer(const Params& p, Storage& smem, Pipelines& pipes) {
         }
       }
       producer_acquire(pipes.v, v_w, "V stage (producer)");
-      copy(p.tma_v.with(*pipes.v.producer_get_barrier(v_w)), get<0>(v_parts)(_, block),
+      copy(kv_tma(p.tma_v, *pipes.v.producer_get_barrier(v_w)), get<0>(v_parts)(_, block),
            get<1>(v_parts)(_, v_w.index()));
       ++v_w;
     };
@@ -329,6 +346,16 @@ __device__ void run_producer(const Params& p, Storage& smem, Pipelines& pipes) {
     work = next;
   }
   if (loader) restore_launch_words(p);
+  // In a cluster the other CTA's consumers release this CTA's stages (and its loads fill them):
+  // the CTA stays until every stage it filled has been released by both, so no arrive lands on
+  // an exited CTA.
+  if constexpr (Traits::kClusterM > 1) {
+    if (loader) {
+      pipes.k.producer_tail(k_w);
+      pipes.v.producer_tail(v_w);
+      pipes.q.producer_tail(q_w);
+    }
+  }
 }
 
 // ---- consumers -----------------------------------------------------------------------------
@@ -1116,15 +1143,17 @@ __global__ void __launch_bounds__(FmhaTraits<Config>::kThreads, 1)
   tile_params.consumer_arv_count = Traits::kConsumerThreads;
 
   // Warp 0 initialises every barrier; the CTA barrier below publishes them.
-  const cute::Shape<cute::_1, cute::_1, cute::_1> no_cluster{};
+  // Without a cluster (1, 1, 1); with two CTAs the Q and K/V stages are released by both CTAs'
+  // consumers (Q's only so that its releases, which go to the cluster's CTAs, stay counted).
+  const typename Traits::ClusterShape cluster_shape{};
   FmhaPipelines<Traits> pipes{
       PipelineTile(smem.pipe_tile, tile_params),
       PipelineQ(smem.pipe_q, tma_pipeline_params<PipelineQ, Traits>(producer, Traits::kQBytes),
-                no_cluster),
+                cluster_shape),
       PipelineKV(smem.pipe_k, tma_pipeline_params<PipelineKV, Traits>(producer, Traits::kKVBytes),
-                 no_cluster),
+                 cluster_shape),
       PipelineKV(smem.pipe_v, tma_pipeline_params<PipelineKV, Traits>(producer, Traits::kKVBytes),
-                 no_cluster)};
+                 cluster_shape)};
   if constexpr (Traits::kStageOInV) {
     if (threadIdx.x == 0) {
       smem.o_released.init(Traits::kConsumerWarpgroups);
@@ -1134,7 +1163,10 @@ __global__ void __launch_bounds__(FmhaTraits<Config>::kThreads, 1)
       cutlass::arch::fence_barrier_init();
     }
   }
-  __syncthreads();
+  if constexpr (Traits::kClusterM > 1)
+    cute::cluster_sync();  // both CTAs' barriers initialised before any multicast or release
+  else
+    __syncthreads();
 
   if (producer) {
     cutlass::arch::warpgroup_reg_dealloc<Traits::kProducerRegisters>();

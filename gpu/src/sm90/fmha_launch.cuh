@@ -102,10 +102,10 @@ Status launch_with(const AttentionArgs& a, const Scheduler& scheduler, const Til
   p.kv_rows = static_cast<std::int32_t>(w.total_kv_rows());
   p.tma_q = make_tma_copy(SM90_TMA_LOAD{}, gmem(a.q, p.q_rows, w.num_q_heads),
                           typename Traits::SmemLayoutQ{}(_, _, _0{}));
-  p.tma_k = make_tma_copy(SM90_TMA_LOAD{}, gmem(a.k, p.kv_rows, w.num_kv_heads),
-                          typename Traits::SmemLayoutKV{}(_, _, _0{}));
-  p.tma_v = make_tma_copy(SM90_TMA_LOAD{}, gmem(a.v, p.kv_rows, w.num_kv_heads),
-                          typename Traits::SmemLayoutKV{}(_, _, _0{}));
+  p.tma_k = make_tma_copy(typename Traits::TmaLoadKV{}, gmem(a.k, p.kv_rows, w.num_kv_heads),
+                          typename Traits::SmemLayoutKV{}(_, _, _0{}), Int<Traits::kClusterM>{});
+  p.tma_v = make_tma_copy(typename Traits::TmaLoadKV{}, gmem(a.v, p.kv_rows, w.num_kv_heads),
+                          typename Traits::SmemLayoutKV{}(_, _, _0{}), Int<Traits::kClusterM>{});
   p.tma_o = make_tma_copy(SM90_TMA_STORE{}, gmem(a.o, p.q_rows, w.num_q_heads),
                           typename Traits::SmemLayoutO{});
   p.scheduler = scheduler;
@@ -134,8 +134,28 @@ Status launch_with(const AttentionArgs& a, const Scheduler& scheduler, const Til
   auto* kernel = &fmha_kernel<Scheduler, Config>;
   if (Status s = allow_shared_memory<Config, Scheduler>(); !s) return s;
   const GridDim g = scheduler.grid_dim(summary);
-  kernel<<<dim3(g.x, g.y, g.z), Traits::kThreads, Traits::kSharedBytes,
-           static_cast<cudaStream_t>(a.stream)>>>(p);
+  if constexpr (Traits::kClusterM > 1) {
+    // Clusters of kClusterM CTAs along x (cluster_pairs_fit has checked the grid).
+    cudaLaunchConfig_t config{};
+    config.gridDim = dim3(g.x, g.y, g.z);
+    config.blockDim = dim3(Traits::kThreads);
+    config.dynamicSmemBytes = Traits::kSharedBytes;
+    config.stream = static_cast<cudaStream_t>(a.stream);
+    cudaLaunchAttribute cluster{};
+    cluster.id = cudaLaunchAttributeClusterDimension;
+    cluster.val.clusterDim.x = Traits::kClusterM;
+    cluster.val.clusterDim.y = 1;
+    cluster.val.clusterDim.z = 1;
+    config.attrs = &cluster;
+    config.numAttrs = 1;
+    if (Status s = detail::cuda_status(cudaLaunchKernelEx(&config, kernel, p),
+                                       "launching the attention kernel (clusters)");
+        !s)
+      return s;
+  } else {
+    kernel<<<dim3(g.x, g.y, g.z), Traits::kThreads, Traits::kSharedBytes,
+             static_cast<cudaStream_t>(a.stream)>>>(p);
+  }
   if (Status s = detail::cuda_status(cudaGetLastError(), "launching the attention kernel"); !s)
     return s;
   // split_tail: the tail's split tiles are finished by a second kernel (combine_split_tiles).
@@ -182,12 +202,76 @@ struct QueuedConfig : PrefetchingConfig<Config> {
   // d = 128's queued kernel measured 0.3-1.0 % slower with the predicated store.
   static constexpr bool kPredicatedLse = Config::kPredicatedLse && Config::kPredicatedLseQueued;
 };
+// The tile kind's kernel in clusters of two CTAs that share their K/V loads (kClusterM 2). It
+// needs a cluster's two CTAs to run tiles of the same head and keys at all times: CTA 2k and
+// 2k + 1 take tiles 2k + nC and 2k + 1 + nC, two tiles of one head and sequence when every
+// sequence has the same even number of tiles and the same keys, the mask is none (every tile
+// then reads all of them) and C is even; and the device must hold the whole grid's clusters at
+// once (a persistent grid that did not fit would run its clusters in turns). Taken where it
+// measured faster: from kClusterMinKeys keys up (d = 128 dense: +0.6 % at 8192 keys, +3 % at
+// 16384 in noisy rounds, 1.001 at 4096 and 2.0 / 1.0 / 0.6 % slower at 512 / 1024 / 2048, where
+// the stage releases that wait for both CTAs cost more than the halved loads save;
+// docs/gpu-performance.md, twenty-sixth session). TILESCHED_GPU_CLUSTER=0 never takes it, =1
+// wherever the rows allow it (the tests' switch).
+template <class Config>
+struct ClusterConfig : Config {
+  static constexpr int kClusterM = 2;
+};
+inline constexpr u32 kClusterMinKeys = 8192;
+// -1: by the rows (unset), 0: never, 1: wherever the rows allow.
+inline int cluster_switch() {
+  const char* env = std::getenv("TILESCHED_GPU_CLUSTER");
+  return env == nullptr ? -1 : (std::atoi(env) != 0 ? 1 : 0);
+}
+template <class Config>
+bool cluster_pairs_fit(const Workload& w, const runtime::TileScheduler& scheduler,
+                       const TileSummary& summary) {
+  const int wanted = cluster_switch();
+  if (wanted == 0 || w.mask != Mask::None || scheduler.num_ctas % 2 != 0 ||
+      summary.max_num_prompt_tiles % 2 != 0)
+    return false;
+  if (wanted < 0 && w.key_len(0) < kClusterMinKeys) return false;
+  for (u32 b = 0; b < w.batch_size(); ++b)
+    if (w.q_lens[b] != w.q_lens[0] || w.key_len(b) != w.key_len(0)) return false;
+  const GridDim g = scheduler.grid_dim(summary);
+  if (g.x % 2 != 0 || g.y != 1 || g.z != 1) return false;
+  // How many clusters the device holds at once (asked once per process).
+  static const int fit = [] {
+    using Traits = FmhaTraits<ClusterConfig<Config>>;
+    auto* kernel = &fmha_kernel<runtime::TileScheduler, ClusterConfig<Config>>;
+    if (!allow_shared_memory<ClusterConfig<Config>, runtime::TileScheduler>()) return 0;
+    cudaLaunchConfig_t config{};
+    config.gridDim = dim3(2);
+    config.blockDim = dim3(Traits::kThreads);
+    config.dynamicSmemBytes = Traits::kSharedBytes;
+    cudaLaunchAttribute cluster{};
+    cluster.id = cudaLaunchAttributeClusterDimension;
+    cluster.val.clusterDim.x = 2;
+    cluster.val.clusterDim.y = 1;
+    cluster.val.clusterDim.z = 1;
+    config.attrs = &cluster;
+    config.numAttrs = 1;
+    int clusters = 0;
+    if (cudaOccupancyMaxActiveClusters(&clusters, kernel, &config) != cudaSuccess) {
+      (void)cudaGetLastError();
+      return 0;
+    }
+    return clusters;
+  }();
+  return static_cast<u32>(fit) * 2 >= g.x;
+}
+
 template <class Config>
 Status launch_config(const AttentionArgs& a, const runtime::AnyScheduler& scheduler,
                      const TileSummary& summary) {
   const u32 start = scheduler.counter_start();
   switch (scheduler.kind) {
-    case SchedulerKind::Tile: return launch_with<Config>(a, scheduler.tile, summary, start);
+    case SchedulerKind::Tile:
+      if constexpr (Config::kClusterPairsTile) {
+        if (cluster_pairs_fit<Config>(a.workload, scheduler.tile, summary))
+          return launch_with<ClusterConfig<Config>>(a, scheduler.tile, summary, start);
+      }
+      return launch_with<Config>(a, scheduler.tile, summary, start);
     case SchedulerKind::Queued:
       return launch_with<QueuedConfig<Config>>(a, scheduler.queued, summary, start);
     case SchedulerKind::LptQueued:

@@ -89,6 +89,13 @@ struct KernelConfig {
   // O's rescale only where a row's max grows by more than 2^kRescaleThreshold (softmax_max; 0:
   // at every growth). A configuration that takes it says so in a derived struct.
   static constexpr int kRescaleThreshold = 0;
+  // CTAs per cluster (1 or 2). With 2, the two CTAs of a cluster run tiles of the same head and
+  // keys at the same time (the tile kernel on dense rows of one length, launch_config) and each
+  // loads half of every K and V block, multicast to both (TMA multicast); the K/V pipelines'
+  // stages are released by both CTAs' consumers. kClusterPairsTile: the tile kind's kernel takes
+  // the cluster kernel where the rows allow it (ClusterConfig, fmha_launch.cuh).
+  static constexpr int kClusterM = 1;
+  static constexpr bool kClusterPairsTile = false;
   static_assert(ConsumerWarpgroups == 2 || ConsumerWarpgroups == 3, "two or three consumers");
   // Each consumer warpgroup stages its 64 x d rows of O in a V stage of its own (that they fit
   // in one is FmhaTraits's check).
@@ -161,6 +168,7 @@ struct DefaultConfig<128, 128, 128> {
     static constexpr bool kNarrowFirstQueued = true;
     static constexpr bool kPredicatedLseQueued = false;
     static constexpr int kRescaleThreshold = 8;
+    static constexpr bool kClusterPairsTile = true;
   };
 };
 // d = 256 has no shared memory left for O's staging buffers, so each consumer warpgroup stages
@@ -202,8 +210,10 @@ struct FmhaTraits : Config {
   // are not found unqualified).
   using Config::kBlockN, Config::kConsumerRegisters, Config::kConsumerWarpgroups,
       Config::kEpilogueTma, Config::kHeadDim, Config::kStagesKV, Config::kStagesQ,
-      Config::kStageOInV, Config::kStageOSplit;
+      Config::kStageOInV, Config::kStageOSplit, Config::kClusterM;
   static constexpr int D = kHeadDim;
+  static_assert(kClusterM == 1 || kClusterM == 2, "clusters of one or two CTAs");
+  using ClusterShape = cute::Shape<cute::Int<kClusterM>, cute::_1, cute::_1>;
 
   // Roles: warpgroup 0 produces (scheduler + TMA), warpgroups 1.. consume, each owning 64 of the
   // tile's query rows.
@@ -275,8 +285,12 @@ struct FmhaTraits : Config {
       cute::make_gmem_ptr(static_cast<Element const*>(nullptr)), GmemLayout{}));
   using TmaQ = decltype(cute::make_tma_copy(cute::SM90_TMA_LOAD{}, std::declval<GmemTensor>(),
                                             SmemLayoutQ{}(cute::_, cute::_, cute::_0{})));
-  using TmaKV = decltype(cute::make_tma_copy(cute::SM90_TMA_LOAD{}, std::declval<GmemTensor>(),
-                                             SmemLayoutKV{}(cute::_, cute::_, cute::_0{})));
+  // With kClusterM 2 each CTA's box is half a K/V block, multicast to the cluster.
+  using TmaLoadKV =
+      std::conditional_t<(kClusterM > 1), cute::SM90_TMA_LOAD_MULTICAST, cute::SM90_TMA_LOAD>;
+  using TmaKV = decltype(cute::make_tma_copy(TmaLoadKV{}, std::declval<GmemTensor>(),
+                                             SmemLayoutKV{}(cute::_, cute::_, cute::_0{}),
+                                             cute::Int<kClusterM>{}));
   // O of one warpgroup's 64 rows, staged for the TMA store (kEpilogueTma): the K-major swizzled
   // layout of Q, written with stmatrix from the accumulator layout.
   using SmemLayoutO = decltype(cute::tile_to_shape(
