@@ -24,6 +24,11 @@
 //     kEpilogueTma, through shared memory (at d = 256 a V stage the tile no longer reads:
 //     StageOInV) and a TMA store.
 //
+// In clusters of two CTAs (kClusterM, d = 128's dense rows of one length from 8192 keys:
+// fmha_launch.cuh) the two CTAs run tiles of the same head and keys; each loader loads half of
+// every K/V block, multicast to both, and a stage is loaded again once both CTAs' consumers
+// released it.
+//
 // Every role walks the same tile sequence, including tiles with no work and the final "none":
 // the producer commits every hand-off slot it acquires and consumers wait for every one, so no
 // role waits on a barrier the others skip.
