@@ -154,10 +154,14 @@ nlohmann::json bench_point(const Workload& w, const BenchCommandOptions& options
   if (w.head_dim == 128) trace_pct = trace_overhead_pct(w, options);
   const bool causal = w.mask == Mask::Causal;
   const u32 kernel_bn = gpu::recommended_block_n(w);
+  u32 cluster = 1;
+  require(gpu::cluster_ctas(w, cluster));
   fmt::print("{:>5} {:>6} {:>5} {:>4} {:>7} {:>4} {:>4} {:<14} {:>5} {:>10.3f} {:>9.1f} {:>9}\n",
              w.head_dim, w.q_lens.front(), w.batch_size(), w.num_q_heads, causal ? "yes" : "no",
              w.block_m, kernel_bn, strategy_name(w), w.num_ctas, med, tflops,
              trace_pct ? fmt::format("{:.2f}", *trace_pct) : "-");
+  if (cluster > 1)
+    fmt::print("      clusters of {} CTAs sharing each K/V load (TMA multicast)\n", cluster);
   std::fflush(stdout);
   nlohmann::json row = {{"d", w.head_dim},
                         {"seq", w.q_lens.front()},
@@ -170,6 +174,7 @@ nlohmann::json bench_point(const Workload& w, const BenchCommandOptions& options
                         {"l2_min_rounds", w.l2_min_rounds},
                         {"scheduler", strategy_name(w)},
                         {"num_ctas", w.num_ctas},
+                        {"cluster_ctas", cluster},
                         {"median_ms", med},
                         {"flops", flops},
                         {"tflops", tflops}};

@@ -139,6 +139,13 @@ int run_gpu_command(const RunCommandOptions& options) {
       transient ? viz::describe_cta_choice(true, viz::CtaOrigin::Device, device_ctas, rule)
                 : viz::describe_cta_choice(false, options.ctas_origin, w.num_ctas, rule));
   if (!block_m_note.empty()) fmt::print("{}\n", block_m_note);
+  u32 cluster = 1;
+  require(gpu::cluster_ctas(w, cluster));
+  if (cluster > 1)
+    fmt::print(
+        "clusters of {} CTAs: each pair runs two tiles of one head and shares every K/V load (TMA "
+        "multicast; TILESCHED_GPU_CLUSTER=0 turns it off)\n",
+        cluster);
 
   const sim::AttentionInputs in = sim::make_inputs(w, options.seed);
   const gpu::DeviceInputs bits{sim::to_bf16_bits(in.q), sim::to_bf16_bits(in.k),

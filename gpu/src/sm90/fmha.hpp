@@ -23,6 +23,11 @@ Status launch(const AttentionArgs& args, const runtime::AnyScheduler& scheduler,
 template <int D, int BM, int BN>
 Status resident_ctas_per_sm(int& out);
 
+// CTAs per cluster that launch would run `w` (validated, its num_ctas set) in: 2 where the tile
+// kernel shares its K/V loads between two CTAs (kClusterM, fmha_launch.cuh), else 1.
+template <int D, int BM, int BN>
+Status cluster_ctas(const Workload& w, u32& out);
+
 // The kernels that exist, one (head dim, BM, BN) each: the one list the declarations below, the
 // launch's dispatch, kernel_block_ms and kernel_block_ns (attention.cu) expand. Each one's
 // instantiation is its own translation unit (fmha_d*.cu). At d = 256 the first BN listed is
@@ -33,7 +38,8 @@ Status resident_ctas_per_sm(int& out);
 #define TILESCHED_SM90_KERNEL(D, BM, BN)                                                       \
   extern template Status launch<D, BM, BN>(const AttentionArgs&, const runtime::AnyScheduler&, \
                                            const TileSummary&);                                \
-  extern template Status resident_ctas_per_sm<D, BM, BN>(int&);
+  extern template Status resident_ctas_per_sm<D, BM, BN>(int&);                                \
+  extern template Status cluster_ctas<D, BM, BN>(const Workload&, u32&);
 TILESCHED_SM90_KERNELS(TILESCHED_SM90_KERNEL)
 #undef TILESCHED_SM90_KERNEL
 

@@ -4,6 +4,7 @@
 
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
@@ -223,18 +224,15 @@ inline int cluster_switch() {
   const char* env = std::getenv("TILESCHED_GPU_CLUSTER");
   return env == nullptr ? -1 : (std::atoi(env) != 0 ? 1 : 0);
 }
+// num_ctas: the tile scheduler's C; tiles: a sequence's tiles (T); grid: the CTAs launched.
 template <class Config>
-bool cluster_pairs_fit(const Workload& w, const runtime::TileScheduler& scheduler,
-                       const TileSummary& summary) {
+bool cluster_pairs_fit(const Workload& w, u32 num_ctas, u32 tiles, u32 grid) {
   const int wanted = cluster_switch();
-  if (wanted == 0 || w.mask != Mask::None || scheduler.num_ctas % 2 != 0 ||
-      summary.max_num_prompt_tiles % 2 != 0)
+  if (wanted == 0 || w.mask != Mask::None || num_ctas % 2 != 0 || tiles % 2 != 0 || grid % 2 != 0)
     return false;
   if (wanted < 0 && w.key_len(0) < kClusterMinKeys) return false;
   for (u32 b = 0; b < w.batch_size(); ++b)
     if (w.q_lens[b] != w.q_lens[0] || w.key_len(b) != w.key_len(0)) return false;
-  const GridDim g = scheduler.grid_dim(summary);
-  if (g.x % 2 != 0 || g.y != 1 || g.z != 1) return false;
   // How many clusters the device holds at once (asked once per process).
   static const int fit = [] {
     using Traits = FmhaTraits<ClusterConfig<Config>>;
@@ -258,7 +256,7 @@ bool cluster_pairs_fit(const Workload& w, const runtime::TileScheduler& schedule
     }
     return clusters;
   }();
-  return static_cast<u32>(fit) * 2 >= g.x;
+  return static_cast<u32>(fit) * 2 >= grid;
 }
 
 template <class Config>
@@ -268,7 +266,9 @@ Status launch_config(const AttentionArgs& a, const runtime::AnyScheduler& schedu
   switch (scheduler.kind) {
     case SchedulerKind::Tile:
       if constexpr (Config::kClusterPairsTile) {
-        if (cluster_pairs_fit<Config>(a.workload, scheduler.tile, summary))
+        if (cluster_pairs_fit<Config>(a.workload, scheduler.tile.num_ctas,
+                                      summary.max_num_prompt_tiles,
+                                      scheduler.tile.grid_dim(summary).x))
           return launch_with<ClusterConfig<Config>>(a, scheduler.tile, summary, start);
       }
       return launch_with<Config>(a, scheduler.tile, summary, start);
@@ -293,6 +293,24 @@ Status launch(const AttentionArgs& a, const runtime::AnyScheduler& scheduler,
               const TileSummary& summary) {
   return with_config<D, BM, BN>(
       [&](auto config) { return launch_config<decltype(config)>(a, scheduler, summary); });
+}
+
+template <int D, int BM, int BN>
+Status cluster_ctas(const Workload& w, u32& out) {
+  return with_config<D, BM, BN>([&](auto config) -> Status {
+    using Config = decltype(config);
+    out = 1;
+    if constexpr (Config::kClusterPairsTile) {
+      if (w.scheduler != SchedulerKind::Tile) return Status::success();
+      // The tile scheduler's persistent grid: min(C, N) CTAs (scheduler.hpp).
+      const u32 tiles = ceil_div(w.max_seq_len(), static_cast<u32>(BM));
+      const std::uint64_t n = std::uint64_t(tiles) * w.num_q_heads * w.batch_size();
+      const u32 grid = static_cast<u32>(std::min<std::uint64_t>(w.num_ctas, n));
+      if (cluster_pairs_fit<Config>(w, w.num_ctas, tiles, grid))
+        out = ClusterConfig<Config>::kClusterM;
+    }
+    return Status::success();
+  });
 }
 
 template <int D, int BM, int BN>

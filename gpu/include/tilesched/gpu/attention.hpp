@@ -159,6 +159,12 @@ inline std::size_t split_workspace_bytes(const Workload& w) {
 // A persistent CTA count that fills the device: SMs x CTAs of this kernel resident per SM.
 Status resident_ctas(const Workload& w, u32& out);
 
+// CTAs per cluster the launch of `w` (valid, its num_ctas set) runs in: 2 where d = 128's tile
+// kernel runs dense rows of one length from 8192 keys in pairs of CTAs that share each K/V load
+// (TMA multicast; TILESCHED_GPU_CLUSTER=0 turns that off, =1 takes it wherever the rows allow:
+// docs/gpu-kernel.md), else 1.
+Status cluster_ctas(const Workload& w, u32& out);
+
 // Name and multiprocessor count of the current device.
 Status device_info(std::string& name, int& multiprocessors);
 
