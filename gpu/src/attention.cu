@@ -321,11 +321,11 @@ Status resident_ctas(const Workload& w, u32& out) {
 Status cluster_ctas(const Workload& w, u32& out) {
   out = 1;
   if (std::string m = w.validate(); !m.empty()) return Status::error("invalid workload: " + m);
-  return with_kernel(w.head_dim, w.block_m, recommended_block_n(w),
-                     [&](auto dim, auto bm, auto bn) -> Status {
-                       return sm90::cluster_ctas<decltype(dim)::value, decltype(bm)::value,
-                                                 decltype(bn)::value>(w, out);
-                     });
+  return with_kernel(
+      w.head_dim, w.block_m, recommended_block_n(w), [&](auto dim, auto bm, auto bn) -> Status {
+        return sm90::cluster_ctas<decltype(dim)::value, decltype(bm)::value, decltype(bn)::value>(
+            w, out);
+      });
 }
 
 Status device_info(std::string& name, int& multiprocessors) {

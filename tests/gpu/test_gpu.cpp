@@ -229,7 +229,7 @@ TEST_CASE("clusters of two CTAs share K/V loads: same results as the kernel with
       {{1024}, {}, true, 4, 4, 132, Schedule::Default, Mask::None},  // fewer tiles than CTAs
       {{512, 512}, {}, true, 4, 2, 10, Schedule::PromptRotate, Mask::None},
       {{500, 500}, {500, 500}, false, 2, 2, 4, Schedule::Default, Mask::None},  // partial tiles
-      {{512, 512}, {}, true, 4, 4, 7, Schedule::Default, Mask::None},  // odd C
+      {{512, 512}, {}, true, 4, 4, 7, Schedule::Default, Mask::None},           // odd C
       {{512, 512}, {}, true, 4, 4, 8, Schedule::Default, Mask::Causal},
   };
   int i = 0;
