@@ -79,6 +79,30 @@ Status allow_shared_memory() {
                              "cudaFuncSetAttribute(max dynamic shared memory)");
 }
 
+// A launch of `Config`'s kernel in clusters of Traits::kClusterM CTAs along x: the launch
+// itself (launch_with) and the occupancy query (cluster_pairs_fit) share it. Not copyable: the
+// configuration points at the attribute beside it.
+template <class Config>
+struct ClusterLaunch {
+  using Traits = FmhaTraits<Config>;
+  cudaLaunchConfig_t config{};
+  cudaLaunchAttribute cluster{};
+  ClusterLaunch(dim3 grid, cudaStream_t stream) {
+    config.gridDim = grid;
+    config.blockDim = dim3(Traits::kThreads);
+    config.dynamicSmemBytes = Traits::kSharedBytes;
+    config.stream = stream;
+    cluster.id = cudaLaunchAttributeClusterDimension;
+    cluster.val.clusterDim.x = Traits::kClusterM;
+    cluster.val.clusterDim.y = 1;
+    cluster.val.clusterDim.z = 1;
+    config.attrs = &cluster;
+    config.numAttrs = 1;
+  }
+  ClusterLaunch(const ClusterLaunch&) = delete;
+  ClusterLaunch& operator=(const ClusterLaunch&) = delete;
+};
+
 // counter_start: the counter scheduler's (AnyScheduler::counter_start()), for
 // restore_launch_words.
 template <class Config, class Scheduler>
@@ -137,19 +161,8 @@ Status launch_with(const AttentionArgs& a, const Scheduler& scheduler, const Til
   const GridDim g = scheduler.grid_dim(summary);
   if constexpr (Traits::kClusterM > 1) {
     // Clusters of kClusterM CTAs along x (cluster_pairs_fit has checked the grid).
-    cudaLaunchConfig_t config{};
-    config.gridDim = dim3(g.x, g.y, g.z);
-    config.blockDim = dim3(Traits::kThreads);
-    config.dynamicSmemBytes = Traits::kSharedBytes;
-    config.stream = static_cast<cudaStream_t>(a.stream);
-    cudaLaunchAttribute cluster{};
-    cluster.id = cudaLaunchAttributeClusterDimension;
-    cluster.val.clusterDim.x = Traits::kClusterM;
-    cluster.val.clusterDim.y = 1;
-    cluster.val.clusterDim.z = 1;
-    config.attrs = &cluster;
-    config.numAttrs = 1;
-    if (Status s = detail::cuda_status(cudaLaunchKernelEx(&config, kernel, p),
+    const ClusterLaunch<Config> launch(dim3(g.x, g.y, g.z), static_cast<cudaStream_t>(a.stream));
+    if (Status s = detail::cuda_status(cudaLaunchKernelEx(&launch.config, kernel, p),
                                        "launching the attention kernel (clusters)");
         !s)
       return s;
@@ -211,7 +224,7 @@ struct QueuedConfig : PrefetchingConfig<Config> {
 // once (a persistent grid that did not fit would run its clusters in turns). Taken where it
 // measured faster: from kClusterMinKeys keys up (d = 128 dense: +0.6 % at 8192 keys, +3 % at
 // 16384 in noisy rounds, 1.001 at 4096 and 2.0 / 1.0 / 0.6 % slower at 512 / 1024 / 2048, where
-// the stage releases that wait for both CTAs cost more than the halved loads save;
+// the stage releases that wait for both CTAs cost more than the shared loads save;
 // docs/gpu-performance.md, twenty-sixth session). TILESCHED_GPU_CLUSTER=0 never takes it, =1
 // wherever the rows allow it (the tests' switch).
 template <class Config>
@@ -235,22 +248,12 @@ bool cluster_pairs_fit(const Workload& w, u32 num_ctas, u32 tiles, u32 grid) {
     if (w.q_lens[b] != w.q_lens[0] || w.key_len(b) != w.key_len(0)) return false;
   // How many clusters the device holds at once (asked once per process).
   static const int fit = [] {
-    using Traits = FmhaTraits<ClusterConfig<Config>>;
-    auto* kernel = &fmha_kernel<runtime::TileScheduler, ClusterConfig<Config>>;
-    if (!allow_shared_memory<ClusterConfig<Config>, runtime::TileScheduler>()) return 0;
-    cudaLaunchConfig_t config{};
-    config.gridDim = dim3(2);
-    config.blockDim = dim3(Traits::kThreads);
-    config.dynamicSmemBytes = Traits::kSharedBytes;
-    cudaLaunchAttribute cluster{};
-    cluster.id = cudaLaunchAttributeClusterDimension;
-    cluster.val.clusterDim.x = 2;
-    cluster.val.clusterDim.y = 1;
-    cluster.val.clusterDim.z = 1;
-    config.attrs = &cluster;
-    config.numAttrs = 1;
+    using Cluster = ClusterConfig<Config>;
+    auto* kernel = &fmha_kernel<runtime::TileScheduler, Cluster>;
+    if (!allow_shared_memory<Cluster, runtime::TileScheduler>()) return 0;
+    const ClusterLaunch<Cluster> launch(dim3(Cluster::kClusterM), nullptr);
     int clusters = 0;
-    if (cudaOccupancyMaxActiveClusters(&clusters, kernel, &config) != cudaSuccess) {
+    if (cudaOccupancyMaxActiveClusters(&clusters, kernel, &launch.config) != cudaSuccess) {
       (void)cudaGetLastError();
       return 0;
     }
@@ -302,11 +305,10 @@ Status cluster_ctas(const Workload& w, u32& out) {
     out = 1;
     if constexpr (Config::kClusterPairsTile) {
       if (w.scheduler != SchedulerKind::Tile) return Status::success();
-      // The tile scheduler's persistent grid: min(C, N) CTAs (scheduler.hpp).
-      const u32 tiles = ceil_div(w.max_seq_len(), static_cast<u32>(BM));
-      const std::uint64_t n = std::uint64_t(tiles) * w.num_q_heads * w.batch_size();
-      const u32 grid = static_cast<u32>(std::min<std::uint64_t>(w.num_ctas, n));
-      if (cluster_pairs_fit<Config>(w, w.num_ctas, tiles, grid))
+      // T and the tile scheduler's persistent grid, min(C, N), as the launch sees them.
+      const TileSummary summary = TileSummary::make(w.batch_size(), w.max_seq_len(), BM);
+      const u32 grid = std::min(w.num_ctas, summary.max_idx(w.num_q_heads));
+      if (cluster_pairs_fit<Config>(w, w.num_ctas, summary.max_num_prompt_tiles, grid))
         out = ClusterConfig<Config>::kClusterM;
     }
     return Status::success();
