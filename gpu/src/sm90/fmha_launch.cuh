@@ -206,9 +206,11 @@ struct PrefetchingConfig : Config {
   static constexpr bool kStageOSplit = Config::kStageOSplit || Config::kStageOSplitQueued;
 };
 // The queued kind's kernel also runs NarrowFirst where the configuration asks for it
-// (kNarrowFirstQueued): d = 128, whose short causal rows the simulator gives to queued, +2.0 /
-// +1.4 % at seq 512 / 1024 causal; in the tile and lpt_queued kernels (dense rows, long causal
-// ones) it cost 0.5-0.8 % (docs/gpu-performance.md, seventeenth and eighteenth sessions).
+// (kNarrowFirstQueued): d = 128, +2.0 / +1.4 % at seq 512 / 1024 causal; in the tile and
+// lpt_queued kernels (dense rows, long causal ones) it cost 0.5-0.8 % (docs/gpu-performance.md,
+// seventeenth and eighteenth sessions). lpt_queued runs this configuration too where every
+// sequence has at most kNarrowMaxKeys keys (short_rows): the simulator gives d = 128's 512-key
+// causal rows to lpt_queued since its refits, which had left them without the narrow block.
 template <class Config>
 struct QueuedConfig : PrefetchingConfig<Config> {
   static constexpr bool kNarrowFirst = Config::kNarrowFirst || Config::kNarrowFirstQueued;
@@ -227,6 +229,13 @@ struct QueuedConfig : PrefetchingConfig<Config> {
 // the stage releases that wait for both CTAs cost more than the shared loads save;
 // docs/gpu-performance.md, twenty-sixth session). TILESCHED_GPU_CLUSTER=0 never takes it, =1
 // wherever the rows allow it (the tests' switch).
+inline constexpr u32 kNarrowMaxKeys = 1024;
+// Whether every sequence of `w` has at most kNarrowMaxKeys keys.
+inline bool short_rows(const Workload& w) {
+  for (u32 b = 0; b < w.batch_size(); ++b)
+    if (w.key_len(b) > kNarrowMaxKeys) return false;
+  return true;
+}
 template <class Config>
 struct ClusterConfig : Config {
   static constexpr int kClusterM = 2;
@@ -278,6 +287,10 @@ Status launch_config(const AttentionArgs& a, const runtime::AnyScheduler& schedu
     case SchedulerKind::Queued:
       return launch_with<QueuedConfig<Config>>(a, scheduler.queued, summary, start);
     case SchedulerKind::LptQueued:
+      if constexpr (Config::kNarrowFirstQueued) {
+        if (short_rows(a.workload))
+          return launch_with<QueuedConfig<Config>>(a, scheduler.lpt_queued, summary, start);
+      }
       return launch_with<PrefetchingConfig<Config>>(a, scheduler.lpt_queued, summary, start);
     // Always its own: the AnyScheduler kernel's switch leaves split_tail out (any_scheduler.hpp).
     // Only at kernel_block_n's BN (validate() refuses the others): no split kernel for the rest.
