@@ -187,10 +187,13 @@ echo "makespan         4228 us                              4221 us"
     os.makedirs(grid, exist_ok=True)
     nan = float("nan")
 
-    def grid_row(d, seq, causal, ours, cudnn, fa4, bm=128):
-        return {"d": d, "seq": seq, "causal": causal, "block_m": bm, "kernel_block_n": 128,
-                "num_ctas": 132, "scheduler": "tile/default", "tflops": ours,
-                "cudnn_tflops": cudnn, "fa4_tflops": fa4}
+    def grid_row(d, seq, causal, ours, cudnn, fa4, bm=128, cluster=None):
+        row = {"d": d, "seq": seq, "causal": causal, "block_m": bm, "kernel_block_n": 128,
+               "num_ctas": 132, "scheduler": "tile/default", "tflops": ours,
+               "cudnn_tflops": cudnn, "fa4_tflops": fa4}
+        if cluster is not None:
+            row["cluster_ctas"] = cluster
+        return row
 
     def write_round(name, rows):
         path = os.path.join(grid, name)
@@ -199,12 +202,12 @@ echo "makespan         4228 us                              4221 us"
         return path
 
     r1 = write_round("r1.json", [grid_row(64, 512, True, 99.0, 100.0, nan),
-                                 grid_row(128, 4096, False, 720.0, 700.0, 730.0),
-                                 grid_row(128, 8192, True, 700.0, 600.0, 690.0),
+                                 grid_row(128, 4096, False, 720.0, 700.0, 730.0, cluster=1),
+                                 grid_row(128, 8192, True, 700.0, 600.0, 690.0, cluster=2),
                                  grid_row(256, 16384, False, 800.0, nan, 790.0)])
     r2 = write_round("r2.json", [grid_row(64, 512, True, 101.0, 100.0, nan),
-                                 grid_row(128, 4096, False, 724.0, 704.0, 726.0),
-                                 grid_row(128, 8192, True, 710.0, 610.0, 700.0),
+                                 grid_row(128, 4096, False, 724.0, 704.0, 726.0, cluster=1),
+                                 grid_row(128, 8192, True, 710.0, 610.0, 700.0, cluster=2),
                                  grid_row(256, 16384, False, 810.0, 700.0, 800.0)])
     md = os.path.join(grid, "grid.md")
     rc, out, err = run([py, os.path.join(bench, "grid_rounds.py"), r1, r2, "--markdown", md])
@@ -215,6 +218,8 @@ echo "makespan         4228 us                              4221 us"
                  "**1.028** | 730.0, 726.0 | 0.992 |",
                  "| 256 | 16384 | no | 128 | 128 | 132 | tile/default | 800.0, 810.0 | -, 700.0 | - | "
                  "790.0, 800.0 | **1.013** |",
+                 "| 128 | 8192 | yes | 128 | 128 | 132, clusters of 2 | tile/default | 700.0, 710.0 | "
+                 "600.0, 610.0 | **1.165** | 690.0, 700.0 | **1.014** |",
                  "- ours >= 1.0x cuDNN: **3 of 3** (1 shapes without a cuDNN time in every round: "
                  "d = 256 16384 dense)",
                  "- ours >= 1.10x cuDNN at seq >= 4096: **1 of 2**; misses: d = 128 4096 dense 1.028",
@@ -232,6 +237,13 @@ echo "makespan         4228 us                              4221 us"
     rc, out, err = run([py, os.path.join(bench, "grid_rounds.py"), r1, kernel])
     expect(rc == 2 and "ran another kernel (block_m 192, not 128)" in err,
            f"grid_rounds.py kernel: {rc} {err}")
+    unpaired = write_round("unpaired.json", [grid_row(64, 512, True, 99.0, 100.0, nan),
+                                             grid_row(128, 4096, False, 1.0, 1.0, 1.0, cluster=1),
+                                             grid_row(128, 8192, True, 1.0, 1.0, 1.0, cluster=1),
+                                             grid_row(256, 16384, False, 1.0, 1.0, 1.0)])
+    rc, out, err = run([py, os.path.join(bench, "grid_rounds.py"), r1, unpaired])
+    expect(rc == 2 and "ran another kernel (cluster_ctas 1, not 2)" in err,
+           f"grid_rounds.py clusters: {rc} {err}")
     bad = write_round("bad.json", [grid_row(64, 512, True, -1.0, 100.0, nan)])
     rc, out, err = run([py, os.path.join(bench, "grid_rounds.py"), bad])
     expect(rc == 2 and "'tflops' must be a positive number, not -1.0" in err,

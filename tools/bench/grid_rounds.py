@@ -8,8 +8,9 @@ the targets of docs/gpu-performance.md: ours >= 1.0x cuDNN at every shape, >= 1.
 
   tools/bench/grid_rounds.py ROUND1/side_by_side.json ROUND2/side_by_side.json ... [--markdown FILE]
 
-Every round must hold the same shapes (d, seq, causal) with the same kernel (BM, BN, CTAs,
-scheduler) and the peers' inputs drawn alike (gpu_bench.py --peer-inputs; a file without the field
+The CTAs column says "clusters of 2" where the point ran in clusters of two CTAs (bench's
+cluster_ctas). Every round must hold the same shapes (d, seq, causal) with the same kernel (BM,
+BN, CTAs, clusters, scheduler) and the peers' inputs drawn alike (gpu_bench.py --peer-inputs; a file without the field
 is from before the option: bf16-rand); a round that differs, or a missing or malformed file, is
 refused with exit 2. A peer
 not timed at a shape (NaN in gpu_bench.py's JSON) shows as "-", and the shape leaves that peer's
@@ -24,7 +25,7 @@ import sys
 from atomic_file import write_atomic
 
 KEY = ("d", "seq", "causal")
-KERNEL = ("block_m", "kernel_block_n", "num_ctas", "scheduler")
+KERNEL = ("block_m", "kernel_block_n", "num_ctas", "cluster_ctas", "scheduler")
 
 
 def refuse(message):
@@ -122,6 +123,14 @@ def ratio_cell(value, bar):
     return "-" if value is None else bold_if(value, value >= bar)
 
 
+def ctas_cell(row):
+    """The point's CTAs, and its clusters where bench says it ran in clusters of several CTAs (a
+    file from before bench wrote cluster_ctas has none)."""
+    cluster = row.get("cluster_ctas")
+    ctas = f"{row.get('num_ctas', '-')}"
+    return ctas + (f", clusters of {cluster}" if isinstance(cluster, int) and cluster > 1 else "")
+
+
 def shape_name(key):
     return f"d = {key[0]} {key[1]} {'causal' if key[2] else 'dense'}"
 
@@ -139,7 +148,7 @@ def markdown(inputs, merged, rounds):
         fa4 = listed(m["fa4"]) if m["fa4"] else "-"
         lines.append(
             f"| {d} | {seq} | {'yes' if causal else 'no'} | {x.get('block_m', '-')} | "
-            f"{x.get('kernel_block_n', '-')} | {x.get('num_ctas', '-')} | {x.get('scheduler', '-')} "
+            f"{x.get('kernel_block_n', '-')} | {ctas_cell(x)} | {x.get('scheduler', '-')} "
             f"| {listed(m['ours'])} | {listed(m['cudnn'])} | "
             f"{ratio_cell(m['vs_cudnn'], 1.0)} | {fa4} | {ratio_cell(m['vs_fa4'], 1.0)} |")
 
