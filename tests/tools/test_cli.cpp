@@ -193,6 +193,14 @@ TEST_CASE("bad values are usage errors that say what is wrong") {
         "--mask: unknown value 'banana' (expected one of: none, causal)");
   CHECK(usage_error_of({"--heads", "6", "--kv-heads", "4"}).find("multiple of KV heads") !=
         std::string::npos);
+  // One of the two given: the other's value is named as the base workload's (32 / 8 built in).
+  CHECK(usage_error_of({"--heads", "6"}) ==
+        "invalid workload: query heads (6) must be a multiple of KV heads (8, the built-in "
+        "workload's; give --kv-heads too)");
+  CHECK(usage_error_of({"--kv-heads", "5"}) ==
+        "invalid workload: query heads (32, the built-in workload's; give --heads too) must be a "
+        "multiple of KV heads (5)");
+  CHECK_NOTHROW(workload_from_flags({"--heads", "16"}));  // 16 / 8: nothing to say
   CHECK(usage_error_of({"--scheduler", "fastest"}).find("--scheduler") != std::string::npos);
   CHECK(usage_error_of({"--q-lens", "0"}).find("no work") != std::string::npos);
   CHECK(usage_error_of({"--cost-profile", "a100"}).find("--cost-profile") != std::string::npos);
