@@ -231,11 +231,7 @@ struct QueuedConfig : PrefetchingConfig<Config> {
 // wherever the rows allow it (the tests' switch).
 inline constexpr u32 kNarrowMaxKeys = 1024;
 // Whether every sequence of `w` has at most kNarrowMaxKeys keys.
-inline bool short_rows(const Workload& w) {
-  for (u32 b = 0; b < w.batch_size(); ++b)
-    if (w.key_len(b) > kNarrowMaxKeys) return false;
-  return true;
-}
+inline bool short_rows(const Workload& w) { return w.max_key_len() <= kNarrowMaxKeys; }
 template <class Config>
 struct ClusterConfig : Config {
   static constexpr int kClusterM = 2;
