@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """The CPU side of the device-only benchmark scripts in tools/bench/: ab_compare.py,
-grid_rounds.py, ncu_summary.py and ragged_mix.py on synthetic inputs (the figures they print;
-ragged_mix.py drives a stand-in for the tilesched binary, as does record_cost_traces.sh), and the
+grid_rounds.py, ncu_summary.py, ragged_mix.py and gpu_bench.py's table rows on synthetic inputs
+(the figures they print; ragged_mix.py drives a stand-in for the tilesched binary, as does
+record_cost_traces.sh), and the
 argument checks of ab_bench.sh, ncu_compare.sh, clock_sweep.sh and peer_kernels.py, which must
 refuse bad input before touching a GPU; clock_sweep.py's table from synthetic Nsight Compute
 CSVs. Prints "ok: ..." when every check passes, else the first failure, exit 1.
@@ -227,6 +228,23 @@ echo "makespan         4228 us                              4221 us"
         expect(line in out, f"grid_rounds.py: no line '{line}' in:\n{out}")
     with open(md) as f:
         expect(f.read() == out, "grid_rounds.py --markdown differs from its output")
+    # gpu_bench.py's per-round table (its timing needs torch and a GPU; its rows do not).
+    sys.path.insert(0, bench)
+    import gpu_bench
+    head = gpu_bench.markdown_head(True)
+    bench_row = dict(grid_row(128, 8192, False, 755.0, nan, nan, cluster=2), batch=2, heads=16,
+                     num_ctas=128)
+    for got, want in ((gpu_bench.markdown_line(bench_row, 689.0, 755.0 / 689.0, (750.0, 755.0 / 750.0)),
+                       "| 128 | 8192 | 2 | 16 | no | tile/default | 128, clusters of 2 | 755.0 | 689.0 | "
+                       "1.096 | 750.0 | 1.007 |"),
+                      (gpu_bench.markdown_line(dict(bench_row, cluster_ctas=1), 689.0, 1.096,
+                                               (nan, nan)),
+                       "| 128 | 8192 | 2 | 16 | no | tile/default | 128 | 755.0 | 689.0 | 1.096 | - | - |"),
+                      (gpu_bench.markdown_line(bench_row, 689.0, 1.096), None)):
+        if want is not None:
+            expect(got == want, f"gpu_bench.py row: {got!r}, not {want!r}")
+        expect(got.count("|") == head[0].count("|") - (2 if want is None else 0),
+               f"gpu_bench.py row and header differ in columns: {got!r} / {head[0]!r}")
     other = write_round("other.json", [grid_row(64, 512, True, 99.0, 100.0, nan)])
     rc, out, err = run([py, os.path.join(bench, "grid_rounds.py"), r1, other])
     expect(rc == 2 and "has other shapes than" in err, f"grid_rounds.py shapes: {rc} {err}")
@@ -332,7 +350,7 @@ echo "makespan         4228 us                              4221 us"
                             os.path.join(bench, "phase_probe.patch")])
         expect(rc == 0, f"phase_probe.patch no longer applies: {err}")
         probe = "phase_probe.patch applies"
-    print("ok: ab_compare.py, grid_rounds.py, gap_split.py, ncu_summary.py, ragged_mix.py, "
+    print("ok: ab_compare.py, grid_rounds.py, gpu_bench.py's table rows, gap_split.py, ncu_summary.py, ragged_mix.py, "
           f"record_cost_traces.sh, clock_sweep.py and the argument checks of the device scripts; {probe}")
 
 

@@ -113,6 +113,32 @@ def same_as_ours(given, ours_value, flag, ours_path):
              "both sides must be timed alike")
 
 
+def ctas_cell(row):
+    """The point's CTAs, and its clusters where bench says it ran in clusters of several CTAs (a
+    file from before bench wrote cluster_ctas has none)."""
+    cluster = row.get("cluster_ctas")
+    ctas = f"{row.get('num_ctas', '-')}"
+    return ctas + (f", clusters of {cluster}" if isinstance(cluster, int) and cluster > 1 else "")
+
+
+def markdown_head(with_fa4):
+    """The side-by-side table's header rows (with FA4's two columns where it was timed)."""
+    return ["| d | seq | batch | heads | causal | ours scheduler | ours CTAs | ours TFLOP/s | "
+            "cuDNN TFLOP/s | ours/cuDNN |" + (" FA4 TFLOP/s | ours/FA4 |" if with_fa4 else ""),
+            "|---|---|---|---|---|---|---|---|---|---|" + ("---|---|" if with_fa4 else "")]
+
+
+def markdown_line(row, cudnn, ratio, fa4=None):
+    """One point of the side-by-side table: bench's row, cuDNN's TFLOP/s and ours/cuDNN, and
+    where FA4 was timed (fa4_tflops, ours/FA4) its columns ("-" for a point it was not run at)."""
+    fa4_md = ""
+    if fa4 is not None:
+        fa4_md = f" {fa4[0]:.1f} | {fa4[1]:.3f} |" if fa4[0] == fa4[0] else " - | - |"
+    return (f"| {row['d']} | {row['seq']} | {row['batch']} | {row['heads']} | "
+            f"{'yes' if row['causal'] else 'no'} | {row['scheduler']} | {ctas_cell(row)} | "
+            f"{row['tflops']:.1f} | {cudnn:.1f} | {ratio:.3f} |" + fa4_md)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     src = ap.add_mutually_exclusive_group(required=True)
@@ -169,9 +195,7 @@ def main():
     flash_attn_func = load_fa4(args.fa4_site, "gpu_bench.py") if args.fa4_site else None
 
     device = torch.cuda.get_device_name()
-    fa4_head = " FA4 TFLOP/s | ours/FA4 |" if flash_attn_func else ""
-    lines = ["| d | seq | batch | heads | causal | ours scheduler | ours TFLOP/s | cuDNN TFLOP/s | ours/cuDNN |" + fa4_head,
-             "|---|---|---|---|---|---|---|---|---|" + ("---|---|" if flash_attn_func else "")]
+    lines = markdown_head(flash_attn_func is not None)
     print(f"device: {device} (ours measured on {ours.get('device')}, {ours.get('date')}); "
           f"peer inputs: {args.peer_inputs}")
     print(f"{'d':>4} {'seq':>6} {'batch':>5} {'H':>3} {'causal':>6} {'ours':>8} {'cuDNN':>8} {'ratio':>6}"
@@ -201,9 +225,8 @@ def main():
         fa4_cols = f" {fa4:>8.1f} {fa4_ratio:>6.3f}" if flash_attn_func else ""
         print(f"{d:>4} {s:>6} {b:>5} {h:>3} {'yes' if causal else 'no':>6} {row['tflops']:>8.1f} "
               f"{cudnn:>8.1f} {ratio:>6.3f}{fa4_cols}", flush=True)
-        fa4_md = (f" {fa4:.1f} | {fa4_ratio:.3f} |" if fa4 == fa4 else " - | - |") if flash_attn_func else ""
-        lines.append(f"| {d} | {s} | {b} | {h} | {'yes' if causal else 'no'} | {row['scheduler']} | "
-                     f"{row['tflops']:.1f} | {cudnn:.1f} | {ratio:.3f} |" + fa4_md)
+        lines.append(markdown_line(row, cudnn, ratio,
+                                   (fa4, fa4_ratio) if flash_attn_func else None))
         out = dict(row, cudnn_tflops=cudnn, ratio=ratio)
         if flash_attn_func:
             out.update(fa4_tflops=fa4, fa4_ratio=fa4_ratio)

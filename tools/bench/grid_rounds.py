@@ -23,6 +23,7 @@ import math
 import sys
 
 from atomic_file import write_atomic
+from gpu_bench import ctas_cell
 
 KEY = ("d", "seq", "causal")
 KERNEL = ("block_m", "kernel_block_n", "num_ctas", "cluster_ctas", "scheduler")
@@ -121,14 +122,6 @@ def listed(values):
 
 def ratio_cell(value, bar):
     return "-" if value is None else bold_if(value, value >= bar)
-
-
-def ctas_cell(row):
-    """The point's CTAs, and its clusters where bench says it ran in clusters of several CTAs (a
-    file from before bench wrote cluster_ctas has none)."""
-    cluster = row.get("cluster_ctas")
-    ctas = f"{row.get('num_ctas', '-')}"
-    return ctas + (f", clusters of {cluster}" if isinstance(cluster, int) and cluster > 1 else "")
 
 
 def shape_name(key):
