@@ -225,12 +225,16 @@ void write_trace_json(TextSink& out, const Trace& t, const ProgressCallback& pro
   for (std::size_t i = 0; i < n; ++i) {
     const TraceEvent& e = t.events[i];
     line.clear();
+    fmt::format_to(fmt::appender(line), FMT_COMPILE("{}{{\"cta\":{},\"end_us\":{},\"head_idx\":{},"),
+                   i == 0 ? "\n" : ",\n", e.cta, JsonTime{e.end_us}, e.head_idx);
+    // A piece of a tile (split_tail) names its first block, as event_to_json writes it.
+    if (e.kv_block_begin != 0)
+      fmt::format_to(fmt::appender(line), FMT_COMPILE("\"kv_block_begin\":{},"), e.kv_block_begin);
     fmt::format_to(fmt::appender(line),
-                   FMT_COMPILE("{}{{\"cta\":{},\"end_us\":{},\"head_idx\":{},\"kv_blocks\":{},"
-                               "\"linear_idx\":{},\"prompt_idx\":{},\"prompt_offset\":{},"
-                               "\"query_rows\":{},\"sm_id\":{},\"start_us\":{},\"step\":{}}}"),
-                   i == 0 ? "\n" : ",\n", e.cta, JsonTime{e.end_us}, e.head_idx, e.kv_blocks,
-                   e.linear_idx, e.prompt_idx, e.prompt_offset, e.query_rows, e.sm_id,
+                   FMT_COMPILE("\"kv_blocks\":{},\"linear_idx\":{},\"prompt_idx\":{},"
+                               "\"prompt_offset\":{},\"query_rows\":{},\"sm_id\":{},"
+                               "\"start_us\":{},\"step\":{}}}"),
+                   e.kv_blocks, e.linear_idx, e.prompt_idx, e.prompt_offset, e.query_rows, e.sm_id,
                    JsonTime{e.start_us}, e.step);
     out.append(std::string_view(line.data(), line.size()));
     if (progress && (i + 1) % kProgressEvery == 0) progress(i + 1, n);
