@@ -2,6 +2,9 @@
 // set differences are counted, timing ratios are per CTA.
 #include <doctest/doctest.h>
 
+#include <fmt/format.h>
+
+#include <string>
 #include <tuple>
 
 #include "cli/trace_diff.hpp"
@@ -100,4 +103,42 @@ TEST_CASE("traces of different problems are told apart from different schedules 
   const TraceDiff strategies = diff_traces(causal, test::small_trace(SchedulerKind::Queued));
   CHECK_FALSE(strategies.same_workload());
   CHECK(strategies.same_problem());
+}
+
+TEST_CASE("split_tail: pieces that split a tile's blocks differently are a different schedule") {
+  Workload w;
+  w.q_lens = {300, 300};
+  w.padded = true;
+  w.num_q_heads = w.num_kv_heads = 3;
+  w.mask = Mask::None;
+  w.num_ctas = 4;
+  w.scheduler = SchedulerKind::SplitTail;
+  REQUIRE_MESSAGE(w.validate().empty(), w.validate());
+  const Trace a = sim::replay(w);
+  REQUIRE(diff_traces(a, a).schedules_identical());
+  // The first split tile: its piece that begins at block 0 and the one right after it.
+  Trace b = a;
+  TraceEvent* first = nullptr;
+  TraceEvent* second = nullptr;
+  for (TraceEvent& e : b.events)
+    if (e.kv_block_begin > 0 && e.kv_blocks >= 2 && !second) second = &e;
+  REQUIRE(second);
+  for (TraceEvent& e : b.events)
+    if (e.linear_idx == second->linear_idx && e.kv_block_begin == 0) first = &e;
+  REQUIRE(first);
+  REQUIRE(first->kv_blocks == second->kv_block_begin);
+  // The same tile, the same CTAs and steps, the boundary between the pieces one block later.
+  first->kv_blocks += 1;
+  second->kv_block_begin += 1;
+  second->kv_blocks -= 1;
+  const TraceDiff d = diff_traces(a, b);
+  CHECK(d.same_workload());
+  CHECK_FALSE(d.schedules_identical());
+  CHECK(d.only_in_a_count == 2);
+  CHECK(d.only_in_b_count == 2);
+  const std::string text = format_trace_diff(d, a, b);
+  CHECK_MESSAGE(text.find(fmt::format("kv blocks [{}, {})", second->kv_block_begin,
+                                      second->kv_block_begin + second->kv_blocks)) !=
+                    std::string::npos,
+                text);
 }

@@ -15,14 +15,17 @@
 namespace tilesched::cli {
 namespace {
 
-// A tile is identified by where it is in the problem; the linear index depends on the schedule.
-using TileKey = std::tuple<u32, u32, u32>;  // prompt, head, prompt offset
-TileKey key_of(const TraceEvent& e) {
-  return {e.prompt_idx, e.head_idx, e.prompt_offset};
-}
-
-bool same_tile(const TraceEvent& a, const TraceEvent& b) {
-  return key_of(a) == key_of(b) && a.linear_idx == b.linear_idx;
+// A tile is identified by where it is in the problem; the linear index depends on the schedule. A
+// piece of a tile (split_tail: fewer KV blocks than its trace's workload gives the whole tile) also
+// by its blocks, so that two traces that split a tile's blocks differently differ; a whole tile's
+// block count is the problem's, not the schedule's, and stays out of the key.
+using TileKey = std::tuple<u32, u32, u32, u32, u32>;  // prompt, head, offset; a piece's blocks
+TileKey key_of(const TraceEvent& e, const Workload& w) {
+  const bool piece =
+      e.kv_block_begin != 0 ||
+      (e.prompt_idx < w.batch_size() && e.kv_blocks < w.tile_cost(e.prompt_idx, e.prompt_offset).kv_blocks);
+  return {e.prompt_idx, e.head_idx, e.prompt_offset, piece ? e.kv_block_begin : 0u,
+          piece ? e.kv_blocks : 0u};
 }
 
 std::vector<std::string> workload_differences(const Workload& a, const Workload& b) {
@@ -63,7 +66,8 @@ std::optional<FirstScheduleDifference> first_difference(const Trace& a, const Tr
     const TraceEvent* y = j < eb.size() ? eb[j] : nullptr;
     const auto pos = [](const TraceEvent* e) { return std::make_pair(e->cta, e->step); };
     if (x && y && pos(x) == pos(y)) {
-      if (!same_tile(*x, *y)) return FirstScheduleDifference{x->cta, x->step, *x, *y};
+      if (key_of(*x, a.workload) != key_of(*y, b.workload) || x->linear_idx != y->linear_idx)
+        return FirstScheduleDifference{x->cta, x->step, *x, *y};
       ++i, ++j;
     } else if (x && (!y || pos(x) < pos(y))) {
       return FirstScheduleDifference{x->cta, x->step, *x, std::nullopt};
@@ -86,8 +90,8 @@ TraceDiff diff_traces(const Trace& a, const Trace& b, std::size_t max_listed) {
 
   // Tile sets as multisets: a tile processed twice in A and once in B counts once "only in A".
   std::map<TileKey, std::vector<const TraceEvent*>> in_a, in_b;
-  for (const TraceEvent& e : a.events) in_a[key_of(e)].push_back(&e);
-  for (const TraceEvent& e : b.events) in_b[key_of(e)].push_back(&e);
+  for (const TraceEvent& e : a.events) in_a[key_of(e, a.workload)].push_back(&e);
+  for (const TraceEvent& e : b.events) in_b[key_of(e, b.workload)].push_back(&e);
   auto surplus = [&](const auto& mine, const auto& theirs, std::size_t& count,
                      std::vector<TraceEvent>& listed) {
     for (const auto& [key, events] : mine) {
