@@ -225,7 +225,8 @@ void write_trace_json(TextSink& out, const Trace& t, const ProgressCallback& pro
   for (std::size_t i = 0; i < n; ++i) {
     const TraceEvent& e = t.events[i];
     line.clear();
-    fmt::format_to(fmt::appender(line), FMT_COMPILE("{}{{\"cta\":{},\"end_us\":{},\"head_idx\":{},"),
+    fmt::format_to(fmt::appender(line),
+                   FMT_COMPILE("{}{{\"cta\":{},\"end_us\":{},\"head_idx\":{},"),
                    i == 0 ? "\n" : ",\n", e.cta, JsonTime{e.end_us}, e.head_idx);
     // A piece of a tile (split_tail) names its first block, as event_to_json writes it.
     if (e.kv_block_begin != 0)

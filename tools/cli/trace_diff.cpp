@@ -22,8 +22,8 @@ namespace {
 using TileKey = std::tuple<u32, u32, u32, u32, u32>;  // prompt, head, offset; a piece's blocks
 TileKey key_of(const TraceEvent& e, const Workload& w) {
   const bool piece =
-      e.kv_block_begin != 0 ||
-      (e.prompt_idx < w.batch_size() && e.kv_blocks < w.tile_cost(e.prompt_idx, e.prompt_offset).kv_blocks);
+      e.kv_block_begin != 0 || (e.prompt_idx < w.batch_size() &&
+                                e.kv_blocks < w.tile_cost(e.prompt_idx, e.prompt_offset).kv_blocks);
   return {e.prompt_idx, e.head_idx, e.prompt_offset, piece ? e.kv_block_begin : 0u,
           piece ? e.kv_blocks : 0u};
 }
