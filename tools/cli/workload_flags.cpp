@@ -144,19 +144,17 @@ Workload resolve_workload(const WorkloadFlags& f, viz::CtaOrigin* origin) {
   override_with(f.l2_min_rounds, w.l2_min_rounds);
   if (!f.cost_profile.empty()) w.cost_profile = f.cost_profile;
 
-  // One of --heads / --kv-heads given and the other from the base workload: name where the other
-  // came from, so that the message does not quote only a value the user never typed.
-  if (f.heads.has_value() != f.kv_heads.has_value() && w.num_kv_heads != 0 &&
-      w.num_q_heads % w.num_kv_heads != 0) {
-    const char* base = f.workload_file.empty() ? "the built-in workload's" : "the workload file's";
-    throw UsageError(
-        f.heads
-            ? fmt::format("invalid workload: query heads ({}) must be a multiple of KV heads ({}, "
-                          "{}; give --kv-heads too)",
-                          w.num_q_heads, w.num_kv_heads, base)
-            : fmt::format("invalid workload: query heads ({}, {}; give --heads too) must be a "
-                          "multiple of KV heads ({})",
-                          w.num_q_heads, base, w.num_kv_heads));
+  // One of --heads / --kv-heads given and the other from the base workload: validate()'s heads
+  // rule says where the other came from, so that the message does not quote only a value the
+  // user never typed.
+  if (f.heads.has_value() != f.kv_heads.has_value()) {
+    const std::string note =
+        fmt::format(", {}; give {} too",
+                    f.workload_file.empty() ? "the built-in workload's" : "the workload file's",
+                    f.heads ? "--kv-heads" : "--heads");
+    if (const std::string m = f.heads ? w.heads_problem({}, note) : w.heads_problem(note, {});
+        !m.empty())
+      throw UsageError("invalid workload: " + m);
   }
   if (const std::string problem = w.validate(); !problem.empty()) {
     // The file was valid on its own (read_workload checks), so flags made it invalid.

@@ -10,6 +10,7 @@
 #include <numeric>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -138,6 +139,15 @@ struct Workload {
     return RowLayout{padded ? nullptr : kv_offsets, max_key_len()};
   }
 
+  // validate()'s rule for the head counts (each at least 1, which validate checks first): query
+  // heads a multiple of KV heads. Empty when it holds; otherwise its sentence, with `q_note` /
+  // `kv_note` after each count (a caller says there where a count came from).
+  std::string heads_problem(std::string_view q_note = {}, std::string_view kv_note = {}) const {
+    if (num_kv_heads == 0 || num_q_heads % num_kv_heads == 0) return {};
+    return fmt::format("query heads ({}{}) must be a multiple of KV heads ({}{})", num_q_heads,
+                       q_note, num_kv_heads, kv_note);
+  }
+
   // Empty when the workload is valid; otherwise one sentence naming the problem.
   std::string validate() const {
     if (q_lens.empty()) return "the batch is empty: give at least one sequence";
@@ -149,9 +159,7 @@ struct Workload {
           kv_lens.size(), q_lens.size());
     if (num_q_heads == 0) return "number of query heads must be at least 1";
     if (num_kv_heads == 0) return "number of KV heads must be at least 1";
-    if (num_q_heads % num_kv_heads != 0)
-      return fmt::format("query heads ({}) must be a multiple of KV heads ({})", num_q_heads,
-                         num_kv_heads);
+    if (std::string m = heads_problem(); !m.empty()) return m;
     if (head_dim == 0 || head_dim > 1024)
       return fmt::format("head dim must be in 1..1024, got {}", head_dim);
     if (block_m == 0 || block_m > 4096)
