@@ -13,12 +13,8 @@ namespace tilesched::sim {
 namespace {
 
 std::string tile_name(const TraceEvent& e) {
-  const std::string blocks = e.kv_block_begin == 0
-                                 ? fmt::format("{} kv blocks", e.kv_blocks)
-                                 : fmt::format("kv blocks {}..{}", e.kv_block_begin,
-                                               std::uint64_t(e.kv_block_begin) + e.kv_blocks - 1);
   return fmt::format("{} [idx {}, {} rows, {}] on CTA {} step {}", describe_tile(e), e.linear_idx,
-                     e.query_rows, blocks, e.cta, e.step);
+                     e.query_rows, describe_kv_blocks(e), e.cta, e.step);
 }
 
 std::map<u32, std::vector<TraceEvent>> by_cta(const Trace& t) {

@@ -132,7 +132,7 @@ TEST_CASE("split_tail: pieces that split a tile's blocks differently are a diffe
   CHECK(d.only_in_b_count == 2);
   const std::string text = format_trace_diff(d, a, b);
   CHECK_MESSAGE(
-      text.find(fmt::format("kv blocks [{}, {})", second->kv_block_begin,
-                            second->kv_block_begin + second->kv_blocks)) != std::string::npos,
+      text.find(fmt::format("kv blocks {}..{}", second->kv_block_begin,
+                            second->kv_block_begin + second->kv_blocks - 1)) != std::string::npos,
       text);
 }

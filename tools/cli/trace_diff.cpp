@@ -8,6 +8,7 @@
 #include <map>
 #include <tuple>
 
+#include "tilesched/sim/cost_model.hpp"
 #include "tilesched/sim/metrics.hpp"
 #include "tilesched/sim/workload_io.hpp"
 #include "viz/describe.hpp"
@@ -21,9 +22,10 @@ namespace {
 // block count is the problem's, not the schedule's, and stays out of the key.
 using TileKey = std::tuple<u32, u32, u32, u32, u32>;  // prompt, head, offset; a piece's blocks
 TileKey key_of(const TraceEvent& e, const Workload& w) {
-  const bool piece =
-      e.kv_block_begin != 0 || (e.prompt_idx < w.batch_size() &&
-                                e.kv_blocks < w.tile_cost(e.prompt_idx, e.prompt_offset).kv_blocks);
+  // (A trace read from a file names only its workload's sequences; one built in memory may not.)
+  const bool piece = e.prompt_idx < w.batch_size()
+                         ? sim::processes_part(e, sim::whole_tile_cost(w, e))
+                         : e.kv_block_begin != 0;
   return {e.prompt_idx, e.head_idx, e.prompt_offset, piece ? e.kv_block_begin : 0u,
           piece ? e.kv_blocks : 0u};
 }

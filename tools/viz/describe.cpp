@@ -39,10 +39,8 @@ std::string describe_trace(const Trace& t) {
 }
 
 std::string describe_tile(const TraceEvent& e) {
-  if (e.kv_block_begin != 0)  // a piece of a tile (split_tail): which of its blocks
-    return fmt::format("{}, idx {}, kv blocks [{}, {})", sim::describe_tile(e), e.linear_idx,
-                       e.kv_block_begin, std::uint64_t(e.kv_block_begin) + e.kv_blocks);
-  return fmt::format("{}, idx {}, {} kv blocks", sim::describe_tile(e), e.linear_idx, e.kv_blocks);
+  return fmt::format("{}, idx {}, {}", sim::describe_tile(e), e.linear_idx,
+                     sim::describe_kv_blocks(e));
 }
 
 std::string describe_event(const TraceEvent& e) {

@@ -11,5 +11,8 @@ namespace tilesched::sim {
 
 std::string describe_tile(u32 prompt, u32 head, u32 prompt_offset);
 std::string describe_tile(const TraceEvent& e);
+// The KV blocks an event processed: "N kv blocks" for a whole tile, "kv blocks B..L" (first and
+// last) for a piece of one (split_tail).
+std::string describe_kv_blocks(const TraceEvent& e);
 
 }  // namespace tilesched::sim
