@@ -97,11 +97,14 @@ struct KernelConfig {
   static constexpr int kClusterM = 1;
   static constexpr bool kClusterPairsTile = false;
   // In a block no mask touches every row sees a key, so its max is finite: the softmax leaves
-  // out the test for a row that has none (softmax_max's kSeesKeys). d = 128 takes it (+0.6-0.8 %
-  // on causal rows from 2048 keys, dense unchanged); d = 64 measured 1-2.6 % slower with it (the
-  // schedule ptxas made of its loop) and d = 256 unchanged (docs/gpu-performance.md, twenty-ninth
-  // session).
+  // out the test for a row that has none (softmax_max's kSeesKeys). kUnmaskedMaxFinitePrefetching:
+  // only in lpt_queued's kernel for long rows (PrefetchingConfig, fmha_launch.cuh). d = 128 takes
+  // it there (+0.6-0.8 % on causal rows from 2048 keys); its tile kernel's dense rows measured
+  // 0.2-0.4 % slower with it and its queued configuration's short causal rows 0.4 %; d = 64 1-2.6 %
+  // slower (the schedule ptxas made of its loop), d = 256 unchanged (docs/gpu-performance.md,
+  // twenty-ninth session).
   static constexpr bool kUnmaskedMaxFinite = false;
+  static constexpr bool kUnmaskedMaxFinitePrefetching = false;
   static_assert(ConsumerWarpgroups == 2 || ConsumerWarpgroups == 3, "two or three consumers");
   // Each consumer warpgroup stages its 64 x d rows of O in a V stage of its own (that they fit
   // in one is FmhaTraits's check).
@@ -175,7 +178,7 @@ struct DefaultConfig<128, 128, 128> {
     static constexpr bool kPredicatedLseQueued = false;
     static constexpr int kRescaleThreshold = 8;
     static constexpr bool kClusterPairsTile = true;
-    static constexpr bool kUnmaskedMaxFinite = true;
+    static constexpr bool kUnmaskedMaxFinitePrefetching = true;
   };
 };
 // d = 256 has no shared memory left for O's staging buffers, so each consumer warpgroup stages
