@@ -202,7 +202,7 @@ Status launch_with(const AttentionArgs& a, const Scheduler& scheduler, const Til
 // kernel, dense rows, it cost 1.3 % at seq 512; twenty-first session). lpt_queued's kernel for
 // long rows (this configuration, not QueuedConfig) leaves out the softmax's -inf test in blocks
 // no mask touches where the configuration asks for it (kUnmaskedMaxFinitePrefetching: d = 128,
-// +0.6-0.8 % on causal rows from 2048 keys; twenty-ninth session).
+// +0.5-1.0 % on causal rows from 2048 keys; twenty-ninth session).
 template <class Config>
 struct PrefetchingConfig : Config {
   static constexpr bool kPrefetchTile = true;

@@ -99,7 +99,7 @@ struct KernelConfig {
   // In a block no mask touches every row sees a key, so its max is finite: the softmax leaves
   // out the test for a row that has none (softmax_max's kSeesKeys). kUnmaskedMaxFinitePrefetching:
   // only in lpt_queued's kernel for long rows (PrefetchingConfig, fmha_launch.cuh). d = 128 takes
-  // it there (+0.6-0.8 % on causal rows from 2048 keys); its tile kernel's dense rows measured
+  // it there (+0.5-1.0 % on causal rows from 2048 keys); its tile kernel's dense rows measured
   // 0.2-0.4 % slower with it and its queued configuration's short causal rows 0.4 %; d = 64 1-2.6 %
   // slower (the schedule ptxas made of its loop), d = 256 unchanged (docs/gpu-performance.md,
   // twenty-ninth session).
