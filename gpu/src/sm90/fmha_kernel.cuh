@@ -17,9 +17,11 @@
 //     to first (masked blocks come first): S = Q K^T with wgmma from shared memory, the online
 //     softmax in fp32 registers, O += P V with P from registers and V from shared memory. The QK^T
 //     of block j is issued together with the PV of block j + 1, and the warpgroups take turns
-//     issuing (PingPong), so one's softmax runs under the others' GEMMs. Whether this
-//     warpgroup's softmax of block j also runs under its own PV depends on where the PV wait
-//     lands (PvWait): it is pinned after the row max (ptxas would put it before the softmax).
+//     issuing (PingPong), so one's softmax runs under the others' GEMMs. In a block a mask
+//     touches, the row max runs under the warpgroup's own PV: the PV wait is pinned after it
+//     (PvWait; ptxas would put it before the softmax). A block no mask touches takes no row max:
+//     its weights are taken against the row's held max after the PV wait and checked afterwards
+//     (softmax_held, kHeldMax).
 //     Epilogue: O / rowsum and LSE, only rows the tile owns; O from registers or, with
 //     kEpilogueTma, through shared memory (at d = 256 a V stage the tile no longer reads:
 //     StageOInV) and a TMA store.
@@ -477,6 +479,78 @@ template <class Fragment>
 __device__ __forceinline__ void rescale_rows(Fragment& o, const float (&alpha)[2]) {
   CUTE_UNROLL
   for (int e = 0; e < cute::size(o); ++e) o(e) *= alpha[(e / 2) % 2];
+}
+
+// A block no mask touches, against the row's held max (kHeldMax): no row max before the
+// exponentials. Each score becomes x = scale s - base in place (base: the row's max, 0 for a row
+// that has seen no key yet), its weight 2^x goes straight into P, and the block's sums are kept
+// apart until they are checked. A weight can exceed 1 by any factor (2^x overflows to +inf past
+// x = 128), so the block is taken only when every row's sum in the warp is at most
+// kHeldSumLimit, which bounds each weight by it: P (bf16) and the fp32 sums and O hold such
+// weights, and O, the sums and the LSE all stay relative to the same base, so the softmax is the
+// same. Otherwise (a row whose scores jumped, or NaN) the warp takes the slow path from the x it
+// kept: each row's max, a new base where that max exceeds kThreshold (softmax_max's rule), the
+// weights again, O's rescale by alpha. Every value involved is the thread's or its quad's, so
+// the choice is the warp's alone (a vote); no other warp waits for it.
+constexpr float kHeldSumLimit = 65536.f;  // 2^16
+
+template <int kThreshold, class FragmentS, class FragmentP, class FragmentO>
+__device__ __forceinline__ void softmax_held(FragmentS& s, FragmentP& p, FragmentO& o, RowState& rs,
+                                             float scale_log2) {
+  float base[2];
+  float sum[2] = {0.f, 0.f};
+  CUTE_UNROLL
+  for (int r = 0; r < 2; ++r) base[r] = rs.max[r] == -INFINITY ? 0.f : rs.max[r];
+  CUTE_UNROLL
+  for (int e = 0; e < cute::size(s); e += 2) {
+    const int r = (e / 2) % 2;
+    const float x0 = fmaf(s(e), scale_log2, -base[r]);
+    const float x1 = fmaf(s(e + 1), scale_log2, -base[r]);
+    s(e) = x0;
+    s(e + 1) = x1;
+    const float w0 = fast_exp2(x0);
+    const float w1 = fast_exp2(x1);
+    sum[r] += w0;
+    sum[r] += w1;
+    const __nv_bfloat162 two = __floats2bfloat162_rn(w0, w1);
+    p(e) = cutlass::bfloat16_t::bitcast(__bfloat16_as_ushort(two.x));
+    p(e + 1) = cutlass::bfloat16_t::bitcast(__bfloat16_as_ushort(two.y));
+  }
+  // NaN fails the test too.
+  const bool fits = sum[0] <= kHeldSumLimit && sum[1] <= kHeldSumLimit;
+  if (__all_sync(0xffffffffu, fits)) {
+    CUTE_UNROLL
+    for (int r = 0; r < 2; ++r) {
+      rs.sum[r] += sum[r];
+      rs.max[r] = base[r];
+    }
+    return;
+  }
+  float alpha[2];
+  CUTE_UNROLL
+  for (int r = 0; r < 2; ++r) {
+    float m = -INFINITY;
+    CUTE_UNROLL
+    for (int e = 0; e < cute::size(s); ++e)
+      if ((e / 2) % 2 == r) m = fmaxf(m, s(e));
+    m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, 1));
+    m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, 2));
+    // Every row sees a key of this block, so m is finite (or NaN, which fails the test).
+    const float shift = m > static_cast<float>(kThreshold) ? m : 0.f;
+    const float new_max = base[r] + shift;
+    alpha[r] = fast_exp2(rs.max[r] - new_max);  // 0 for a row that had seen no key
+    float block_sum = 0.f;
+    CUTE_UNROLL
+    for (int e = 0; e < cute::size(s); ++e)
+      if ((e / 2) % 2 == r) {
+        s(e) = fast_exp2(s(e) - shift);
+        block_sum += s(e);
+      }
+    rs.sum[r] = rs.sum[r] * alpha[r] + block_sum;
+    rs.max[r] = new_max;
+  }
+  convert_to_p(s, p);
+  rescale_rows(o, alpha);
 }
 
 // Operand slice k of a GEMM fragment (MMA, MMA_M or MMA_N, MMA_K). A shared-memory operand is a
@@ -984,7 +1058,10 @@ __device__ void run_consumer(const Params& p, Storage& smem, Pipelines& pipes) {
         [[maybe_unused]] float base[2];  // AfterMax: the softmax's second part subtracts it
         // A block no mask touches gives every row a finite max (kUnmaskedMaxFinite).
         constexpr bool kSeesKeys = Traits::kUnmaskedMaxFinite && !decltype(masked)::value;
-        if constexpr (Traits::kPvWait == PvWait::AfterMax) {
+        // kHeldMax: no row max in a block no mask touches (softmax_held, after the PV's wait).
+        constexpr bool kHeld = Traits::kHeldMax && !decltype(masked)::value;
+        if constexpr (kHeld) {
+        } else if constexpr (Traits::kPvWait == PvWait::AfterMax) {
           softmax_max<Traits::kRescaleThreshold, kSeesKeys>(tSrS, rs, p.scale_log2, alpha, base);
           if (never) smem.never_written = __float_as_uint(base[0]) ^ __float_as_uint(base[1]);
         } else {
@@ -994,10 +1071,16 @@ __device__ void run_consumer(const Params& p, Storage& smem, Pipelines& pipes) {
         warpgroup_wait<0>();  // PV done: its P and V stage are free, O may be rescaled
         pipes.v.consumer_release(v_r);
         ++v_r;
-        if constexpr (!Traits::kRescaleUnderQK) rescale_o();
-        if constexpr (Traits::kPvWait == PvWait::AfterMax)
-          softmax_exp<Traits::kFmaExp2Eighths>(tSrS, rs, p.scale_log2, alpha, base);
-        convert_to_p(tSrS, tOrP);
+        if constexpr (kHeld) {
+          static_assert(!Traits::kRescaleUnderQK && Traits::kFmaExp2Eighths == 0,
+                        "softmax_held rescales O itself and takes every weight from the MUFU");
+          softmax_held<Traits::kRescaleThreshold>(tSrS, tOrP, tOrO, rs, p.scale_log2);
+        } else {
+          if constexpr (!Traits::kRescaleUnderQK) rescale_o();
+          if constexpr (Traits::kPvWait == PvWait::AfterMax)
+            softmax_exp<Traits::kFmaExp2Eighths>(tSrS, rs, p.scale_log2, alpha, base);
+          convert_to_p(tSrS, tOrP);
+        }
       };
       for (--block_idx; block_idx >= block_begin && needs_mask(block_idx); --block_idx)
         kv_block(block_idx, std::true_type{});

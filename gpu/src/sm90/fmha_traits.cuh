@@ -105,6 +105,9 @@ struct KernelConfig {
   // twenty-ninth session).
   static constexpr bool kUnmaskedMaxFinite = false;
   static constexpr bool kUnmaskedMaxFinitePrefetching = false;
+  // A block no mask touches takes its weights against the row's held max, without a row max
+  // first, and checks them afterwards (softmax_held, run_consumer).
+  static constexpr bool kHeldMax = true;
   static_assert(ConsumerWarpgroups == 2 || ConsumerWarpgroups == 3, "two or three consumers");
   // Each consumer warpgroup stages its 64 x d rows of O in a V stage of its own (that they fit
   // in one is FmhaTraits's check).
