@@ -90,15 +90,15 @@ Workload check_replay_ratio(const std::string& path, double lower, double upper)
 }  // namespace
 
 TEST_CASE("the built-in h200 table predicts the traces it was fitted to, measured on an H200") {
-  // tests/data/h200_sm90_s25 (2026-12-03, twenty-fifth session, device calls 8 and 11, the
+  // tests/data/h200_sm90_s31 (2026-12-04, thirty-first session, device calls 13-14, the
   // kernels that ship; these tile-scheduler runs do not run the queued kernel's NarrowFirst):
   // record_cost_traces.sh's eight and padded grid points (32 / 16 / 8 heads at d = 64 / 128 /
   // 256, batch x seq = 16384, seq 512, 1024 and 2048, causal and not, tile scheduler, d = 64 at
   // BM 128 and 192), which the table's entries were fitted to (d = 64 BM 192: the test below).
-  // Each replays within 3 % of its measured makespan, but d = 256's seq 512 and 1024 points:
-  // there (BN 64 at seq 512) a row's few blocks skip fewer of O's rescales than the long rows
-  // the one linear entry also fits (kRescaleThreshold), and they replay within 7 %.
-  const std::string s25 = std::string(TILESCHED_TEST_DATA_DIR) + "/h200_sm90_s25/";
+  // Each replays within 3 % of its measured makespan, but the seq 512 points of d = 256 (BN 64)
+  // and d = 128 causal, whose tiles of one to four blocks the one linear entry, fitted with long
+  // rows too, costs short: within 9 % (d = 256 causal 8.4 % short, d = 128 causal 3.6 %).
+  const std::string s31 = std::string(TILESCHED_TEST_DATA_DIR) + "/h200_sm90_s31/";
   const std::string s6 = std::string(TILESCHED_TEST_DATA_DIR) + "/h200_sm90_s6/";
   const std::string s9 = std::string(TILESCHED_TEST_DATA_DIR) + "/h200_sm90_s9_d256/";
   const sim::CostModel h200 = sim::CostModel::builtin("h200");
@@ -106,16 +106,17 @@ TEST_CASE("the built-in h200 table predicts the traces it was fitted to, measure
   std::map<u32, std::vector<Trace>> fitted;  // by head dim, the BM 128 traces
   const auto check = [&](const std::string& name) {
     CAPTURE(name);
-    const Trace t = sim::read_trace(s25 + name + ".trace.json.gz");
+    const Trace t = sim::read_trace(s31 + name + ".trace.json.gz");
     REQUIRE(t.source == "gpu");
     REQUIRE(t.workload.block_m == 128);
     const double m = makespan(t);
-    const bool short_d256 = t.workload.head_dim == 256 &&
-                            name.find("_grid_") != std::string::npos &&
-                            name.find("_s2048_") == std::string::npos;
+    const bool seq512 = name.find("_s512_") != std::string::npos;
+    const bool short_rows =
+        seq512 && (t.workload.head_dim == 256 ||
+                   (t.workload.head_dim == 128 && t.workload.mask == Mask::Causal));
     const double r = makespan(sim::replay(t.workload, h200)) / m;
-    CHECK(r > 1 - (short_d256 ? 0.07 : 0.03));
-    CHECK(r < 1 + (short_d256 ? 0.07 : 0.03));
+    CHECK(r > 1 - (short_rows ? 0.09 : 0.03));
+    CHECK(r < 1 + (short_rows ? 0.09 : 0.03));
     fitted[t.workload.head_dim].push_back(t);
     return m;
   };
@@ -147,19 +148,18 @@ TEST_CASE("the built-in h200 table predicts the traces it was fitted to, measure
     CHECK(std::abs(k.us_per_block - fit.coefficients.us_per_block) <= 6e-5);
     CHECK(std::abs(k.us_per_masked_block - fit.coefficients.us_per_masked_block) <= 6e-5);
   }
-  // A masked block costs more than a fifth more than an unmasked one at d = 128 and 256 (the
-  // mask and the softmax of a block whose scores are partly -inf; at d = 256, 1.8 times: a row's
-  // first blocks, where its max still moves and O is rescaled, are a causal tile's diagonal
-  // ones, the rest skip the rescale), and within 2 % of one at d =
-  // 64 BM 128, whose first warpgroup runs the diagonal block's QK^T and softmax narrow
-  // (NarrowFirst).
-  CHECK(h200.coefficients(128).us_per_masked_block > 1.15 * h200.coefficients(128).us_per_block);
+  // A masked block (the mask, and the row max that blocks no mask touches no longer compute:
+  // kHeldMax) costs more than an unmasked one at d = 64 and 256 (1.11 against 1.01 us, 3.20
+  // against 2.51: at d = 256 a row's first blocks, where its max still moves and O is rescaled,
+  // are a causal tile's diagonal ones), and within 3 % of one at d = 128 (1.28 against 1.29).
   CHECK(h200.coefficients(256).us_per_masked_block > 1.15 * h200.coefficients(256).us_per_block);
-  CHECK(h200.coefficients(64).us_per_masked_block < 1.02 * h200.coefficients(64).us_per_block);
+  CHECK(h200.coefficients(64).us_per_masked_block > 1.05 * h200.coefficients(64).us_per_block);
+  CHECK(h200.coefficients(128).us_per_masked_block ==
+        doctest::Approx(h200.coefficients(128).us_per_block).epsilon(0.03));
 }
 
 TEST_CASE("the h200 table's scheduler entries: queued's and lpt_queued's own kernels") {
-  // tests/data/h200_sm90_s25 (2026-12-03, twenty-fifth session, device calls 8 and 11): the
+  // tests/data/h200_sm90_s31 (2026-12-04, thirty-first session, device call 14): the
   // built-in workload (causal and not) and the padded grid points of the tile fit (seq 512, 1024
   // and 2048, causal and not) at d = 128 and 256 under queued and lpt_queued, whose kernels are
   // their own (they receive the next tile under a tile's last PV; d = 128's queued kernel runs the
@@ -168,7 +168,7 @@ TEST_CASE("the h200 table's scheduler entries: queued's and lpt_queued's own ker
   // session: with the built-in workload's long rows, which the entries fitted on the grid points
   // alone costed 2-3 % apart the wrong way round at d = 256); d = 64 has none
   // (docs/sim-cost-model.md), so both kinds cost as the tile kernel there.
-  const std::string dir = std::string(TILESCHED_TEST_DATA_DIR) + "/h200_sm90_s25/";
+  const std::string dir = std::string(TILESCHED_TEST_DATA_DIR) + "/h200_sm90_s31/";
   const sim::CostModel h200 = sim::CostModel::builtin("h200");
   const auto makespan = [](const Trace& t) { return sim::compute_metrics(t).makespan_us; };
   CHECK(h200.by_scheduler.count(64) == 0);
@@ -190,8 +190,8 @@ TEST_CASE("the h200 table's scheduler entries: queued's and lpt_queued's own ker
       for (const char* mask : {"causal", "none"}) {
         // The built-in workload's long rows: within 1.5 %.
         check("h200_d" + std::to_string(head_dim) + "_" + std::string(mask) + suffix, 0.985, 1.015);
-        // The grid points within -10..+6 % (lpt_queued at d = 256 seq 512 causal, 9 % short;
-        // queued at d = 128 seq 512 causal, 5 % long).
+        // The grid points within -10..+6 % (lpt_queued at d = 256 seq 1024 causal, 7.5 % short;
+        // queued at d = 128 seq 512 causal, 2.9 % long).
         for (const char* seq : {"512", "1024", "2048"})
           check("h200_grid_d" + std::to_string(head_dim) + "_bm128_s" + seq + "_" + mask + suffix,
                 0.90, 1.06);
@@ -202,12 +202,11 @@ TEST_CASE("the h200 table's scheduler entries: queued's and lpt_queued's own ker
       CHECK(std::abs(k.us_per_block - fit.coefficients.us_per_block) <= 6e-5);
       CHECK(std::abs(k.us_per_masked_block - fit.coefficients.us_per_masked_block) <= 6e-5);
       // The hand-off hides under the last PV (PrefetchTile): 0.18-0.20 us against the tile
-      // kernel's 0.19 at d = 128 and 0.53 at d = 256.
+      // kernel's 0.18 at d = 128 and 0.54 at d = 256.
       CHECK(fit.handoff_us < 0.21);
     }
   // d = 128's queued kernel runs a causal tile's diagonal block narrow: its masked block costs
-  // less than lpt_queued's and the tile kernel's (1.66 against 1.75 and 1.81 us; before the held
-  // max, when an unmasked block cost more, less than an unmasked one too).
+  // less than lpt_queued's and the tile kernel's (1.21 against 1.43 and 1.28 us).
   const auto& d128 = h200.by_scheduler.at(128);
   CHECK(d128.at(SchedulerKind::Queued).us_per_masked_block <
         d128.at(SchedulerKind::LptQueued).us_per_masked_block);
@@ -217,18 +216,17 @@ TEST_CASE("the h200 table's scheduler entries: queued's and lpt_queued's own ker
         d128.at(SchedulerKind::LptQueued).us_per_block);
 }
 
-TEST_CASE("the kernels before: the h200 table replays their recordings within 3 % or short") {
+TEST_CASE("the kernels before: the h200 table replays their recordings short") {
   // The same 32 workloads recorded on the twelfth session's kernel (tests/data/h200_sm90_s12),
   // the thirteenth's (its own instantiation per scheduler kind, h200_sm90_s13), the eighteenth's
   // (h200_sm90_s18) and the nineteenth's (h200_sm90_s19, the same kernels, and the built-in
   // workload and grid points under queued and lpt_queued too). The kernels since run short rows
   // faster (a mask of one compare per score, 1 / rowsum by rcp, NarrowFirst at d = 64 BM 128, d =
-  // 256's early hand-off and its BN 64 kernel on rows under 1024 keys), and the table's d = 256
-  // entry, fitted with long rows that now skip most of O's rescales, costs short rows short: it
-  // replays the built-in workload within -4..+3 % and the grid points up to 13 % short (d = 256
-  // seq 512 dense, 87-90 % of every session's measurement), never more than 2.5 % long; under
-  // the queued kinds, whose entries are fitted with long rows too, up to 13 % short and 6.5 %
-  // long (d = 128 seq 512 causal under queued).
+  // 256's early hand-off and its BN 64 kernel on rows under 1024 keys, the held max, no row max in
+  // blocks no mask touches), so the table replays them short: the built-in workload 1.5-10 %
+  // short, the grid points 1.7-12.3 % (d = 256 seq 512 causal the shortest), never long; under the
+  // queued kinds the built-in workload 3.6-9.6 % short and the grid points up to 15.8 % (d = 256
+  // seq 512 causal under lpt_queued), d = 128 seq 512 causal under queued within 0.1 %.
   for (const char* session : {"h200_sm90_s12", "h200_sm90_s13", "h200_sm90_s18", "h200_sm90_s19"}) {
     const std::string dir = std::string(TILESCHED_TEST_DATA_DIR) + "/" + session + "/";
     const auto path = [&](const std::string& name) { return dir + name + ".trace.json.gz"; };
@@ -236,19 +234,19 @@ TEST_CASE("the kernels before: the h200 table replays their recordings within 3 
     for (const char* d : {"64", "128", "256", "64_bm192"})
       for (const char* mask : {"causal", "none"}) {
         const std::string name = std::string("h200_d") + d + "_" + mask;
-        check_replay_ratio(path(name), 0.96, 1.03);
+        check_replay_ratio(path(name), 0.89, 0.99);
         if (kinds && std::string(d) != "64_bm192")
           for (const char* kind : {"_queued", "_lpt_queued"})
-            check_replay_ratio(path(name + kind), 0.96, 1.025);
+            check_replay_ratio(path(name + kind), 0.89, 0.975);
       }
     for (const char* grid : {"d64_bm128", "d64_bm192", "d128_bm128", "d256_bm128"})
       for (const char* seq : {"512", "1024", "2048"})
         for (const char* mask : {"causal", "none"}) {
           const std::string name = std::string("h200_grid_") + grid + "_s" + seq + "_" + mask;
-          check_replay_ratio(path(name), 0.87, 1.025);
+          check_replay_ratio(path(name), 0.865, 0.99);
           if (kinds && std::string(grid) != "d64_bm192")
             for (const char* kind : {"_queued", "_lpt_queued"})
-              check_replay_ratio(path(name + kind), 0.865, 1.07);
+              check_replay_ratio(path(name + kind), 0.83, 1.01);
         }
   }
 }
@@ -258,27 +256,23 @@ TEST_CASE("the kernels before the held max: the h200 table replays their recordi
   // (commit a996054's, which rescaled O at every growth of a row's max at d = 128 and 256; the
   // table before this one was fitted to them), the grid points also under queued and lpt_queued
   // at d = 128 and 256. The held max changed little on these workloads (-4..+3 % measured, d = 64
-  // unchanged but 0.3-1.5 % slower on the day of the new recording): the built-in workload
-  // replays within -0.3..+1.2 %; the grid points within -4..+3 % but d = 256 seq 512 and 1024
-  // and d = 128 seq 512 dense (up to 7.7 % short, where the new entries cost short rows short);
-  // under the queued kinds within -7.5..+6.5 %.
+  // unchanged but 0.3-1.5 % slower on the day of the new recording); the table, fitted since on
+  // the kernels without a row max in blocks no mask touches, replays the built-in workload
+  // 1.9-8.8 % short, the grid points 0.2-7.8 % short, and under the queued kinds from 10.1 % short
+  // to 0.1 % long (d = 128 seq 512 causal under queued).
   const std::string dir = std::string(TILESCHED_TEST_DATA_DIR) + "/h200_sm90_s23/";
   const auto path = [&](const std::string& name) { return dir + name + ".trace.json.gz"; };
   for (const char* d : {"64", "128", "256", "64_bm192"})
     for (const char* mask : {"causal", "none"})
-      check_replay_ratio(path(std::string("h200_d") + d + "_" + mask), 0.99, 1.015);
+      check_replay_ratio(path(std::string("h200_d") + d + "_" + mask), 0.90, 0.985);
   for (const char* grid : {"d64_bm128", "d64_bm192", "d128_bm128", "d256_bm128"})
     for (const char* seq : {"512", "1024", "2048"})
       for (const char* mask : {"causal", "none"}) {
         const std::string name = std::string("h200_grid_") + grid + "_s" + seq + "_" + mask;
-        const bool short_rows = (std::string(grid) == "d256_bm128" && std::string(seq) != "2048") ||
-                                (std::string(grid) == "d128_bm128" && std::string(seq) == "512" &&
-                                 std::string(mask) == "none");
-        const double lower = short_rows ? 0.915 : 0.96;
-        check_replay_ratio(path(name), lower, 1.03);
+        check_replay_ratio(path(name), 0.91, 1.005);
         if (std::string(grid) == "d128_bm128" || std::string(grid) == "d256_bm128")
           for (const char* kind : {"_queued", "_lpt_queued"})
-            check_replay_ratio(path(name + kind), 0.915, 1.07);
+            check_replay_ratio(path(name + kind), 0.89, 1.01);
       }
 }
 
@@ -286,23 +280,23 @@ TEST_CASE("earlier kernels' recordings: the h200 table replays them short") {
   // tests/data/h200_sm90_s11: the same recordings as h200_sm90_s12 (the built-in workload's
   // eight, the padded d = 64 grid points at BM 128 and 192) on the eleventh session's kernel
   // (CuTe's 32-bit descriptor adds, the mask tested at every block; docs/gpu-performance.md).
-  // That kernel was 1-5 % slower on long rows: the table replays the built-in workload 0.3-4.2 %
-  // short. The short d = 64 grid rows replay up to 6 % short when dense (seq 2048 at BM 128
-  // within 0.3 % long) and 3-9.5 % short when causal, where the kernels since gained most.
+  // That kernel was 1-5 % slower on long rows than the twelfth session's, and the kernels since
+  // gained more: the table replays the built-in workload 3.8-12.6 % short, the d = 64 grid rows
+  // 4.2-9.9 % short when dense and 7.3-11 % when causal.
   const std::string s11 = std::string(TILESCHED_TEST_DATA_DIR) + "/h200_sm90_s11/";
   for (const char* d : {"64", "128", "256", "64_bm192"})
     for (const char* mask : {"causal", "none"})
-      check_replay_ratio(s11 + "h200_d" + d + "_" + mask + ".trace.json.gz", 0.94, 1.0);
+      check_replay_ratio(s11 + "h200_d" + d + "_" + mask + ".trace.json.gz", 0.86, 0.97);
   for (const char* bm : {"128", "192"})
     for (const char* seq : {"512", "1024", "2048"}) {
-      check_replay_ratio(s11 + "h200_grid_d64_bm" + bm + "_s" + seq + "_none.trace.json.gz", 0.94,
-                         1.005);
-      check_replay_ratio(s11 + "h200_grid_d64_bm" + bm + "_s" + seq + "_causal.trace.json.gz", 0.90,
-                         0.975);
+      check_replay_ratio(s11 + "h200_grid_d64_bm" + bm + "_s" + seq + "_none.trace.json.gz", 0.89,
+                         0.97);
+      check_replay_ratio(s11 + "h200_grid_d64_bm" + bm + "_s" + seq + "_causal.trace.json.gz", 0.88,
+                         0.94);
     }
   // Padded grid points at d = 256 on the ninth session's kernel (its call G: 8 heads, batch x seq
   // = 16384, seq 512, 1024 and 2048, causal and not, tile scheduler), 6-11 % slower at these
-  // lengths than the eleventh session's: replayed 10-22 % short.
+  // lengths than the eleventh session's: replayed 13-21 % short.
   const std::string s9 = std::string(TILESCHED_TEST_DATA_DIR) + "/h200_sm90_s9_d256/";
   for (const char* seq : {"512", "1024", "2048"})
     for (const char* mask : {"causal", "none"}) {
@@ -312,15 +306,15 @@ TEST_CASE("earlier kernels' recordings: the h200 table replays them short") {
 }
 
 TEST_CASE("the d = 64 kernel with 192-row tiles: its traces and the table's tile height") {
-  // tests/data/h200_sm90_s23: traces of the d = 64 kernels recorded on an H200 (2026-12-02,
-  // twenty-third session, device call 7): at BM 192 (three consumer warpgroups) the built-in ragged
-  // workload, causal and not, and padded grid points (32 heads, batch x seq = 16384, seq 512,
-  // 1024 and 2048, causal and not); at BM 128 the same grid points. The h200 table's
+  // tests/data/h200_sm90_s31: traces of the d = 64 kernels recorded on an H200 (2026-12-04,
+  // thirty-first session, device call 13): at BM 192 (three consumer warpgroups) the built-in
+  // ragged workload, causal and not, and padded grid points (32 heads, batch x seq = 16384, seq
+  // 512, 1024 and 2048, causal and not); at BM 128 the same grid points. The h200 table's
   // tile_heights.192 at d = 64 is the fit of the eight BM 192 traces, and replays each within
   // 3 %; replayed with the BM 128 coefficients the built-in workload comes out far short. The
   // table's own d = 64 entry (fitted on the BM 128 traces, the grid points among them) replays
   // the BM 128 grid points within 3 % too.
-  const std::string dir = std::string(TILESCHED_TEST_DATA_DIR) + "/h200_sm90_s25/";
+  const std::string dir = std::string(TILESCHED_TEST_DATA_DIR) + "/h200_sm90_s31/";
   std::vector<std::string> tall = {"h200_d64_bm192_causal", "h200_d64_bm192_none"};
   std::vector<std::string> short_rows;
   for (const char* seq : {"512", "1024", "2048"})

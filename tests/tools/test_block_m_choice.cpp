@@ -23,15 +23,15 @@ u32 resident_of(const sim::CostModel& cost, const Workload& w) {
 }  // namespace
 
 TEST_CASE("the simulator's tile height is the faster one the H200 measured on the suite's d = 64") {
-  // tests/data/h200_sm90_s24_bm_suite.csv: the 15 d = 64 workloads of the prediction suite under
-  // tile and queued, measured at BM 128 and 192 (twenty-fourth session, device calls 2-3, on the
+  // tests/data/h200_sm90_s31_bm_suite.csv: the 15 d = 64 workloads of the prediction suite under
+  // tile and queued, measured at BM 128 and 192 (thirty-first session, device call 15, on the
   // kernels the h200 table was fitted to). The table's tile heights predict the faster BM on every
   // one, including those where the taller tile is slower (the static stride's aliasing of
   // constant_causal, short queries against long caches).
   const sim::CostModel cost = sim::CostModel::builtin("h200");
   int rows = 0, slower_taller = 0, misses = 0;
   for (const std::vector<std::string>& r :
-       test::csv_rows(std::string(TILESCHED_TEST_DATA_DIR) + "/h200_sm90_s24_bm_suite.csv")) {
+       test::csv_rows(std::string(TILESCHED_TEST_DATA_DIR) + "/h200_sm90_s31_bm_suite.csv")) {
     REQUIRE(r.size() == 4);
     CAPTURE(r[0]);
     CAPTURE(r[1]);
@@ -50,11 +50,10 @@ TEST_CASE("the simulator's tile height is the faster one the H200 measured on th
     const double picked = c.block_m == 128 ? measured128 : measured192;
     CHECK(picked <= 1.02 * std::min(measured128, measured192));
     misses += picked > std::min(measured128, measured192);
-    // Each height's prediction within 3 % of its measurement (all but the skewed workloads within
-    // 2.1 %, short), but the skewed workloads (one long sequence among short ones) under queued,
-    // 4.5-5.8 % short, within 6 %.
+    // Each height's prediction within 3.5 % of its measurement, but the skewed workloads (one long
+    // sequence among short ones) under queued, up to 6.1 % short, within 6.5 %.
     const bool skewed_queued = r[0].rfind("d64_skewed", 0) == 0 && r[1] == "queued";
-    const double tolerance = skewed_queued ? 0.06 : 0.035;
+    const double tolerance = skewed_queued ? 0.065 : 0.035;
     CHECK(c.predicted_us[0].second == doctest::Approx(measured128).epsilon(tolerance));
     CHECK(c.predicted_us[1].second == doctest::Approx(measured192).epsilon(tolerance));
     slower_taller += measured192 > measured128;
@@ -66,7 +65,7 @@ TEST_CASE("the simulator's tile height is the faster one the H200 measured on th
 }
 
 TEST_CASE("the simulator's tile height on the bench grid at d = 64") {
-  // tests/data/h200_sm90_s24_bm_grid.csv (twenty-fourth session, device call 1): the pick is the
+  // tests/data/h200_sm90_s31_bm_grid.csv (thirty-first session, device call 14): the pick is the
   // faster BM at every point, each point under the scheduler `bench` ran it with and on the CTAs
   // it launched at each height (dense points: the fewest that take as many waves, 128 or 132).
   // (A BM 192 fit on the built-in workload alone costed seq 512 dense 8 % short in the eighth
@@ -74,7 +73,7 @@ TEST_CASE("the simulator's tile height on the bench grid at d = 64") {
   const sim::CostModel cost = sim::CostModel::builtin("h200");
   int rows = 0;
   for (const std::vector<std::string>& r :
-       test::csv_rows(std::string(TILESCHED_TEST_DATA_DIR) + "/h200_sm90_s24_bm_grid.csv")) {
+       test::csv_rows(std::string(TILESCHED_TEST_DATA_DIR) + "/h200_sm90_s31_bm_grid.csv")) {
     REQUIRE(r.size() == 7);
     const u32 seq = u32(std::stoul(r[0]));
     const u32 ctas128 = u32(std::stoul(r[5])), ctas192 = u32(std::stoul(r[6]));
@@ -98,9 +97,8 @@ TEST_CASE("the simulator's tile height on the bench grid at d = 64") {
         w, {128, 192}, cost,
         [&](const Workload& x) { return x.block_m == 128 ? ctas128 : ctas192; }, true);
     REQUIRE(c.predicted_us.size() == 2);
-    // The seq 16384 dense points vary by up to 11 % between runs (docs/gpu-performance.md): at
-    // BM 192 this recording's 4.143 ms, against 3.747 ms in the same device call's causal-scheduler
-    // bench (cooldown 1200 ms), which the replay (3.713) is within 1 % of.
+    // The seq 16384 dense points vary by up to 11 % between runs (docs/gpu-performance.md: the
+    // bimodal point), so they are held within 12 %.
     CHECK(c.predicted_us[0].second ==
           doctest::Approx(measured128).epsilon(seq == 16384 ? 0.12 : 0.03));
     CHECK(c.predicted_us[1].second ==
@@ -130,10 +128,10 @@ TEST_CASE("predict_block_m: one candidate, none, and a table without the tile he
   CHECK(flat.block_m == 0);
   CHECK(flat.why_not ==
         "cost table 'h200-mma-sync' has no coefficients measured at BM 128, 192 for head dim 64");
-  // The built-in workload, measured at both heights (tests/data/h200_sm90_s25): causal 1328.1 us
-  // at BM 128 against 1383.0 at 192, which the prediction picks, and the line says both
-  // predictions; dense 2379.1 against 2289.1 (BM 192 4 % faster on this kernel, where the
-  // thirteenth session's measured a 0.6 % tie), each height within 1 % of its measurement.
+  // The built-in workload, measured at both heights (tests/data/h200_sm90_s31): causal 1293.5 us
+  // at BM 128 against 1290.6 at 192 (a tie), the prediction picks 128, and the line says both
+  // predictions; dense 2247.2 against 2124.0 (BM 192 5.5 % faster), each height within 1 % of its
+  // measurement.
   const viz::BlockMChoice causal = viz::predict_block_m(w, {128, 192}, h200, resident, true);
   CHECK(causal.block_m == 128);
   REQUIRE(causal.predicted_us.size() == 2);
@@ -144,8 +142,8 @@ TEST_CASE("predict_block_m: one candidate, none, and a table without the tile he
   w.mask = Mask::None;
   const viz::BlockMChoice dense = viz::predict_block_m(w, {128, 192}, h200, resident, true);
   REQUIRE(dense.predicted_us.size() == 2);
-  CHECK(dense.predicted_us[0].second == doctest::Approx(2379.1).epsilon(0.01));
-  CHECK(dense.predicted_us[1].second == doctest::Approx(2289.1).epsilon(0.01));
+  CHECK(dense.predicted_us[0].second == doctest::Approx(2247.2).epsilon(0.01));
+  CHECK(dense.predicted_us[1].second == doctest::Approx(2124.0).epsilon(0.01));
   CHECK(dense.block_m == 192);
   // num_ctas: the device's count for each candidate, or the workload's own.
   w.num_ctas = 7;
