@@ -400,6 +400,17 @@ __device__ __forceinline__ void mask_scores(Fragment& s, u32 key0, u32 kv_len, b
     if (8 * (e / 4) + (e % 2) > last[(e / 2) % 2]) s(e) = -INFINITY;
 }
 
+// The max of row r's scores across its quad (the four threads that hold the row).
+template <class Fragment>
+__device__ __forceinline__ float quad_row_max(const Fragment& s, int r) {
+  float m = -INFINITY;
+  CUTE_UNROLL
+  for (int e = 0; e < cute::size(s); ++e)
+    if ((e / 2) % 2 == r) m = fmaxf(m, s(e));
+  m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, 1));
+  return fmaxf(m, __shfl_xor_sync(0xffffffffu, m, 2));
+}
+
 // Online softmax of one block, in two parts that the main loop may separate (kPvWait). The first:
 // each row's new max, O's rescale factor alpha, and the base the second subtracts. With
 // kThreshold > 0 a row keeps its max (alpha exactly 1) unless the block's exceeds it by more than
@@ -414,12 +425,7 @@ __device__ __forceinline__ void softmax_max(const Fragment& s, RowState& rs, flo
                                             float (&alpha)[2], float (&base)[2]) {
   CUTE_UNROLL
   for (int r = 0; r < 2; ++r) {
-    float m = -INFINITY;
-    CUTE_UNROLL
-    for (int e = 0; e < cute::size(s); ++e)
-      if ((e / 2) % 2 == r) m = fmaxf(m, s(e));
-    m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, 1));
-    m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, 2));
+    const float m = quad_row_max(s, r);
     // The scale is positive (validated), so the max of scaled scores is the scaled max.
     float new_max = fmaxf(rs.max[r], m * scale_log2);
     if constexpr (kThreshold > 0)
@@ -529,12 +535,7 @@ __device__ __forceinline__ void softmax_held(FragmentS& s, FragmentP& p, Fragmen
   float alpha[2];
   CUTE_UNROLL
   for (int r = 0; r < 2; ++r) {
-    float m = -INFINITY;
-    CUTE_UNROLL
-    for (int e = 0; e < cute::size(s); ++e)
-      if ((e / 2) % 2 == r) m = fmaxf(m, s(e));
-    m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, 1));
-    m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, 2));
+    const float m = quad_row_max(s, r);
     // Every row sees a key of this block, so m is finite (or NaN, which fails the test).
     const float shift = m > static_cast<float>(kThreshold) ? m : 0.f;
     const float new_max = base[r] + shift;
