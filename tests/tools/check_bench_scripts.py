@@ -2,7 +2,7 @@
 """The CPU side of the device-only benchmark scripts in tools/bench/: ab_compare.py,
 grid_rounds.py, ncu_summary.py, ragged_mix.py and gpu_bench.py's table rows on synthetic inputs
 (the figures they print; ragged_mix.py drives a stand-in for the tilesched binary, as does
-record_cost_traces.sh), and the
+record_cost_traces.sh, and compute-sanitizer and tilesched for sanitize_set.sh), and the
 argument checks of ab_bench.sh, ncu_compare.sh, clock_sweep.sh and peer_kernels.py, which must
 refuse bad input before touching a GPU; clock_sweep.py's table from synthetic Nsight Compute
 CSVs. Prints "ok: ..." when every check passes, else the first failure, exit 1.
@@ -339,6 +339,51 @@ echo "makespan         4228 us                              4221 us"
     rc, out, err = run([py, os.path.join(bench, "gap_split.py"), gap, "128:8192:none"])
     expect(rc != 0 and "fa4_base.csv: 1 kernels profiled for 2 shapes" in err,
            f"gap_split.py kernel count: {rc} {err}")
+    # sanitize_set.sh: refuses bad arguments and a missing compute-sanitizer before running
+    # anything; with stand-ins for compute-sanitizer and tilesched it runs every scheduler kind and
+    # counts a run clean only on a zero summary and `run: OK` (a racecheck summary with hazards
+    # but "(0 errors" in it is not clean).
+    script = os.path.join(bench, "sanitize_set.sh")
+    rc, out, err = run(["bash", script])
+    expect(rc == 2 and "usage: sanitize_set.sh" in err, f"sanitize_set.sh no arguments: {rc} {err}")
+    rc, out, err = run(["bash", script, "/nonexistent/tilesched", os.path.join(scratch, "san_x")])
+    expect(rc == 2 and "is not an executable tilesched binary" in err, f"sanitize_set.sh binary: {rc} {err}")
+    fake_dir = os.path.join(scratch, "san_bin")
+    os.makedirs(fake_dir, exist_ok=True)
+    fake_ts = os.path.join(fake_dir, "tilesched")
+    calls = os.path.join(scratch, "san_calls.txt")
+    with open(fake_ts, "w") as f:
+        f.write(f'#!/usr/bin/env bash\necho "$*" >> {calls}\necho "run: OK"\n')
+    os.chmod(fake_ts, 0o755)
+    empty_dir = os.path.join(scratch, "san_empty")  # a PATH without compute-sanitizer
+    os.makedirs(empty_dir, exist_ok=True)
+    p = subprocess.run([shutil.which("bash"), script, fake_ts, os.path.join(scratch, "san_y")],
+                       capture_output=True, text=True, env=dict(os.environ, PATH=empty_dir))
+    expect(p.returncode == 2 and "compute-sanitizer not found" in p.stderr,
+           f"sanitize_set.sh without compute-sanitizer: {p.returncode} {p.stderr}")
+    fake_cs = os.path.join(fake_dir, "compute-sanitizer")
+    with open(fake_cs, "w") as f:
+        f.write('#!/usr/bin/env bash\ntool=$2; shift 2\n"$@"\n'
+                'if [[ "$*" == *planned* && $tool == memcheck ]]; then echo "========= ERROR SUMMARY: 2 errors"\n'
+                'elif [[ "$*" == *split_tail* && $tool == racecheck ]]; then '
+                'echo "========= RACECHECK SUMMARY: 2 hazards displayed (0 errors, 2 warnings)"\n'
+                'elif [[ $tool == racecheck ]]; then '
+                'echo "========= RACECHECK SUMMARY: 0 hazards displayed (0 errors, 0 warnings)"\n'
+                'else echo "========= ERROR SUMMARY: 0 errors"; fi\n')
+    os.chmod(fake_cs, 0o755)
+    if os.path.exists(calls):
+        os.remove(calls)
+    env = dict(os.environ, PATH=fake_dir + os.pathsep + os.environ.get("PATH", ""))
+    p = subprocess.run(["bash", script, fake_ts, os.path.join(scratch, "san_z")], capture_output=True,
+                       text=True, env=env)
+    expect(p.returncode == 1 and "clean: 24 of 26" in p.stdout,
+           f"sanitize_set.sh stand-ins: {p.returncode} {p.stdout[-300:]} {p.stderr}")
+    expect("NOT CLEAN  memcheck_planned_d" in p.stdout and "NOT CLEAN  racecheck_split_tail_d128" in p.stdout,
+           f"sanitize_set.sh not-clean lines: {p.stdout}")
+    with open(calls) as f:
+        ran = f.read()
+    for kind in ("tile", "queued", "transient", "lpt", "lpt_queued", "planned", "ragged_queued", "split_tail"):
+        expect(f"--scheduler {kind}\n" in ran, f"sanitize_set.sh never ran {kind}: {ran}")
     # phase_probe.patch still applies to the kernel it instruments (in a git checkout; a source
     # tree without git skips this).
     root = os.path.dirname(os.path.dirname(os.path.abspath(bench)))
@@ -351,7 +396,7 @@ echo "makespan         4228 us                              4221 us"
         expect(rc == 0, f"phase_probe.patch no longer applies: {err}")
         probe = "phase_probe.patch applies"
     print("ok: ab_compare.py, grid_rounds.py, gpu_bench.py's table rows, gap_split.py, ncu_summary.py, ragged_mix.py, "
-          f"record_cost_traces.sh, clock_sweep.py and the argument checks of the device scripts; {probe}")
+          f"record_cost_traces.sh, sanitize_set.sh, clock_sweep.py and the argument checks of the device scripts; {probe}")
 
 
 if __name__ == "__main__":

@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# compute-sanitizer over a set of small runs that covers every scheduler kind's kernel, on the
+# device machine: memcheck, racecheck and synccheck of each kind (tile, queued, transient, lpt,
+# lpt_queued, planned, ragged_queued) on a ragged causal batch (a sequence of length 1, an empty
+# one, keys != queries), the head dim rotating over 64, 128 and 256; split_tail (mask none only)
+# on a padded dense batch; lpt_queued at d = 64 BM 192; initcheck of the tile kernel at d = 256.
+# Each run is `tilesched run` (checked against the simulator) under the tool; it counts as clean
+# when the tool exits 0, its summary says "0 errors" (racecheck: "0 hazards displayed") and the run
+# prints `run: OK`.
+# One line per run, the logs in OUT_DIR, then "clean: N of M"; exit 1 if any run is not clean.
+#   tools/bench/sanitize_set.sh TILESCHED_BINARY OUT_DIR
+set -uo pipefail
+usage="usage: sanitize_set.sh TILESCHED_BINARY OUT_DIR"
+[ $# -eq 2 ] || { echo "sanitize_set.sh: $usage" >&2; exit 2; }
+bin=$1
+out=$2
+[ -x "$bin" ] || { echo "sanitize_set.sh: '$bin' is not an executable tilesched binary" >&2; exit 2; }
+command -v compute-sanitizer >/dev/null ||
+  { echo "sanitize_set.sh: compute-sanitizer not found on PATH (it comes with the CUDA toolkit)" >&2; exit 2; }
+mkdir -p "$out" || { echo "sanitize_set.sh: cannot create '$out'" >&2; exit 2; }
+
+ragged=(--q-lens 300,1,0,129,77 --kv-lens 300,90,0,200,77 --heads 4 --kv-heads 2 --ctas 7 --mask causal)
+runs=0
+clean=0
+check() {  # NAME TOOL, then the run's flags
+  local name=$1 tool=$2
+  shift 2
+  local log="$out/$name.log"
+  compute-sanitizer --tool "$tool" "$bin" run "$@" >"$log" 2>&1
+  local rc=$?
+  local summary
+  summary=$(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$log" | tail -1 | sed 's/^=* *//')
+  runs=$((runs + 1))
+  if [ $rc -eq 0 ] && grep -qE 'SUMMARY: 0 (errors|hazards)' <<<"$summary" && grep -q 'run: OK' "$log"; then
+    clean=$((clean + 1))
+    echo "clean      $name: $summary"
+  else
+    echo "NOT CLEAN  $name: exit $rc, ${summary:-no sanitizer summary}, see $log"
+  fi
+}
+
+dims=(64 128 256)
+i=0
+for kind in tile queued transient lpt lpt_queued planned ragged_queued; do
+  for tool in memcheck racecheck synccheck; do
+    d=${dims[$((i % 3))]}
+    i=$((i + 1))
+    check "${tool}_${kind}_d${d}" "$tool" "${ragged[@]}" --head-dim "$d" --scheduler "$kind"
+  done
+done
+for tool in memcheck racecheck synccheck; do
+  check "${tool}_split_tail_d128" "$tool" --batch 2 --seq-len 640 --heads 2 --kv-heads 1 \
+    --head-dim 128 --mask none --ctas 5 --scheduler split_tail
+done
+check "racecheck_lpt_queued_d64_bm192" racecheck "${ragged[@]}" --head-dim 64 --bm 192 \
+  --scheduler lpt_queued
+check "initcheck_tile_d256" initcheck "${ragged[@]}" --head-dim 256 --scheduler tile
+echo "clean: $clean of $runs"
+[ "$clean" -eq "$runs" ]
