@@ -467,6 +467,14 @@ __device__ __forceinline__ void softmax_block(Fragment& s, RowState& rs, float s
   softmax_exp<kFmaExp2Eighths>(s, rs, scale_log2, alpha, base);
 }
 
+// Weights w0, w1 as P's elements e and e + 1 (one packed conversion).
+template <class FragmentP>
+__device__ __forceinline__ void put_p_pair(FragmentP& p, int e, float w0, float w1) {
+  const __nv_bfloat162 two = __floats2bfloat162_rn(w0, w1);
+  p(e) = cutlass::bfloat16_t::bitcast(__bfloat16_as_ushort(two.x));
+  p(e + 1) = cutlass::bfloat16_t::bitcast(__bfloat16_as_ushort(two.y));
+}
+
 // P (bf16) as the A operand of O += P V. The accumulator of S and the register A operand of the
 // next wgmma order their elements alike (column pair, row + 8, column + 8 within each 16 keys),
 // so P is S converted element by element. A narrow S (NarrowFirst) fills P's first elements.
@@ -474,11 +482,7 @@ template <class FragmentS, class FragmentP>
 __device__ __forceinline__ void convert_to_p(const FragmentS& s, FragmentP& p) {
   static_assert(cute::size(FragmentS{}) <= cute::size(FragmentP{}), "P has S's elements");
   CUTE_UNROLL
-  for (int e = 0; e < cute::size(s); e += 2) {
-    const __nv_bfloat162 two = __floats2bfloat162_rn(s(e), s(e + 1));
-    p(e) = cutlass::bfloat16_t::bitcast(__bfloat16_as_ushort(two.x));
-    p(e + 1) = cutlass::bfloat16_t::bitcast(__bfloat16_as_ushort(two.y));
-  }
+  for (int e = 0; e < cute::size(s); e += 2) put_p_pair(p, e, s(e), s(e + 1));
 }
 
 template <class Fragment>
@@ -518,9 +522,7 @@ __device__ __forceinline__ void softmax_held(FragmentS& s, FragmentP& p, Fragmen
     const float w1 = fast_exp2(x1);
     sum[r] += w0;
     sum[r] += w1;
-    const __nv_bfloat162 two = __floats2bfloat162_rn(w0, w1);
-    p(e) = cutlass::bfloat16_t::bitcast(__bfloat16_as_ushort(two.x));
-    p(e + 1) = cutlass::bfloat16_t::bitcast(__bfloat16_as_ushort(two.y));
+    put_p_pair(p, e, w0, w1);
   }
   // NaN fails the test too.
   const bool fits = sum[0] <= kHeldSumLimit && sum[1] <= kHeldSumLimit;
