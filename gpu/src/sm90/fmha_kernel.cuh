@@ -418,9 +418,7 @@ __device__ __forceinline__ float quad_row_max(const Fragment& s, int r) {
 // sums hold, and O, the sum and the LSE all stay relative to the same max, so the result is the
 // same softmax; most blocks of a long row then skip O's rescale (rescale_o's warp vote, which a
 // threshold turns on whether or not kSkipUnitRescale does).
-// kSeesKeys: every row sees at least one of this block's keys (a block no mask touches), so its
-// new max is finite and the -inf test below is left out.
-template <int kThreshold = 0, bool kSeesKeys = false, class Fragment>
+template <int kThreshold = 0, class Fragment>
 __device__ __forceinline__ void softmax_max(const Fragment& s, RowState& rs, float scale_log2,
                                             float (&alpha)[2], float (&base)[2]) {
   CUTE_UNROLL
@@ -431,7 +429,7 @@ __device__ __forceinline__ void softmax_max(const Fragment& s, RowState& rs, flo
     if constexpr (kThreshold > 0)
       if (!(m * scale_log2 > rs.max[r] + static_cast<float>(kThreshold))) new_max = rs.max[r];
     // A row with no visible key yet keeps max -inf; subtract 0 then (exp2(-inf) = 0).
-    base[r] = !kSeesKeys && new_max == -INFINITY ? 0.f : new_max;
+    base[r] = new_max == -INFINITY ? 0.f : new_max;
     alpha[r] = fast_exp2(rs.max[r] - base[r]);
     rs.max[r] = new_max;
   }
@@ -459,11 +457,11 @@ __device__ __forceinline__ void softmax_exp(Fragment& s, RowState& rs, float sca
 
 // Both parts: new row max, scores turned into weights in place, sums updated; alpha is each
 // row's rescale factor for O.
-template <int kFmaExp2Eighths, int kThreshold = 0, bool kSeesKeys = false, class Fragment>
+template <int kFmaExp2Eighths, int kThreshold = 0, class Fragment>
 __device__ __forceinline__ void softmax_block(Fragment& s, RowState& rs, float scale_log2,
                                               float (&alpha)[2]) {
   float base[2];
-  softmax_max<kThreshold, kSeesKeys>(s, rs, scale_log2, alpha, base);
+  softmax_max<kThreshold>(s, rs, scale_log2, alpha, base);
   softmax_exp<kFmaExp2Eighths>(s, rs, scale_log2, alpha, base);
 }
 
@@ -1059,17 +1057,15 @@ __device__ void run_consumer(const Params& p, Storage& smem, Pipelines& pipes) {
         // a shared-memory store before the wait, so a store of a softmax result, on a condition
         // that never holds but that ptxas cannot prove, pins the wait after that result.
         [[maybe_unused]] float base[2];  // AfterMax: the softmax's second part subtracts it
-        // A block no mask touches gives every row a finite max (kUnmaskedMaxFinite).
-        constexpr bool kSeesKeys = Traits::kUnmaskedMaxFinite && !decltype(masked)::value;
         // kHeldMax: no row max in a block no mask touches (softmax_held, after the PV's wait).
         constexpr bool kHeld = Traits::kHeldMax && !decltype(masked)::value;
         if constexpr (kHeld) {
         } else if constexpr (Traits::kPvWait == PvWait::AfterMax) {
-          softmax_max<Traits::kRescaleThreshold, kSeesKeys>(tSrS, rs, p.scale_log2, alpha, base);
+          softmax_max<Traits::kRescaleThreshold>(tSrS, rs, p.scale_log2, alpha, base);
           if (never) smem.never_written = __float_as_uint(base[0]) ^ __float_as_uint(base[1]);
         } else {
-          softmax_block<Traits::kFmaExp2Eighths, Traits::kRescaleThreshold, kSeesKeys>(
-              tSrS, rs, p.scale_log2, alpha);
+          softmax_block<Traits::kFmaExp2Eighths, Traits::kRescaleThreshold>(tSrS, rs, p.scale_log2,
+                                                                            alpha);
         }
         warpgroup_wait<0>();  // PV done: its P and V stage are free, O may be rescaled
         pipes.v.consumer_release(v_r);

@@ -199,16 +199,11 @@ Status launch_with(const AttentionArgs& a, const Scheduler& scheduler, const Til
 // d = 64 and 256 (docs/gpu-performance.md, fourteenth session).
 // They also stage warpgroup 0's O outside the V ring where the configuration asks for it
 // (kStageOSplitQueued: d = 256 BN 64, +1.5 / +1.0 % at seq 512 / 1024 causal; in the tile
-// kernel, dense rows, it cost 1.3 % at seq 512; twenty-first session). lpt_queued's kernel for
-// long rows (this configuration, not QueuedConfig) leaves out the softmax's -inf test in blocks
-// no mask touches where the configuration asks for it (kUnmaskedMaxFinitePrefetching: d = 128,
-// +0.5-1.0 % on causal rows from 2048 keys; twenty-ninth session).
+// kernel, dense rows, it cost 1.3 % at seq 512; twenty-first session).
 template <class Config>
 struct PrefetchingConfig : Config {
   static constexpr bool kPrefetchTile = true;
   static constexpr bool kStageOSplit = Config::kStageOSplit || Config::kStageOSplitQueued;
-  static constexpr bool kUnmaskedMaxFinite =
-      Config::kUnmaskedMaxFinite || Config::kUnmaskedMaxFinitePrefetching;
 };
 // The queued kind's kernel also runs NarrowFirst where the configuration asks for it
 // (kNarrowFirstQueued): d = 128, +2.0 / +1.4 % at seq 512 / 1024 causal; in the tile and
@@ -222,8 +217,6 @@ struct QueuedConfig : PrefetchingConfig<Config> {
   // And the LSE store's branch where the configuration keeps it there (kPredicatedLseQueued):
   // d = 128's queued kernel measured 0.3-1.0 % slower with the predicated store.
   static constexpr bool kPredicatedLse = Config::kPredicatedLse && Config::kPredicatedLseQueued;
-  // Not kUnmaskedMaxFinitePrefetching's (that one is lpt_queued's long-row kernel's).
-  static constexpr bool kUnmaskedMaxFinite = Config::kUnmaskedMaxFinite;
 };
 // The tile kind's kernel in clusters of two CTAs that share their K/V loads (kClusterM 2). It
 // needs a cluster's two CTAs to run tiles of the same head and keys at all times: CTA 2k and

@@ -96,15 +96,6 @@ struct KernelConfig {
   // the cluster kernel where the rows allow it (ClusterConfig, fmha_launch.cuh).
   static constexpr int kClusterM = 1;
   static constexpr bool kClusterPairsTile = false;
-  // In a block no mask touches every row sees a key, so its max is finite: the softmax leaves
-  // out the test for a row that has none (softmax_max's kSeesKeys). kUnmaskedMaxFinitePrefetching:
-  // only in lpt_queued's kernel for long rows (PrefetchingConfig, fmha_launch.cuh). d = 128 takes
-  // it there (+0.5-1.0 % on causal rows from 2048 keys); its tile kernel's dense rows measured
-  // 0.2-0.4 % slower with it and its queued configuration's short causal rows 0.4 %; d = 64 1-2.6 %
-  // slower (the schedule ptxas made of its loop), d = 256 unchanged (docs/gpu-performance.md,
-  // twenty-ninth session).
-  static constexpr bool kUnmaskedMaxFinite = false;
-  static constexpr bool kUnmaskedMaxFinitePrefetching = false;
   // A block no mask touches takes its weights against the row's held max, without a row max
   // first, and checks them afterwards (softmax_held, run_consumer).
   static constexpr bool kHeldMax = true;
@@ -181,7 +172,6 @@ struct DefaultConfig<128, 128, 128> {
     static constexpr bool kPredicatedLseQueued = false;
     static constexpr int kRescaleThreshold = 8;
     static constexpr bool kClusterPairsTile = true;
-    static constexpr bool kUnmaskedMaxFinitePrefetching = true;
   };
 };
 // d = 256 has no shared memory left for O's staging buffers, so each consumer warpgroup stages
