@@ -11,7 +11,7 @@
 //     their stage rings, each stage guarded by a full/empty mbarrier pair (PipelineTmaAsync). The
 //     next hand-off follows the last load, or with one Q buffer and a sequence of at most 512
 //     keys the tile's Q and first K (run_producer).
-//   warpgroups 1.. (two or three: KernelConfig), the consumers (registers raised): each owns 64 of
+//   warpgroups 1.. (two or three: configs.hpp), the consumers (registers raised): each owns 64 of
 //     the tile's BM = 64 * consumers query rows. Per tile: wait on the hand-off mbarrier,
 //     advance<producer = false> (reads the slot), release the slot; then for every K/V block, last
 //     to first (masked blocks come first): S = Q K^T with wgmma from shared memory, the online
@@ -19,12 +19,12 @@
 //     of block j is issued together with the PV of block j + 1, and the warpgroups take turns
 //     issuing (PingPong), so one's softmax runs under the others' GEMMs. In a block a mask
 //     touches, the row max runs under the warpgroup's own PV: the PV wait is pinned after it
-//     (PvWait; ptxas would put it before the softmax). A block no mask touches takes no row max:
-//     its weights are taken against the row's held max after the PV wait and checked afterwards
-//     (softmax_held, kHeldMax).
-//     Epilogue: O / rowsum and LSE, only rows the tile owns; O from registers or, with
-//     kEpilogueTma, through shared memory (at d = 256 a V stage the tile no longer reads:
-//     StageOInV) and a TMA store.
+//     (ptxas would put it before the softmax). A block no mask touches takes no row max: its
+//     weights are taken against the row's held max after the PV wait and checked afterwards
+//     (softmax_held).
+//     Epilogue: O / rowsum and LSE, only rows the tile owns; O from registers or, for a
+//     warpgroup whose rows all belong to the tile, through shared memory (at d = 256 a V stage
+//     the tile no longer reads: OStaging::InV) and a TMA store.
 //
 // In clusters of two CTAs (kClusterM, d = 128's dense rows of one length from 8192 keys:
 // fmha_launch.cuh) the two CTAs run tiles of the same head and keys; each loader loads half of
@@ -59,7 +59,7 @@ struct FmhaParams {
   typename Traits::TmaQ tma_q;
   typename Traits::TmaKV tma_k;
   typename Traits::TmaKV tma_v;
-  typename Traits::TmaO tma_o;  // used with kEpilogueTma only
+  typename Traits::TmaO tma_o;
   Scheduler scheduler;
   TileSummary summary;
   std::int32_t q_rows = 0;   // rows of Q and O (the TMA's bound)
@@ -124,21 +124,6 @@ __device__ __forceinline__ float fast_exp2(float x) {
   float y;
   asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
   return y;
-}
-
-// 2^x on the FMA and integer pipes, for x <= 0: x = n + f with n = round(x) and |f| <= 1/2; 2^f
-// from a degree-3 polynomial (relative error 7.5e-5, fitted here to 2^f on [-1/2, 1/2]; P is
-// then rounded to bf16, 2^-9), and n added to the result's exponent bits. Below -126 (a masked
-// score is -inf) the result is 0, as the MUFU's flush to zero gives. Used for a share of a
-// block's weights so that the exp2 (MUFU) unit, the bottleneck at small head dims, does less.
-__device__ __forceinline__ float fma_exp2(float x) {
-  constexpr float kRoundMagic = 12582912.f;  // 1.5 * 2^23: x + it holds round(x) in its low bits
-  const float clamped = fmaxf(x, -126.f);
-  const float shifted = clamped + kRoundMagic;
-  const float f = clamped - (shifted - kRoundMagic);
-  const float p = fmaf(fmaf(fmaf(0.05517167f, f, 0.24261115f), f, 0.69326097f), f, 0.99992806f);
-  const float y = __int_as_float(__float_as_int(p) + (__float_as_int(shifted) << 23));
-  return x < -126.f ? 0.f : y;
 }
 
 // ---- producer ------------------------------------------------------------------------------
@@ -411,7 +396,8 @@ __device__ __forceinline__ float quad_row_max(const Fragment& s, int r) {
   return fmaxf(m, __shfl_xor_sync(0xffffffffu, m, 2));
 }
 
-// Online softmax of one block, in two parts that the main loop may separate (kPvWait). The first:
+// Online softmax of one block, in two parts that the main loop separates (the PV wait between
+// them). The first:
 // each row's new max, O's rescale factor alpha, and the base the second subtracts. With
 // kThreshold > 0 a row keeps its max (alpha exactly 1) unless the block's exceeds it by more than
 // kThreshold (log2 units): its weights then reach at most 2^kThreshold, which bf16 P and the fp32
@@ -436,9 +422,8 @@ __device__ __forceinline__ void softmax_max(const Fragment& s, RowState& rs, flo
 }
 
 // The second: scores turned into weights in place (exp2 with the scale folded into the FFMA),
-// sums updated. Of every 8 consecutive accumulator elements, the first kFmaExp2Eighths take
-// fma_exp2 and the rest the MUFU.
-template <int kFmaExp2Eighths, class Fragment>
+// sums updated.
+template <class Fragment>
 __device__ __forceinline__ void softmax_exp(Fragment& s, RowState& rs, float scale_log2,
                                             const float (&alpha)[2], const float (&base)[2]) {
   CUTE_UNROLL
@@ -448,7 +433,7 @@ __device__ __forceinline__ void softmax_exp(Fragment& s, RowState& rs, float sca
     for (int e = 0; e < cute::size(s); ++e)
       if ((e / 2) % 2 == r) {
         const float x = fmaf(s(e), scale_log2, -base[r]);
-        s(e) = e % 8 < kFmaExp2Eighths ? fma_exp2(x) : fast_exp2(x);
+        s(e) = fast_exp2(x);
         sum += s(e);
       }
     rs.sum[r] = rs.sum[r] * alpha[r] + sum;
@@ -457,12 +442,12 @@ __device__ __forceinline__ void softmax_exp(Fragment& s, RowState& rs, float sca
 
 // Both parts: new row max, scores turned into weights in place, sums updated; alpha is each
 // row's rescale factor for O.
-template <int kFmaExp2Eighths, int kThreshold = 0, class Fragment>
+template <int kThreshold = 0, class Fragment>
 __device__ __forceinline__ void softmax_block(Fragment& s, RowState& rs, float scale_log2,
                                               float (&alpha)[2]) {
   float base[2];
   softmax_max<kThreshold>(s, rs, scale_log2, alpha, base);
-  softmax_exp<kFmaExp2Eighths>(s, rs, scale_log2, alpha, base);
+  softmax_exp(s, rs, scale_log2, alpha, base);
 }
 
 // Weights w0, w1 as P's elements e and e + 1 (one packed conversion).
@@ -489,7 +474,7 @@ __device__ __forceinline__ void rescale_rows(Fragment& o, const float (&alpha)[2
   for (int e = 0; e < cute::size(o); ++e) o(e) *= alpha[(e / 2) % 2];
 }
 
-// A block no mask touches, against the row's held max (kHeldMax): no row max before the
+// A block no mask touches, against the row's held max: no row max before the
 // exponentials. Each score becomes x = scale s - base in place (base: the row's max, 0 for a row
 // that has seen no key yet), its weight 2^x goes straight into P, and the block's sums are kept
 // apart until they are checked. A weight can exceed 1 by any factor (2^x overflows to +inf past
@@ -732,7 +717,7 @@ __device__ __forceinline__ void store_tile_outputs(const Params& p, const Fragme
   }
 }
 
-// Epilogue, second part, of a warpgroup whose 64 rows all belong to the tile (kEpilogueTma): O
+// Epilogue, second part, of a warpgroup whose 64 rows all belong to the tile: O
 // written to this warpgroup's staging buffer with stmatrix and stored by one thread with a TMA
 // store, which the warpgroup does not wait for (the next epilogue waits until that store has read
 // the buffer). Fewer, wider shared-memory stores replace d / 4 four-byte global stores per thread,
@@ -861,8 +846,7 @@ __device__ void run_consumer(const Params& p, Storage& smem, Pipelines& pipes) {
   typename PipelineKV::PipelineState k_r;
   typename PipelineKV::PipelineState v_r;
 
-  const std::conditional_t<Traits::kPingPong, PingPong<Traits::kConsumerWarpgroups>, NoPingPong>
-      ping_pong(warpgroup);
+  const PingPong<Traits::kConsumerWarpgroups> ping_pong(warpgroup);
   // The last consumer warpgroup's first thread records the trace: every consumer warpgroup
   // receives a tile at the same hand-off, and the turns run the last one behind the others, so
   // its epilogue ends the tile. (A barrier of both warpgroups per tile cost 8-11 % at d = 128,
@@ -947,7 +931,7 @@ __device__ void run_consumer(const Params& p, Storage& smem, Pipelines& pipes) {
         }
       };
       RowState rs{{-INFINITY, -INFINITY}, {0.f, 0.f}};
-      // Never true (validate() bounds the rows), but ptxas cannot know: kPvWait's pinning store
+      // Never true (validate() bounds the rows), but ptxas cannot know: the PV wait's pinning store
       // and kRebuildQOperand's q_step depend on it.
       [[maybe_unused]] const bool never = p.q_rows < 0;
       float alpha[2];
@@ -1009,13 +993,13 @@ __device__ void run_consumer(const Params& p, Storage& smem, Pipelines& pipes) {
       if (narrow) {
         // Keys past kNarrowN lie past some row's last, so a narrow block needs the mask.
         mask_block(tSrS_narrow, first_key0);
-        softmax_block<Traits::kFmaExp2Eighths>(tSrS_narrow, rs, p.scale_log2, alpha);
+        softmax_block(tSrS_narrow, rs, p.scale_log2, alpha);
         convert_to_p(tSrS_narrow, tOrP);
         CUTE_UNROLL
         for (int e = kNarrowN / 2; e < size(tOrP); ++e) tOrP(e) = Element(0.f);
       } else {
         if (needs_mask(block_idx)) mask_block(tSrS, first_key0);
-        softmax_block<Traits::kFmaExp2Eighths>(tSrS, rs, p.scale_log2, alpha);
+        softmax_block(tSrS, rs, p.scale_log2, alpha);
         convert_to_p(tSrS, tOrP);
       }
 
@@ -1030,10 +1014,7 @@ __device__ void run_consumer(const Params& p, Storage& smem, Pipelines& pipes) {
         }
       };
 
-      // Blocks below: S of block j with O += P V of block j + 1 in flight. With
-      // kRescaleUnderQK, O's rescale for block j + 1 runs while the QK^T of block j is in flight
-      // (O is no GEMM's operand then), instead of after the softmax, where it lengthens the
-      // stretch between this warpgroup's GEMM turns.
+      // Blocks below: S of block j with O += P V of block j + 1 in flight.
       // The blocks that need the mask are the highest ones (needs_mask grows with the block), so
       // they come first: one loop runs them with the mask, a second runs the rest without testing
       // for it (the test took about 10 instructions and a branch per block).
@@ -1042,7 +1023,6 @@ __device__ void run_consumer(const Params& p, Storage& smem, Pipelines& pipes) {
         consumer_wait(pipes.k, k_r, "K stage (consumer)");
         warpgroup_gemm<Traits::kRebuildQOperand>(mma_qk, q_operand_in_loop(),
                                                  tSrK(_, _, _, k_r.index()), tSrS, false);
-        if constexpr (Traits::kRescaleUnderQK) rescale_o();
         consumer_wait(pipes.v, v_r, "V stage (consumer)");
         warpgroup_gemm(mma_pv, tOrP, tOrV(_, _, _, v_r.index()), tOrO, true);
         ping_pong.pass_turn();
@@ -1052,32 +1032,26 @@ __device__ void run_consumer(const Params& p, Storage& smem, Pipelines& pipes) {
         if (block_idx == block_begin) pipes.q.consumer_release(q_r);
         if constexpr (decltype(masked)::value)
           mask_block(tSrS, static_cast<u32>(block_idx) * kBlockN);
-        // Where the wait for the PV goes (kPvWait). ptxas moves the wait (WARPGROUP.DEPBAR) up to
-        // the top of its basic block, right after the mask, unless something holds it: it keeps
-        // a shared-memory store before the wait, so a store of a softmax result, on a condition
-        // that never holds but that ptxas cannot prove, pins the wait after that result.
-        [[maybe_unused]] float base[2];  // AfterMax: the softmax's second part subtracts it
-        // kHeldMax: no row max in a block no mask touches (softmax_held, after the PV's wait).
-        constexpr bool kHeld = Traits::kHeldMax && !decltype(masked)::value;
-        if constexpr (kHeld) {
-        } else if constexpr (Traits::kPvWait == PvWait::AfterMax) {
+        // A masked block's row max runs while the PV is in flight, and the wait for the PV comes
+        // after it. ptxas moves the wait (WARPGROUP.DEPBAR) up to the top of its basic block,
+        // right after the mask, unless something holds it: it keeps a shared-memory store before
+        // the wait, so a store of a softmax result, on a condition that never holds but that
+        // ptxas cannot prove, pins the wait after that result.
+        [[maybe_unused]] float base[2];  // the softmax's second part subtracts it
+        // A block no mask touches takes no row max (softmax_held, after the PV's wait).
+        constexpr bool kHeld = !decltype(masked)::value;
+        if constexpr (!kHeld) {
           softmax_max<Traits::kRescaleThreshold>(tSrS, rs, p.scale_log2, alpha, base);
           if (never) smem.never_written = __float_as_uint(base[0]) ^ __float_as_uint(base[1]);
-        } else {
-          softmax_block<Traits::kFmaExp2Eighths, Traits::kRescaleThreshold>(tSrS, rs, p.scale_log2,
-                                                                            alpha);
         }
         warpgroup_wait<0>();  // PV done: its P and V stage are free, O may be rescaled
         pipes.v.consumer_release(v_r);
         ++v_r;
         if constexpr (kHeld) {
-          static_assert(!Traits::kRescaleUnderQK && Traits::kFmaExp2Eighths == 0,
-                        "softmax_held rescales O itself and takes every weight from the MUFU");
           softmax_held<Traits::kRescaleThreshold>(tSrS, tOrP, tOrO, rs, p.scale_log2);
         } else {
-          if constexpr (!Traits::kRescaleUnderQK) rescale_o();
-          if constexpr (Traits::kPvWait == PvWait::AfterMax)
-            softmax_exp<Traits::kFmaExp2Eighths>(tSrS, rs, p.scale_log2, alpha, base);
+          rescale_o();
+          softmax_exp(tSrS, rs, p.scale_log2, alpha, base);
           convert_to_p(tSrS, tOrP);
         }
       };
@@ -1085,8 +1059,7 @@ __device__ void run_consumer(const Params& p, Storage& smem, Pipelines& pipes) {
         kv_block(block_idx, std::true_type{});
       for (; block_idx >= block_begin; --block_idx) kv_block(block_idx, std::false_type{});
 
-      // Block 0's PV (no QK^T left to hide the rescale under: it runs before the turn).
-      if constexpr (Traits::kRescaleUnderQK) rescale_o();
+      // Block 0's PV.
       ping_pong.wait_turn();
       consumer_wait(pipes.v, v_r, "V stage (consumer)");
       warpgroup_gemm(mma_pv, tOrP, tOrV(_, _, _, v_r.index()), tOrO, true);
@@ -1115,63 +1088,58 @@ __device__ void run_consumer(const Params& p, Storage& smem, Pipelines& pipes) {
       }
 
       // Epilogue: O / rowsum as bf16 and LSE, then O's stores, with a TMA store when the
-      // configuration has one and the warpgroup's 64 rows all belong to the tile, else from
-      // registers.
+      // warpgroup's 64 rows all belong to the tile, else from registers.
       const int thread_row = warpgroup * kRows + warp * 16 + lane / 4;
       Tensor tOrOut = make_tensor_like<Element>(tOrO);
       normalize_rows(p, tOrO, rs, rows, work->head_idx, thread_row, tOrOut);
-      if constexpr (Traits::kEpilogueTma) {
-        const bool full = rows.query_rows >= static_cast<u32>((warpgroup + 1) * kRows);
-        if (full) {
-          Element* staging;
-          if constexpr (Traits::kStageOSplit) {
-            // Warpgroup 0 stages in its own buffer (store_tile_outputs_tma waits for its last
-            // store); warpgroup 1 in V(0)'s stage, which the producer loads again only after
-            // warpgroup 1 arrives on that stage's o_released_v (below).
-            if (warpgroup == 0) {
-              staging = smem.o.data();
-            } else {
-              barrier_wait(smem.pipe_v.empty_barrier_[v_last.index()], v_last.phase(),
-                           "V stage for O (consumer)");
-              staging = smem.v.data() + v_last.index() * kBlockN * D;
-            }
-          } else if constexpr (Traits::kStageOInV) {
-            // Warpgroup w stages O in the V stage filled W - 1 - w fills before V(0)'s (V(0)'s
-            // for the last): the turns run warpgroup 0 first, so the stage it takes was released
-            // earliest. Every warpgroup has released that fill once its empty barrier completes
-            // the fill's phase, and the producer loads no V of the next tile before this
-            // warpgroup arrives on o_released (below). The stage may have held another
-            // warpgroup's O of the previous tile: its store has read it once o_released
-            // completed that tile's phase.
-            const auto [stage, phase] = earlier_fill<Traits::kStagesKV>(
-                v_last.index(), v_last.phase(), Traits::kConsumerWarpgroups - 1 - warpgroup);
-            if (tiles_stored > 0)
-              barrier_wait(smem.o_released, (tiles_stored - 1) % 2, "O staged in V (consumer)");
-            barrier_wait(smem.pipe_v.empty_barrier_[stage], phase, "V stage for O (consumer)");
-            staging = smem.v.data() + stage * kBlockN * D;
-          } else {
-            staging = smem.o.data() + warpgroup * cosize(typename Traits::SmemLayoutO{});
-          }
-          store_tile_outputs_tma(p, staging, tOrOut, rows, work->head_idx, warpgroup, thread);
-        } else {
-          store_tile_outputs(p, tOrOut, rows, work->head_idx, thread_row);
-        }
+      const bool full = rows.query_rows >= static_cast<u32>((warpgroup + 1) * kRows);
+      if (full) {
+        Element* staging;
         if constexpr (Traits::kStageOSplit) {
-          // Warpgroup 1: one arrive per tile with work on V(0)'s stage, once its store has read.
-          if (warpgroup != 0 && thread == kTmaStoreThread) {
-            if (full) tma_store_wait<0>();
-            smem.o_released_v[v_last.index()].arrive();
+          // Warpgroup 0 stages in its own buffer (store_tile_outputs_tma waits for its last
+          // store); warpgroup 1 in V(0)'s stage, which the producer loads again only after
+          // warpgroup 1 arrives on that stage's o_released_v (below).
+          if (warpgroup == 0) {
+            staging = smem.o.data();
+          } else {
+            barrier_wait(smem.pipe_v.empty_barrier_[v_last.index()], v_last.phase(),
+                         "V stage for O (consumer)");
+            staging = smem.v.data() + v_last.index() * kBlockN * D;
           }
         } else if constexpr (Traits::kStageOInV) {
-          // One arrive per warpgroup and tile with work; a staging one once its store has read.
-          if (thread == kTmaStoreThread) {
-            if (full) tma_store_wait<0>();
-            smem.o_released.arrive();
-          }
-          ++tiles_stored;
+          // Warpgroup w stages O in the V stage filled W - 1 - w fills before V(0)'s (V(0)'s
+          // for the last): the turns run warpgroup 0 first, so the stage it takes was released
+          // earliest. Every warpgroup has released that fill once its empty barrier completes
+          // the fill's phase, and the producer loads no V of the next tile before this
+          // warpgroup arrives on o_released (below). The stage may have held another
+          // warpgroup's O of the previous tile: its store has read it once o_released
+          // completed that tile's phase.
+          const auto [stage, phase] = earlier_fill<Traits::kStagesKV>(
+              v_last.index(), v_last.phase(), Traits::kConsumerWarpgroups - 1 - warpgroup);
+          if (tiles_stored > 0)
+            barrier_wait(smem.o_released, (tiles_stored - 1) % 2, "O staged in V (consumer)");
+          barrier_wait(smem.pipe_v.empty_barrier_[stage], phase, "V stage for O (consumer)");
+          staging = smem.v.data() + stage * kBlockN * D;
+        } else {
+          staging = smem.o.data() + warpgroup * cosize(typename Traits::SmemLayoutO{});
         }
+        store_tile_outputs_tma(p, staging, tOrOut, rows, work->head_idx, warpgroup, thread);
       } else {
         store_tile_outputs(p, tOrOut, rows, work->head_idx, thread_row);
+      }
+      if constexpr (Traits::kStageOSplit) {
+        // Warpgroup 1: one arrive per tile with work on V(0)'s stage, once its store has read.
+        if (warpgroup != 0 && thread == kTmaStoreThread) {
+          if (full) tma_store_wait<0>();
+          smem.o_released_v[v_last.index()].arrive();
+        }
+      } else if constexpr (Traits::kStageOInV) {
+        // One arrive per warpgroup and tile with work; a staging one once its store has read.
+        if (thread == kTmaStoreThread) {
+          if (full) tma_store_wait<0>();
+          smem.o_released.arrive();
+        }
+        ++tiles_stored;
       }
     }
 
@@ -1180,8 +1148,7 @@ __device__ void run_consumer(const Params& p, Storage& smem, Pipelines& pipes) {
     work = received ? next : receive_tile(false);
   }
   // The warpgroup's last TMA store of O must be done (written, not only read) before it exits.
-  if constexpr (Traits::kEpilogueTma)
-    if (thread == kTmaStoreThread) asm volatile("cp.async.bulk.wait_group 0;" ::: "memory");
+  if (thread == kTmaStoreThread) asm volatile("cp.async.bulk.wait_group 0;" ::: "memory");
   ping_pong.finish();
 }
 

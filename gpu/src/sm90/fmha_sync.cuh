@@ -85,15 +85,6 @@ class PingPong {
   int warpgroup_;
 };
 
-// The same interface without turns: each warpgroup issues its GEMMs whenever it is ready.
-class NoPingPong {
- public:
-  __device__ explicit NoPingPong(int) {}
-  __device__ void wait_turn() const {}
-  __device__ void pass_turn() const {}
-  __device__ void finish() const {}
-};
-
 #if TILESCHED_GPU_HANG_TRAP
 __device__ __forceinline__ std::uint64_t hang_clock_ns() {
   std::uint64_t t;
