@@ -12,7 +12,7 @@
 #include <type_traits>
 
 #include "cuda_status.hpp"
-#include "sm90/fmha.hpp"
+#include "sm90/launch.hpp"
 #include "tilesched/any_scheduler.hpp"
 #include "tilesched/gpu/attention.hpp"
 

@@ -125,7 +125,7 @@ struct KernelSet {
   using Cluster = ClusterConfig;
 };
 
-// The shipped kernels, one KernelSet per (head dim, BM, BN) of fmha.hpp's list.
+// The shipped kernels, one KernelSet per (head dim, BM, BN) of launch.hpp's list.
 template <int D, int BM, int BN>
 struct Kernels;
 template <>

@@ -1,16 +1,14 @@
-// The compile-time shape of the warp-specialized sm90 attention kernel for one head dim: tile
-// sizes, pipeline depths, shared-memory layouts, the two warpgroup GEMMs, the TMA copy types and
-// the shared-storage struct. Everything else in the kernel is a runtime value (scheduler, mask,
-// lengths), so one instantiation per head dim serves every workload.
+// The kernel's types for one configuration (configs.hpp): tile sizes, pipeline depths,
+// shared-memory layouts, the warpgroup GEMMs and the TMA copy types. Everything else in the kernel
+// is a runtime value (mask, lengths) or the scheduler type, so one instantiation per configuration
+// and scheduler serves every workload.
 #pragma once
 
 #include <cutlass/numeric_types.h>
 
 #include <cstdint>
-// Every wgmma N (multiples of 8 up to 256), so BN need not be a power of two.
-#ifndef CUTE_SM90_EXTENDED_MMA_SHAPES_ENABLED
-#define CUTE_SM90_EXTENDED_MMA_SHAPES_ENABLED
-#endif
+// CUTE_SM90_EXTENDED_MMA_SHAPES_ENABLED (gpu/CMakeLists.txt): every wgmma N, so BN need not be a
+// power of two.
 #include <cute/tensor.hpp>  // also the MMA and copy atoms (GMMA, TMA)
 #include <cutlass/pipeline/sm90_pipeline.hpp>
 #include <utility>
@@ -29,8 +27,8 @@ template <class Config>
 struct FmhaTraits : Config {
   // The configuration's values this struct's own definitions use (a dependent base's members
   // are not found unqualified).
-  using Config::kBlockN, Config::kConsumerRegisters, Config::kConsumerWarpgroups,
-      Config::kHeadDim, Config::kStagesKV, Config::kStagesQ, Config::kOStaging, Config::kClusterM;
+  using Config::kBlockN, Config::kConsumerRegisters, Config::kConsumerWarpgroups, Config::kHeadDim,
+      Config::kStagesKV, Config::kStagesQ, Config::kOStaging, Config::kClusterM;
   static constexpr int D = kHeadDim;
   // O staged in V stages (every consumer warpgroup, or with kStageOSplit all but warpgroup 0).
   static constexpr bool kStageOInV = kOStaging != OStaging::OwnBuffers;
@@ -47,7 +45,7 @@ struct FmhaTraits : Config {
   static constexpr int kBlockM = kWarpgroupRows * kConsumerWarpgroups;  // the scheduler's BM
   // Three consumer warpgroups have 160 registers each: the K/V loop keeps the mask's values
   // (kv_len, the thread's last visible key) in shared memory rather than in registers, read only
-  // where a block needs the mask (run_consumer).
+  // where a block needs the mask (TileMask, softmax.cuh).
   static constexpr bool kMaskFromShared = kConsumerWarpgroups == 3;
   static constexpr int kConsumerThreads = kConsumerWarpgroups * kWarpgroupThreads;
   static constexpr int kThreads = kWarpgroupThreads + kConsumerThreads;
@@ -143,31 +141,6 @@ struct FmhaTraits : Config {
   // ahead while consumers still read the other.
   static constexpr int kTileSlots = 2;
   using PipelineTile = cutlass::PipelineAsync<kTileSlots>;
-
-  struct SharedStorage {
-    cute::array_aligned<Element, cute::cosize_v<SmemLayoutQ>, 1024> q;
-    cute::array_aligned<Element, cute::cosize_v<SmemLayoutKV>, 1024> k;
-    cute::array_aligned<Element, cute::cosize_v<SmemLayoutKV>, 1024> v;
-    cute::array_aligned<Element, kOStageElements, 1024> o;  // each consumer warpgroup's O
-    typename PipelineQ::SharedStorage pipe_q;
-    typename PipelineKV::SharedStorage pipe_k;
-    typename PipelineKV::SharedStorage pipe_v;
-    typename PipelineTile::SharedStorage pipe_tile;
-    // With kStageOInV: each consumer warpgroup arrives once per tile with work when the V stage
-    // holding its O may be loaded again; the producer waits for it before that tile's successor's
-    // first V load.
-    cutlass::arch::ClusterBarrier o_released;
-    // With kStageOSplit: per V stage, warpgroup 1's release of the O it staged there.
-    cutlass::arch::ClusterBarrier o_released_v[kStagesKV];
-    u32 sidx[kTileSlots];
-    u32 trace_slot[kTileSlots];  // while recording: the event slot of the tile in sidx[slot]
-    // With kMaskFromShared, each consumer warp's mask values for its current tile (kv_len and its
-    // first row's last visible key, written by its lane 0), read back where a block is masked.
-    u32 mask_of_warp[kConsumerThreads / 32][2];
-    u32 never_written;  // run_consumer's store that pins the PV wait; never happens
-  };
-  static constexpr int kSharedBytes = static_cast<int>(sizeof(SharedStorage));
-  static_assert(kSharedBytes <= 227 * 1024, "shared storage exceeds the sm90 limit per CTA");
 };
 
 }  // namespace tilesched::gpu::sm90

@@ -10,8 +10,9 @@
 #include <cstdlib>
 
 #include "cuda_status.hpp"
-#include "sm90/fmha.hpp"
-#include "sm90/fmha_kernel.cuh"
+#include "sm90/combine.cuh"
+#include "sm90/kernel.cuh"
+#include "sm90/launch.hpp"
 
 namespace tilesched::gpu::sm90 {
 
@@ -19,10 +20,10 @@ namespace tilesched::gpu::sm90 {
 // occupancy.
 template <class Config, class Scheduler = runtime::AnyScheduler>
 Status allow_shared_memory() {
-  return detail::cuda_status(cudaFuncSetAttribute(&fmha_kernel<Scheduler, Config>,
-                                                  cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                                  FmhaTraits<Config>::kSharedBytes),
-                             "cudaFuncSetAttribute(max dynamic shared memory)");
+  return detail::cuda_status(
+      cudaFuncSetAttribute(&fmha_kernel<Scheduler, Config>,
+                           cudaFuncAttributeMaxDynamicSharedMemorySize, kSharedBytes<Config>),
+      "cudaFuncSetAttribute(max dynamic shared memory)");
 }
 
 // A launch of `Config`'s kernel in clusters of Traits::kClusterM CTAs along x: the launch
@@ -36,7 +37,7 @@ struct ClusterLaunch {
   ClusterLaunch(dim3 grid, cudaStream_t stream) {
     config.gridDim = grid;
     config.blockDim = dim3(Traits::kThreads);
-    config.dynamicSmemBytes = Traits::kSharedBytes;
+    config.dynamicSmemBytes = kSharedBytes<Config>;
     config.stream = stream;
     cluster.id = cudaLaunchAttributeClusterDimension;
     cluster.val.clusterDim.x = Traits::kClusterM;
@@ -69,38 +70,43 @@ Status launch_with(const AttentionArgs& a, const Scheduler& scheduler, const Til
   };
 
   FmhaParams<Scheduler, Config> p;
-  p.q_rows = static_cast<std::int32_t>(w.total_q_rows());  // padded: B * S_max (row layout)
-  p.kv_rows = static_cast<std::int32_t>(w.total_kv_rows());
-  p.tma_q = make_tma_copy(SM90_TMA_LOAD{}, gmem(a.q, p.q_rows, w.num_q_heads),
-                          typename Traits::SmemLayoutQ{}(_, _, _0{}));
-  p.tma_k = make_tma_copy(typename Traits::TmaLoadKV{}, gmem(a.k, p.kv_rows, w.num_kv_heads),
-                          typename Traits::SmemLayoutKV{}(_, _, _0{}), Int<Traits::kClusterM>{});
-  p.tma_v = make_tma_copy(typename Traits::TmaLoadKV{}, gmem(a.v, p.kv_rows, w.num_kv_heads),
-                          typename Traits::SmemLayoutKV{}(_, _, _0{}), Int<Traits::kClusterM>{});
-  p.tma_o = make_tma_copy(SM90_TMA_STORE{}, gmem(a.o, p.q_rows, w.num_q_heads),
-                          typename Traits::SmemLayoutO{});
+  Problem& problem = p.problem;
+  problem.q_rows = static_cast<std::int32_t>(w.total_q_rows());  // padded: B * S_max (row layout)
+  problem.kv_rows = static_cast<std::int32_t>(w.total_kv_rows());
+  problem.num_q_heads = w.num_q_heads;
+  problem.num_kv_heads = w.num_kv_heads;
+  problem.group = w.group_size();
+  problem.kv = w.kv_layout(a.kv_row_offsets);
+  p.mainloop.tma_q = make_tma_copy(SM90_TMA_LOAD{}, gmem(a.q, problem.q_rows, w.num_q_heads),
+                                   typename Traits::SmemLayoutQ{}(_, _, _0{}));
+  p.mainloop.tma_k =
+      make_tma_copy(typename Traits::TmaLoadKV{}, gmem(a.k, problem.kv_rows, w.num_kv_heads),
+                    typename Traits::SmemLayoutKV{}(_, _, _0{}), Int<Traits::kClusterM>{});
+  p.mainloop.tma_v =
+      make_tma_copy(typename Traits::TmaLoadKV{}, gmem(a.v, problem.kv_rows, w.num_kv_heads),
+                    typename Traits::SmemLayoutKV{}(_, _, _0{}), Int<Traits::kClusterM>{});
+  p.epilogue.tma_o = make_tma_copy(SM90_TMA_STORE{}, gmem(a.o, problem.q_rows, w.num_q_heads),
+                                   typename Traits::SmemLayoutO{});
   p.scheduler = scheduler;
   p.summary = summary;
-  p.num_q_heads = w.num_q_heads;
-  p.num_kv_heads = w.num_kv_heads;
-  p.group = w.group_size();
-  p.kv = w.kv_layout(a.kv_row_offsets);
-  p.o = static_cast<__nv_bfloat16*>(a.o);
-  p.lse = a.lse;
+  p.outputs.o = static_cast<__nv_bfloat16*>(a.o);
+  p.outputs.lse = a.lse;
   const float scale =
       a.softmax_scale > 0.f ? a.softmax_scale : 1.f / std::sqrt(static_cast<float>(w.head_dim));
-  p.scale_log2 = scale * 1.4426950408889634f;
-  p.causal = w.mask == Mask::Causal;
-  p.trace = a.trace;
-  p.trace_block_n = w.block_n;
-  p.split_partials = static_cast<float*>(a.split_workspace);
-  p.launch_done = a.launch_done;
+  p.softmax.scale_log2 = scale * 1.4426950408889634f;
+  p.softmax.causal = w.mask == Mask::Causal;
+  p.trace.buffer = a.trace;
+  p.trace.block_n = w.block_n;
+  p.combine.split_partials = static_cast<float*>(a.split_workspace);
+  p.launch_words.launch_done = a.launch_done;
   if (a.launch_done != nullptr && takes_from_counter(w.scheduler)) {
-    p.queue_counter = a.queue_counter;
-    p.counter_start = counter_start;
+    p.launch_words.queue_counter = a.queue_counter;
+    p.launch_words.counter_start = counter_start;
   }
   if (a.launch_done != nullptr && a.trace.events != nullptr)
-    p.trace_last_count = a.trace.last_count;
+    p.launch_words.trace_last_count = a.trace.last_count;
+  static_assert(kSharedBytes<Config> <= 227 * 1024,
+                "shared storage exceeds the sm90 limit per CTA");
 
   auto* kernel = &fmha_kernel<Scheduler, Config>;
   if (Status s = allow_shared_memory<Config, Scheduler>(); !s) return s;
@@ -113,7 +119,7 @@ Status launch_with(const AttentionArgs& a, const Scheduler& scheduler, const Til
         !s)
       return s;
   } else {
-    kernel<<<dim3(g.x, g.y, g.z), Traits::kThreads, Traits::kSharedBytes,
+    kernel<<<dim3(g.x, g.y, g.z), Traits::kThreads, kSharedBytes<Config>,
              static_cast<cudaStream_t>(a.stream)>>>(p);
   }
   if (Status s = detail::cuda_status(cudaGetLastError(), "launching the attention kernel"); !s)
@@ -161,12 +167,13 @@ bool cluster_pairs_fit(const Workload& w, u32 num_ctas, u32 tiles, u32 grid) {
 
 // The kernel each scheduler kind runs, from its shape's KernelSet (configs.hpp):
 //   kind                                  kernel                 configuration
-//   tile                                  its own                Dense; Cluster where the rows allow
-//   queued                                its own                Queued
-//   lpt_queued                            its own                Queued where every sequence has at
-//                                                                most kNarrowMaxKeys keys, else Causal
-//   split_tail                            its own                Dense (only at kernel_block_n's BN)
-//   transient, lpt, planned, ragged_queued  AnyScheduler's       Dense
+//   tile                                  its own                Dense; Cluster where the rows
+//   allow queued                                its own                Queued lpt_queued its own
+//   Queued where every sequence has at
+//                                                                most kNarrowMaxKeys keys, else
+//                                                                Causal
+//   split_tail                            its own                Dense (only at kernel_block_n's
+//   BN) transient, lpt, planned, ragged_queued  AnyScheduler's       Dense
 // A kind's own instantiation carries only its scheduler's code in the per-tile path ("A kernel per
 // scheduler kind").
 template <class Set>
@@ -236,10 +243,10 @@ Status resident_ctas_per_sm(int& out) {
   using Config = typename CheckedKernels<D, BM, BN>::Dense;
   using Traits = FmhaTraits<Config>;
   if (Status s = allow_shared_memory<Config>(); !s) return s;
-  return detail::cuda_status(
-      cudaOccupancyMaxActiveBlocksPerMultiprocessor(&out, &fmha_kernel<runtime::AnyScheduler, Config>,
-                                                    Traits::kThreads, Traits::kSharedBytes),
-      "cudaOccupancyMaxActiveBlocksPerMultiprocessor");
+  return detail::cuda_status(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
+                                 &out, &fmha_kernel<runtime::AnyScheduler, Config>,
+                                 Traits::kThreads, kSharedBytes<Config>),
+                             "cudaOccupancyMaxActiveBlocksPerMultiprocessor");
 }
 
 }  // namespace tilesched::gpu::sm90

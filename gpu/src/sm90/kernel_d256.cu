@@ -1,6 +1,6 @@
 // The sm90 attention kernel for head dim 256, tiles of 128 query rows (one translation unit per
-// kernel: see fmha.hpp).
-#include "sm90/fmha_launch.cuh"
+// kernel: see launch.hpp).
+#include "sm90/launch.cuh"
 
 namespace tilesched::gpu::sm90 {
 

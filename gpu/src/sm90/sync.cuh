@@ -148,8 +148,8 @@ __device__ __forceinline__ void barrier_wait(const cutlass::arch::ClusterBarrier
 // on a barrier that has not completed a phase.
 template <int Stages>
 __device__ __forceinline__ cute::tuple<int, std::uint32_t> earlier_fill(int stage,
-                                                                       std::uint32_t phase,
-                                                                       int back) {
+                                                                        std::uint32_t phase,
+                                                                        int back) {
   stage -= back;
   if (stage < 0) return {stage + Stages, phase ^ 1u};
   return {stage, phase};

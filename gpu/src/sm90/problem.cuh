@@ -1,0 +1,60 @@
+// The attention problem as every role of the kernel sees it: the sizes and row layouts of Q, K and
+// V, where O and LSE go, and where a tile's rows and keys are (SPEC §7, common's geometry).
+#pragma once
+
+#include <cuda_bf16.h>
+
+#include <cstdint>
+#include <type_traits>
+
+#include "tilesched/any_scheduler.hpp"
+#include "tilesched/geometry.hpp"
+#include "tilesched/types.hpp"
+
+namespace tilesched::gpu::sm90 {
+
+struct Problem {
+  std::int32_t q_rows = 0;   // rows of Q and O (the TMA's bound)
+  std::int32_t kv_rows = 0;  // rows of K and V
+  u32 num_q_heads = 0;
+  u32 num_kv_heads = 0;
+  u32 group = 1;  // query heads per KV head
+  RowLayout kv;   // where each sequence's keys are in K and V
+};
+
+struct Outputs {
+  __nv_bfloat16* o = nullptr;
+  float* lse = nullptr;
+};
+
+// Where a tile's rows and keys are, the same for producer and consumers.
+template <class Params>
+__device__ __forceinline__ TileGeometry tile_geometry(const Params& p, const SeqInfo& s) {
+  using Traits = typename Params::Traits;
+  return tilesched::tile_geometry(p.summary.query_layout(), p.problem.kv, s, Traits::kBlockM,
+                                  Traits::kBlockN, p.softmax.causal ? Mask::Causal : Mask::None);
+}
+
+// Whether a tile has anything to compute; both roles decide it from the same SeqInfo.
+__device__ __forceinline__ bool has_work(const TileGeometry& g) {
+  return g.rows.query_rows > 0 && g.kv_blocks > 0;  // a piece is never empty (split_tail)
+}
+
+// Whether a kernel's scheduler hands out pieces of tiles (split_tail; the AnyScheduler kernel
+// never runs it: any_scheduler.hpp). The other kernels keep their code as it was without
+// pieces (the block range's bounds as constants: one instruction less per K/V block).
+template <class Params>
+inline constexpr bool kHandsOutPieces =
+    std::is_same_v<std::decay_t<decltype(Params::scheduler)>, runtime::SplitTailScheduler>;
+
+// The K/V blocks a tile (or a split_tail piece) runs: [begin, end).
+template <class Params>
+__device__ __forceinline__ int first_kv_block(const TileGeometry& g) {
+  return kHandsOutPieces<Params> ? static_cast<int>(g.kv_block_begin) : 0;
+}
+template <class Params>
+__device__ __forceinline__ int end_kv_block(const TileGeometry& g) {
+  return static_cast<int>(kHandsOutPieces<Params> ? g.kv_block_end : g.kv_blocks);
+}
+
+}  // namespace tilesched::gpu::sm90
