@@ -52,7 +52,7 @@ TEST_CASE("built-in cost tables equal the shipped data files") {
 }
 
 TEST_CASE("the built-in h200 table predicts the traces it was fitted to, measured on an H200") {
-  // tests/data/h200_sm90_s31 (2026-12-04, thirty-first session, device calls 13-14, the
+  // tests/data/h200/cost_fit (2026-12-04, thirty-first session, device calls 13-14, the
   // kernels that ship; these tile-scheduler runs do not run the queued kernel's NarrowFirst):
   // record_cost_traces.sh's eight and padded grid points (32 / 16 / 8 heads at d = 64 / 128 /
   // 256, batch x seq = 16384, seq 512, 1024 and 2048, causal and not, tile scheduler, d = 64 at
@@ -60,13 +60,13 @@ TEST_CASE("the built-in h200 table predicts the traces it was fitted to, measure
   // Each replays within 3 % of its measured makespan, but the seq 512 points of d = 256 (BN 64)
   // and d = 128 causal, whose tiles of one to four blocks the one linear entry, fitted with long
   // rows too, costs short: within 9 % (d = 256 causal 8.4 % short, d = 128 causal 3.6 %).
-  const std::string s31 = std::string(TILESCHED_TEST_DATA_DIR) + "/h200_sm90_s31/";
+  const std::string dir = std::string(TILESCHED_TEST_DATA_DIR) + "/h200/cost_fit/";
   const sim::CostModel h200 = sim::CostModel::builtin("h200");
   const auto makespan = [](const Trace& t) { return sim::compute_metrics(t).makespan_us; };
   std::map<u32, std::vector<Trace>> fitted;  // by head dim, the BM 128 traces
   const auto check = [&](const std::string& name) {
     CAPTURE(name);
-    const Trace t = sim::read_trace(s31 + name + ".trace.json.gz");
+    const Trace t = sim::read_trace(dir + name + ".trace.json.gz");
     REQUIRE(t.source == "gpu");
     REQUIRE(t.workload.block_m == 128);
     const double m = makespan(t);
@@ -109,7 +109,7 @@ TEST_CASE("the built-in h200 table predicts the traces it was fitted to, measure
 }
 
 TEST_CASE("the h200 table's scheduler entries: queued's and lpt_queued's own kernels") {
-  // tests/data/h200_sm90_s31 (2026-12-04, thirty-first session, device call 14): the
+  // tests/data/h200/cost_fit (2026-12-04, thirty-first session, device call 14): the
   // built-in workload (causal and not) and the padded grid points of the tile fit (seq 512, 1024
   // and 2048, causal and not) at d = 128 and 256 under queued and lpt_queued, whose kernels are
   // their own (they receive the next tile under a tile's last PV; d = 128's queued kernel runs the
@@ -118,7 +118,7 @@ TEST_CASE("the h200 table's scheduler entries: queued's and lpt_queued's own ker
   // session: with the built-in workload's long rows, which the entries fitted on the grid points
   // alone costed 2-3 % apart the wrong way round at d = 256); d = 64 has none
   // (docs/sim-cost-model.md), so both kinds cost as the tile kernel there.
-  const std::string dir = std::string(TILESCHED_TEST_DATA_DIR) + "/h200_sm90_s31/";
+  const std::string dir = std::string(TILESCHED_TEST_DATA_DIR) + "/h200/cost_fit/";
   const sim::CostModel h200 = sim::CostModel::builtin("h200");
   const auto makespan = [](const Trace& t) { return sim::compute_metrics(t).makespan_us; };
   CHECK(h200.by_scheduler.count(64) == 0);
@@ -167,7 +167,7 @@ TEST_CASE("the h200 table's scheduler entries: queued's and lpt_queued's own ker
 }
 
 TEST_CASE("the d = 64 kernel with 192-row tiles: its traces and the table's tile height") {
-  // tests/data/h200_sm90_s31: traces of the d = 64 kernels recorded on an H200 (2026-12-04,
+  // tests/data/h200/cost_fit: traces of the d = 64 kernels recorded on an H200 (2026-12-04,
   // thirty-first session, device call 13): at BM 192 (three consumer warpgroups) the built-in
   // ragged workload, causal and not, and padded grid points (32 heads, batch x seq = 16384, seq
   // 512, 1024 and 2048, causal and not); at BM 128 the same grid points. The h200 table's
@@ -175,7 +175,7 @@ TEST_CASE("the d = 64 kernel with 192-row tiles: its traces and the table's tile
   // 3 %; replayed with the BM 128 coefficients the built-in workload comes out far short. The
   // table's own d = 64 entry (fitted on the BM 128 traces, the grid points among them) replays
   // the BM 128 grid points within 3 % too.
-  const std::string dir = std::string(TILESCHED_TEST_DATA_DIR) + "/h200_sm90_s31/";
+  const std::string dir = std::string(TILESCHED_TEST_DATA_DIR) + "/h200/cost_fit/";
   std::vector<std::string> tall = {"h200_d64_bm192_causal", "h200_d64_bm192_none"};
   std::vector<std::string> short_rows;
   for (const char* seq : {"512", "1024", "2048"})

@@ -23,7 +23,7 @@ u32 resident_of(const sim::CostModel& cost, const Workload& w) {
 }  // namespace
 
 TEST_CASE("the simulator's tile height is the faster one the H200 measured on the suite's d = 64") {
-  // tests/data/h200_sm90_s31_bm_suite.csv: the 15 d = 64 workloads of the prediction suite under
+  // tests/data/h200/block_m_choice/suite.csv: the 15 d = 64 workloads of the prediction suite under
   // tile and queued, measured at BM 128 and 192 (thirty-first session, device call 15, on the
   // kernels the h200 table was fitted to). The table's tile heights predict the faster BM on every
   // one, including those where the taller tile is slower (the static stride's aliasing of
@@ -31,7 +31,7 @@ TEST_CASE("the simulator's tile height is the faster one the H200 measured on th
   const sim::CostModel cost = sim::CostModel::builtin("h200");
   int rows = 0, slower_taller = 0, misses = 0;
   for (const std::vector<std::string>& r :
-       test::csv_rows(std::string(TILESCHED_TEST_DATA_DIR) + "/h200_sm90_s31_bm_suite.csv")) {
+       test::csv_rows(std::string(TILESCHED_TEST_DATA_DIR) + "/h200/block_m_choice/suite.csv")) {
     REQUIRE(r.size() == 4);
     CAPTURE(r[0]);
     CAPTURE(r[1]);
@@ -65,7 +65,7 @@ TEST_CASE("the simulator's tile height is the faster one the H200 measured on th
 }
 
 TEST_CASE("the simulator's tile height on the bench grid at d = 64") {
-  // tests/data/h200_sm90_s31_bm_grid.csv (thirty-first session, device call 14): the pick is the
+  // tests/data/h200/block_m_choice/grid.csv (thirty-first session, device call 14): the pick is the
   // faster BM at every point, each point under the scheduler `bench` ran it with and on the CTAs
   // it launched at each height (dense points: the fewest that take as many waves, 128 or 132).
   // (A BM 192 fit on the built-in workload alone costed seq 512 dense 8 % short in the eighth
@@ -73,7 +73,7 @@ TEST_CASE("the simulator's tile height on the bench grid at d = 64") {
   const sim::CostModel cost = sim::CostModel::builtin("h200");
   int rows = 0;
   for (const std::vector<std::string>& r :
-       test::csv_rows(std::string(TILESCHED_TEST_DATA_DIR) + "/h200_sm90_s31_bm_grid.csv")) {
+       test::csv_rows(std::string(TILESCHED_TEST_DATA_DIR) + "/h200/block_m_choice/grid.csv")) {
     REQUIRE(r.size() == 7);
     const u32 seq = u32(std::stoul(r[0]));
     const u32 ctas128 = u32(std::stoul(r[5])), ctas192 = u32(std::stoul(r[6]));
@@ -128,7 +128,7 @@ TEST_CASE("predict_block_m: one candidate, none, and a table without the tile he
   CHECK(flat.block_m == 0);
   CHECK(flat.why_not ==
         "cost table 'h200-mma-sync' has no coefficients measured at BM 128, 192 for head dim 64");
-  // The built-in workload, measured at both heights (tests/data/h200_sm90_s31): causal 1293.5 us
+  // The built-in workload, measured at both heights (tests/data/h200/cost_fit): causal 1293.5 us
   // at BM 128 against 1290.6 at 192 (a tie), the prediction picks 128, and the line says both
   // predictions; dense 2247.2 against 2124.0 (BM 192 5.5 % faster), each height within 1 % of its
   // measurement.
