@@ -52,8 +52,8 @@ TEST_CASE("built-in cost tables equal the shipped data files") {
 }
 
 TEST_CASE("the built-in h200 table predicts the traces it was fitted to, measured on an H200") {
-  // tests/data/h200/cost_fit (2026-12-04, thirty-first session, device calls 13-14, the
-  // kernels that ship; these tile-scheduler runs do not run the queued kernel's NarrowFirst):
+  // tests/data/h200/cost_fit (recorded on an NVIDIA H200, 2026-12-04, on the kernels that ship;
+  // these tile-scheduler runs do not run the queued kernel's NarrowFirst):
   // record_cost_traces.sh's eight and padded grid points (32 / 16 / 8 heads at d = 64 / 128 /
   // 256, batch x seq = 16384, seq 512, 1024 and 2048, causal and not, tile scheduler, d = 64 at
   // BM 128 and 192), which the table's entries were fitted to (d = 64 BM 192: the test below).
@@ -109,15 +109,15 @@ TEST_CASE("the built-in h200 table predicts the traces it was fitted to, measure
 }
 
 TEST_CASE("the h200 table's scheduler entries: queued's and lpt_queued's own kernels") {
-  // tests/data/h200/cost_fit (2026-12-04, thirty-first session, device call 14): the
-  // built-in workload (causal and not) and the padded grid points of the tile fit (seq 512, 1024
-  // and 2048, causal and not) at d = 128 and 256 under queued and lpt_queued, whose kernels are
-  // their own (they receive the next tile under a tile's last PV; d = 128's queued kernel runs the
-  // diagonal block narrow, d = 256's stage O outside the V ring on rows under 1024 keys). Each
-  // kind's entry is what `fit --scheduler` makes of those eight traces per head dim (twenty-fifth
-  // session: with the built-in workload's long rows, which the entries fitted on the grid points
-  // alone costed 2-3 % apart the wrong way round at d = 256); d = 64 has none
-  // (docs/sim-cost-model.md), so both kinds cost as the tile kernel there.
+  // tests/data/h200/cost_fit (recorded on an NVIDIA H200, 2026-12-04): the built-in workload
+  // (causal and not) and the padded grid points of the tile fit (seq 512, 1024 and 2048, causal
+  // and not) at d = 128 and 256 under queued and lpt_queued, whose kernels are their own (they
+  // receive the next tile under a tile's last PV; d = 128's queued kernel runs the diagonal block
+  // narrow, d = 256's stage O outside the V ring on rows under 1024 keys). Each kind's entry is
+  // what `fit --scheduler` makes of those eight traces per head dim (with the built-in workload's
+  // long rows: entries fitted on the grid points alone costed the two kinds 2-3 % apart the wrong
+  // way round at d = 256); d = 64 has none (docs/sim-cost-model.md), so both kinds cost as the
+  // tile kernel there.
   const std::string dir = std::string(TILESCHED_TEST_DATA_DIR) + "/h200/cost_fit/";
   const sim::CostModel h200 = sim::CostModel::builtin("h200");
   const auto makespan = [](const Trace& t) { return sim::compute_metrics(t).makespan_us; };
@@ -167,10 +167,10 @@ TEST_CASE("the h200 table's scheduler entries: queued's and lpt_queued's own ker
 }
 
 TEST_CASE("the d = 64 kernel with 192-row tiles: its traces and the table's tile height") {
-  // tests/data/h200/cost_fit: traces of the d = 64 kernels recorded on an H200 (2026-12-04,
-  // thirty-first session, device call 13): at BM 192 (three consumer warpgroups) the built-in
-  // ragged workload, causal and not, and padded grid points (32 heads, batch x seq = 16384, seq
-  // 512, 1024 and 2048, causal and not); at BM 128 the same grid points. The h200 table's
+  // tests/data/h200/cost_fit: traces of the d = 64 kernels recorded on an NVIDIA H200
+  // (2026-12-04): at BM 192 (three consumer warpgroups) the built-in ragged workload, causal and
+  // not, and padded grid points (32 heads, batch x seq = 16384, seq 512, 1024 and 2048, causal and
+  // not); at BM 128 the same grid points. The h200 table's
   // tile_heights.192 at d = 64 is the fit of the eight BM 192 traces, and replays each within
   // 3 %; replayed with the BM 128 coefficients the built-in workload comes out far short. The
   // table's own d = 64 entry (fitted on the BM 128 traces, the grid points among them) replays
@@ -387,8 +387,7 @@ TEST_CASE("fit: a head dim that ran two tile heights gets an entry and a tile he
   // A height on its own: its fit differs from the mixed one.
   CHECK(sim::fit_cost(traces, 64, 192).coefficients.us_per_block ==
         doctest::Approx(1.55).epsilon(1e-6));
-  CHECK(sim::fit_cost(traces, 64).coefficients.us_per_block !=
-        doctest::Approx(1.55).epsilon(1e-3));
+  CHECK(sim::fit_cost(traces, 64).coefficients.us_per_block != doctest::Approx(1.55).epsilon(1e-3));
   CHECK(contains(invalid_argument_text([&] { sim::fit_cost(traces, 64, 96); }),
                  "cannot fit head_dim 64 at BM 96: 0 measured tiles"));
 }
