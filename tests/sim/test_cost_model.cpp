@@ -51,62 +51,22 @@ TEST_CASE("built-in cost tables equal the shipped data files") {
   }
 }
 
-namespace {
-
-// Replays each measured trace's workload with `cost` and requires its measured makespan within
-// `tolerance`: otherwise the simulator's timelines say nothing about the device.
-void check_predicts_measured(const std::string& dir, const std::vector<std::string>& names,
-                             const sim::CostModel& cost, double tolerance) {
-  for (const std::string& name : names) {
-    CAPTURE(name);
-    const Trace measured = sim::read_trace(std::string(TILESCHED_TEST_DATA_DIR) + "/" + dir + "/" +
-                                           name + ".trace.json");
-    REQUIRE(measured.source == "gpu");
-    const Trace predicted = sim::replay(measured.workload, cost);
-    REQUIRE(predicted.events.size() == measured.events.size());
-    const double m = sim::compute_metrics(measured).makespan_us;
-    const double p = sim::compute_metrics(predicted).makespan_us;
-    CHECK(p == doctest::Approx(m).epsilon(tolerance));
-  }
-}
-
-// A recording the built-in h200 table was not fitted to (another kernel's, or another recording
-// of the same workloads): the table replays its makespan at more than lower and less than upper
-// times the measured one (an older, slower kernel: short, upper 1). Returns its workload.
-Workload check_replay_ratio(const std::string& path, double lower, double upper) {
-  CAPTURE(path);
-  const Trace measured = sim::read_trace(path);
-  REQUIRE(measured.source == "gpu");
-  const double m = sim::compute_metrics(measured).makespan_us;
-  const double p =
-      sim::compute_metrics(sim::replay(measured.workload, sim::CostModel::builtin("h200")))
-          .makespan_us;
-  INFO("measured " << m << " us, replayed " << p << " us");
-  CHECK(p > lower * m);
-  CHECK(p < upper * m);
-  return measured.workload;
-}
-
-}  // namespace
-
 TEST_CASE("the built-in h200 table predicts the traces it was fitted to, measured on an H200") {
-  // tests/data/h200_sm90_s31 (2026-12-04, thirty-first session, device calls 13-14, the
-  // kernels that ship; these tile-scheduler runs do not run the queued kernel's NarrowFirst):
+  // tests/data/h200/cost_fit (recorded on an NVIDIA H200, 2026-12-04, on the kernels that ship;
+  // these tile-scheduler runs do not run the queued kernel's NarrowFirst):
   // record_cost_traces.sh's eight and padded grid points (32 / 16 / 8 heads at d = 64 / 128 /
   // 256, batch x seq = 16384, seq 512, 1024 and 2048, causal and not, tile scheduler, d = 64 at
   // BM 128 and 192), which the table's entries were fitted to (d = 64 BM 192: the test below).
   // Each replays within 3 % of its measured makespan, but the seq 512 points of d = 256 (BN 64)
   // and d = 128 causal, whose tiles of one to four blocks the one linear entry, fitted with long
   // rows too, costs short: within 9 % (d = 256 causal 8.4 % short, d = 128 causal 3.6 %).
-  const std::string s31 = std::string(TILESCHED_TEST_DATA_DIR) + "/h200_sm90_s31/";
-  const std::string s6 = std::string(TILESCHED_TEST_DATA_DIR) + "/h200_sm90_s6/";
-  const std::string s9 = std::string(TILESCHED_TEST_DATA_DIR) + "/h200_sm90_s9_d256/";
+  const std::string dir = std::string(TILESCHED_TEST_DATA_DIR) + "/h200/cost_fit/";
   const sim::CostModel h200 = sim::CostModel::builtin("h200");
   const auto makespan = [](const Trace& t) { return sim::compute_metrics(t).makespan_us; };
   std::map<u32, std::vector<Trace>> fitted;  // by head dim, the BM 128 traces
   const auto check = [&](const std::string& name) {
     CAPTURE(name);
-    const Trace t = sim::read_trace(s31 + name + ".trace.json.gz");
+    const Trace t = sim::read_trace(dir + name + ".trace.json.gz");
     REQUIRE(t.source == "gpu");
     REQUIRE(t.workload.block_m == 128);
     const double m = makespan(t);
@@ -118,20 +78,10 @@ TEST_CASE("the built-in h200 table predicts the traces it was fitted to, measure
     CHECK(r > 1 - (short_rows ? 0.09 : 0.03));
     CHECK(r < 1 + (short_rows ? 0.09 : 0.03));
     fitted[t.workload.head_dim].push_back(t);
-    return m;
   };
   for (const char* d : {"64", "128", "256"})
     for (const char* mask : {"causal", "none"}) {
-      const std::string name = std::string("h200_d") + d + "_" + mask;
-      const double m = check(name);
-      // The sixth session's kernel (d = 256: the ninth's) took longer on the same workload: the
-      // descriptors in ordinary registers, the PV wait before the softmax; the table replays it
-      // short.
-      const Trace before = std::string(d) == "256"
-                               ? sim::read_trace(s9 + name + ".trace.json.gz")
-                               : sim::read_trace(s6 + name + ".trace.json");
-      CHECK(makespan(before) > 1.02 * m);
-      CHECK(makespan(sim::replay(before.workload, h200)) < makespan(before));
+      check(std::string("h200_d") + d + "_" + mask);
       for (const char* seq : {"512", "1024", "2048"})
         check(std::string("h200_grid_d") + d + "_bm128_s" + seq + "_" + mask);
     }
@@ -159,16 +109,16 @@ TEST_CASE("the built-in h200 table predicts the traces it was fitted to, measure
 }
 
 TEST_CASE("the h200 table's scheduler entries: queued's and lpt_queued's own kernels") {
-  // tests/data/h200_sm90_s31 (2026-12-04, thirty-first session, device call 14): the
-  // built-in workload (causal and not) and the padded grid points of the tile fit (seq 512, 1024
-  // and 2048, causal and not) at d = 128 and 256 under queued and lpt_queued, whose kernels are
-  // their own (they receive the next tile under a tile's last PV; d = 128's queued kernel runs the
-  // diagonal block narrow, d = 256's stage O outside the V ring on rows under 1024 keys). Each
-  // kind's entry is what `fit --scheduler` makes of those eight traces per head dim (twenty-fifth
-  // session: with the built-in workload's long rows, which the entries fitted on the grid points
-  // alone costed 2-3 % apart the wrong way round at d = 256); d = 64 has none
-  // (docs/sim-cost-model.md), so both kinds cost as the tile kernel there.
-  const std::string dir = std::string(TILESCHED_TEST_DATA_DIR) + "/h200_sm90_s31/";
+  // tests/data/h200/cost_fit (recorded on an NVIDIA H200, 2026-12-04): the built-in workload
+  // (causal and not) and the padded grid points of the tile fit (seq 512, 1024 and 2048, causal
+  // and not) at d = 128 and 256 under queued and lpt_queued, whose kernels are their own (they
+  // receive the next tile under a tile's last PV; d = 128's queued kernel runs the diagonal block
+  // narrow, d = 256's stage O outside the V ring on rows under 1024 keys). Each kind's entry is
+  // what `fit --scheduler` makes of those eight traces per head dim (with the built-in workload's
+  // long rows: entries fitted on the grid points alone costed the two kinds 2-3 % apart the wrong
+  // way round at d = 256); d = 64 has none (docs/sim-cost-model.md), so both kinds cost as the
+  // tile kernel there.
+  const std::string dir = std::string(TILESCHED_TEST_DATA_DIR) + "/h200/cost_fit/";
   const sim::CostModel h200 = sim::CostModel::builtin("h200");
   const auto makespan = [](const Trace& t) { return sim::compute_metrics(t).makespan_us; };
   CHECK(h200.by_scheduler.count(64) == 0);
@@ -216,105 +166,16 @@ TEST_CASE("the h200 table's scheduler entries: queued's and lpt_queued's own ker
         d128.at(SchedulerKind::LptQueued).us_per_block);
 }
 
-TEST_CASE("the kernels before: the h200 table replays their recordings short") {
-  // The same 32 workloads recorded on the twelfth session's kernel (tests/data/h200_sm90_s12),
-  // the thirteenth's (its own instantiation per scheduler kind, h200_sm90_s13), the eighteenth's
-  // (h200_sm90_s18) and the nineteenth's (h200_sm90_s19, the same kernels, and the built-in
-  // workload and grid points under queued and lpt_queued too). The kernels since run short rows
-  // faster (a mask of one compare per score, 1 / rowsum by rcp, NarrowFirst at d = 64 BM 128, d =
-  // 256's early hand-off and its BN 64 kernel on rows under 1024 keys, the held max, no row max in
-  // blocks no mask touches), so the table replays them short: the built-in workload 1.5-10 %
-  // short, the grid points 1.7-12.3 % (d = 256 seq 512 causal the shortest), never long; under the
-  // queued kinds the built-in workload 3.6-9.6 % short and the grid points up to 15.8 % (d = 256
-  // seq 512 causal under lpt_queued), d = 128 seq 512 causal under queued within 0.1 %.
-  for (const char* session : {"h200_sm90_s12", "h200_sm90_s13", "h200_sm90_s18", "h200_sm90_s19"}) {
-    const std::string dir = std::string(TILESCHED_TEST_DATA_DIR) + "/" + session + "/";
-    const auto path = [&](const std::string& name) { return dir + name + ".trace.json.gz"; };
-    const bool kinds = std::string(session) == "h200_sm90_s19";
-    for (const char* d : {"64", "128", "256", "64_bm192"})
-      for (const char* mask : {"causal", "none"}) {
-        const std::string name = std::string("h200_d") + d + "_" + mask;
-        check_replay_ratio(path(name), 0.89, 0.99);
-        if (kinds && std::string(d) != "64_bm192")
-          for (const char* kind : {"_queued", "_lpt_queued"})
-            check_replay_ratio(path(name + kind), 0.89, 0.975);
-      }
-    for (const char* grid : {"d64_bm128", "d64_bm192", "d128_bm128", "d256_bm128"})
-      for (const char* seq : {"512", "1024", "2048"})
-        for (const char* mask : {"causal", "none"}) {
-          const std::string name = std::string("h200_grid_") + grid + "_s" + seq + "_" + mask;
-          check_replay_ratio(path(name), 0.865, 0.99);
-          if (kinds && std::string(grid) != "d64_bm192")
-            for (const char* kind : {"_queued", "_lpt_queued"})
-              check_replay_ratio(path(name + kind), 0.83, 1.01);
-        }
-  }
-}
-
-TEST_CASE("the kernels before the held max: the h200 table replays their recording") {
-  // tests/data/h200_sm90_s23: the same workloads recorded on the twenty-third session's kernels
-  // (commit a996054's, which rescaled O at every growth of a row's max at d = 128 and 256; the
-  // table before this one was fitted to them), the grid points also under queued and lpt_queued
-  // at d = 128 and 256. The held max changed little on these workloads (-4..+3 % measured, d = 64
-  // unchanged but 0.3-1.5 % slower on the day of the new recording); the table, fitted since on
-  // the kernels without a row max in blocks no mask touches, replays the built-in workload
-  // 1.9-8.8 % short, the grid points 0.2-7.8 % short, and under the queued kinds from 10.1 % short
-  // to 0.1 % long (d = 128 seq 512 causal under queued).
-  const std::string dir = std::string(TILESCHED_TEST_DATA_DIR) + "/h200_sm90_s23/";
-  const auto path = [&](const std::string& name) { return dir + name + ".trace.json.gz"; };
-  for (const char* d : {"64", "128", "256", "64_bm192"})
-    for (const char* mask : {"causal", "none"})
-      check_replay_ratio(path(std::string("h200_d") + d + "_" + mask), 0.90, 0.985);
-  for (const char* grid : {"d64_bm128", "d64_bm192", "d128_bm128", "d256_bm128"})
-    for (const char* seq : {"512", "1024", "2048"})
-      for (const char* mask : {"causal", "none"}) {
-        const std::string name = std::string("h200_grid_") + grid + "_s" + seq + "_" + mask;
-        check_replay_ratio(path(name), 0.91, 1.005);
-        if (std::string(grid) == "d128_bm128" || std::string(grid) == "d256_bm128")
-          for (const char* kind : {"_queued", "_lpt_queued"})
-            check_replay_ratio(path(name + kind), 0.89, 1.01);
-      }
-}
-
-TEST_CASE("earlier kernels' recordings: the h200 table replays them short") {
-  // tests/data/h200_sm90_s11: the same recordings as h200_sm90_s12 (the built-in workload's
-  // eight, the padded d = 64 grid points at BM 128 and 192) on the eleventh session's kernel
-  // (CuTe's 32-bit descriptor adds, the mask tested at every block; docs/gpu-performance.md).
-  // That kernel was 1-5 % slower on long rows than the twelfth session's, and the kernels since
-  // gained more: the table replays the built-in workload 3.8-12.6 % short, the d = 64 grid rows
-  // 4.2-9.9 % short when dense and 7.3-11 % when causal.
-  const std::string s11 = std::string(TILESCHED_TEST_DATA_DIR) + "/h200_sm90_s11/";
-  for (const char* d : {"64", "128", "256", "64_bm192"})
-    for (const char* mask : {"causal", "none"})
-      check_replay_ratio(s11 + "h200_d" + d + "_" + mask + ".trace.json.gz", 0.86, 0.97);
-  for (const char* bm : {"128", "192"})
-    for (const char* seq : {"512", "1024", "2048"}) {
-      check_replay_ratio(s11 + "h200_grid_d64_bm" + bm + "_s" + seq + "_none.trace.json.gz", 0.89,
-                         0.97);
-      check_replay_ratio(s11 + "h200_grid_d64_bm" + bm + "_s" + seq + "_causal.trace.json.gz", 0.88,
-                         0.94);
-    }
-  // Padded grid points at d = 256 on the ninth session's kernel (its call G: 8 heads, batch x seq
-  // = 16384, seq 512, 1024 and 2048, causal and not, tile scheduler), 6-11 % slower at these
-  // lengths than the eleventh session's: replayed 13-21 % short.
-  const std::string s9 = std::string(TILESCHED_TEST_DATA_DIR) + "/h200_sm90_s9_d256/";
-  for (const char* seq : {"512", "1024", "2048"})
-    for (const char* mask : {"causal", "none"}) {
-      const std::string path = s9 + "h200_grid_d256_s" + seq + "_" + mask + ".trace.json.gz";
-      REQUIRE(check_replay_ratio(path, 0.77, 0.91).head_dim == 256);
-    }
-}
-
 TEST_CASE("the d = 64 kernel with 192-row tiles: its traces and the table's tile height") {
-  // tests/data/h200_sm90_s31: traces of the d = 64 kernels recorded on an H200 (2026-12-04,
-  // thirty-first session, device call 13): at BM 192 (three consumer warpgroups) the built-in
-  // ragged workload, causal and not, and padded grid points (32 heads, batch x seq = 16384, seq
-  // 512, 1024 and 2048, causal and not); at BM 128 the same grid points. The h200 table's
+  // tests/data/h200/cost_fit: traces of the d = 64 kernels recorded on an NVIDIA H200
+  // (2026-12-04): at BM 192 (three consumer warpgroups) the built-in ragged workload, causal and
+  // not, and padded grid points (32 heads, batch x seq = 16384, seq 512, 1024 and 2048, causal and
+  // not); at BM 128 the same grid points. The h200 table's
   // tile_heights.192 at d = 64 is the fit of the eight BM 192 traces, and replays each within
   // 3 %; replayed with the BM 128 coefficients the built-in workload comes out far short. The
   // table's own d = 64 entry (fitted on the BM 128 traces, the grid points among them) replays
   // the BM 128 grid points within 3 % too.
-  const std::string dir = std::string(TILESCHED_TEST_DATA_DIR) + "/h200_sm90_s31/";
+  const std::string dir = std::string(TILESCHED_TEST_DATA_DIR) + "/h200/cost_fit/";
   std::vector<std::string> tall = {"h200_d64_bm192_causal", "h200_d64_bm192_none"};
   std::vector<std::string> short_rows;
   for (const char* seq : {"512", "1024", "2048"})
@@ -526,27 +387,9 @@ TEST_CASE("fit: a head dim that ran two tile heights gets an entry and a tile he
   // A height on its own: its fit differs from the mixed one.
   CHECK(sim::fit_cost(traces, 64, 192).coefficients.us_per_block ==
         doctest::Approx(1.55).epsilon(1e-6));
-  CHECK(sim::fit_cost(traces, 64).coefficients.us_per_block !=
-        doctest::Approx(1.55).epsilon(1e-3));
+  CHECK(sim::fit_cost(traces, 64).coefficients.us_per_block != doctest::Approx(1.55).epsilon(1e-3));
   CHECK(contains(invalid_argument_text([&] { sim::fit_cost(traces, 64, 96); }),
                  "cannot fit head_dim 64 at BM 96: 0 measured tiles"));
-}
-
-TEST_CASE("the built-in h200 table and the kernel of the fifth session") {
-  // tests/data/h200_sm90_s5: record_cost_traces.sh's six traces recorded (2026-11-30, fifth
-  // session) on another machine, on kernels since made faster (docs/gpu-verification.md). The
-  // table, fitted to the eleventh session's kernel, predicts every one short, by at most 20 %.
-  for (const char* name : {"h200_d64_causal", "h200_d64_none", "h200_d128_causal",
-                           "h200_d128_none", "h200_d256_causal", "h200_d256_none"})
-    check_replay_ratio(
-        std::string(TILESCHED_TEST_DATA_DIR) + "/h200_sm90_s5/" + name + ".trace.json", 0.8, 1.0);
-}
-
-TEST_CASE("the h200_mma_sync table predicts the traces measured on the mma.sync kernel") {
-  // tests/data/h200: three of the six traces that tools/bench/record_cost_traces.sh recorded on
-  // the mma.sync kernel (2026-11-29), which that table was fitted to.
-  check_predicts_measured("h200", {"h200_d64_causal", "h200_d128_none", "h200_d256_causal"},
-                          sim::CostModel::builtin("h200_mma_sync"), 0.03);
 }
 
 TEST_CASE("coefficients between and outside the table") {

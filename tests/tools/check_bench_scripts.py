@@ -1,11 +1,10 @@
 #!/usr/bin/env python3
-"""The CPU side of the device-only benchmark scripts in tools/bench/: ab_compare.py,
-grid_rounds.py, ncu_summary.py, ragged_mix.py and gpu_bench.py's table rows on synthetic inputs
-(the figures they print; ragged_mix.py drives a stand-in for the tilesched binary, as does
-record_cost_traces.sh, and compute-sanitizer and tilesched for sanitize_set.sh), and the
-argument checks of ab_bench.sh, ncu_compare.sh, clock_sweep.sh and peer_kernels.py, which must
-refuse bad input before touching a GPU; clock_sweep.py's table from synthetic Nsight Compute
-CSVs. Prints "ok: ..." when every check passes, else the first failure, exit 1.
+"""The CPU side of the device-only benchmark scripts in tools/bench/: grid_rounds.py,
+ncu_summary.py, ragged_mix.py and gpu_bench.py's table rows on synthetic inputs (the figures they
+print; ragged_mix.py drives a stand-in for the tilesched binary, as does record_cost_traces.sh,
+and compute-sanitizer and tilesched for sanitize_set.sh), and the argument checks of
+ncu_compare.sh and peer_kernels.py, which must refuse bad input before touching a GPU. Prints
+"ok: ..." when every check passes, else the first failure, exit 1.
 
   check_bench_scripts.py TOOLS_BENCH_DIR SCRATCH_DIR
 """
@@ -37,23 +36,6 @@ def main():
     os.makedirs(scratch, exist_ok=True)
     py = sys.executable
 
-    # ab_compare.py: B / A of the rounds' means, and each side's spread.
-    ab = os.path.join(scratch, "ab")
-    os.makedirs(ab, exist_ok=True)
-    for side, tflops in (("a", (600.0, 606.0)), ("b", (630.0, 636.3))):
-        for r, t in enumerate(tflops, start=1):
-            rows = [{"d": 128, "seq": 8192, "causal": False, "tflops": t},
-                    {"d": 128, "seq": 8192, "causal": True, "tflops": t / 2}]
-            with open(os.path.join(ab, f"{side}{r}.json"), "w") as f:
-                json.dump({"rows": rows}, f)
-    rc, out, err = run([py, os.path.join(bench, "ab_compare.py"), ab])
-    expect(rc == 0, f"ab_compare.py exit {rc}: {err}")
-    expect("| 128 | 8192 | D | 600.0, 606.0 | 630.0, 636.3 | **1.050** | 0.010 | 0.010 |" in out,
-           f"ab_compare.py dense row: {out}")
-    expect("| 128 | 8192 | C |" in out, f"ab_compare.py causal row: {out}")
-    rc, out, err = run([py, os.path.join(bench, "ab_compare.py"), os.path.join(scratch, "none")])
-    expect(rc != 0 and "has no a*.json or b*.json rounds" in err, f"ab_compare.py empty dir: {err}")
-
     # ncu_summary.py: figures from the raw export, stall reasons, opcodes from the SASS export.
     prefix = os.path.join(scratch, "k")
     with open(prefix + "_raw.csv", "w", newline="") as f:
@@ -83,49 +65,18 @@ def main():
     expect(rc != 0 and "nope_raw.csv does not exist" in err, f"ncu_summary.py missing file: {err}")
 
     # Bad input is refused before any GPU work.
-    rc, out, err = run(["bash", os.path.join(bench, "ab_bench.sh"), "a", "b", os.path.join(scratch, "x"), "two"])
-    expect(rc == 2 and "ROUNDS must be a positive integer, not 'two'" in err, f"ab_bench.sh rounds: {rc} {err}")
     rc, out, err = run(["bash", os.path.join(bench, "ncu_compare.sh"), "tilesched", os.path.join(scratch, "y"),
                         "128", "8192", "sliding"])
     expect(rc == 2 and "mask must be none or causal, not 'sliding'" in err, f"ncu_compare.sh mask: {rc} {err}")
-    for args, words in (([bench, "x", "96"], "HEAD_DIM must be 64, 128 or 256, not '96'"),
-                        ([bench, "x", "128", "1000"], "SEQ must divide 16384"),
-                        ([bench, "x", "128", "8192", "12,a"], "CTAS must be a comma-separated list"),
-                        ([bench, "x", "128", "8192", "64", "100"], "BM must be 128 or 192, not '100'"),
-                        ([os.path.join(scratch, "missing"), "x"], "is not an executable file")):
-        rc, out, err = run(["bash", os.path.join(bench, "clock_sweep.sh"), args[0],
-                            os.path.join(scratch, args[1]), *args[2:]])
-        expect(rc == 2 and words in err, f"clock_sweep.sh {args[2:]}: {rc} {err}")
-    # clock_sweep.py: cycles per tile = SM cycles x CTAs / tiles from each CSV (the run's own
-    # output around ncu's table skipped), the clock in GHz, the duration in us.
-    sweep = os.path.join(scratch, "sweep")
-    os.makedirs(sweep, exist_ok=True)
-    header = ('"ID","Process ID","Process Name","Host Name","Kernel Name","Context","Stream",'
-              '"Block Size","Grid Size","Device","CC","Section Name","Metric Name","Metric Unit",'
-              '"Metric Value"\n')
-    for c, clock, cycles, hz, ns in ((64, "base", 5081000, 1.375e9, 3677700),
-                                     (64, "none", 5030000, 1.812e9, 2771100)):
-        with open(os.path.join(sweep, f"ctas{c}_{clock}.csv"), "w") as f:
-            f.write('==PROF== Connected to process 1\nrun: OK, "quoted"\n' + header)
-            # In the units Nsight Compute prints them in (seen on the H200: ns, cycle, hz).
-            for name, unit, value in (("gpu__time_duration.sum", "ns", ns),
-                                      ("sm__cycles_elapsed.max", "cycle", cycles),
-                                      ("sm__cycles_elapsed.avg.per_second", "hz", hz)):
-                f.write(f'"0","1","tilesched","h","fmha_kernel<a, b>(c)","1","7","(384, 1, 1)",'
-                        f'"(64, 1, 1)","0","9.0","Command line profiler metrics","{name}","{unit}",'
-                        f'"{value:,.2f}"\n')
-    sweep_args = [py, os.path.join(bench, "clock_sweep.py"), sweep, "--seq", "8192", "--heads", "16",
-                  "--batch", "2", "--bm", "128"]
-    rc, out, err = run(sweep_args + ["--ctas", "64"])
-    expect(rc == 0 and "2048 tiles" in out and "| 64 | 158.8 | 1.375 | 157.2 | 1.812 | 2771.1 |" in out,
-           f"clock_sweep.py table: {rc} {out} {err}")
-    rc, out, err = run(sweep_args + ["--ctas", "64,32"])
-    expect(rc != 0 and "ctas32_base.csv does not exist" in err, f"clock_sweep.py missing CSV: {rc} {err}")
     rc, out, err = run([py, os.path.join(bench, "peer_kernels.py"), "cudnn", "--seq-len", "1000"])
     expect(rc != 0 and "no grid shape with --head-dim 128 --seq-len 1000" in err,
            f"peer_kernels.py shape: {rc} {err}")
     rc, out, err = run([py, os.path.join(bench, "peer_kernels.py"), "fa4"])
     expect(rc != 0 and "fa4 needs --fa4-site DIR" in err, f"peer_kernels.py fa4 site: {rc} {err}")
+    rc, out, err = run([py, os.path.join(bench, "peer_kernels.py"), "cudnn", "--shapes",
+                        "128:8192:none,64:512:dense"])
+    expect(rc != 0 and "--shapes entry '64:512:dense' is not D:SEQ:none|causal" in err,
+           f"peer_kernels.py --shapes: {rc} {err}")
     # ragged_mix.py: a stand-in binary prints what `tilesched run` prints; TFLOP/s from the traced
     # makespan on the mix's causal FLOPs (4228 us at d = 128: 711.9), and a run whose check
     # fails makes the script fail.
@@ -280,65 +231,6 @@ echo "makespan         4228 us                              4221 us"
         json.dump({"peer_inputs": "ones", "rows": [grid_row(64, 512, True, 99.0, 100.0, nan)]}, f)
     rc, out, err = run([py, os.path.join(bench, "grid_rounds.py"), inputs])
     expect(rc == 2 and "'peer_inputs' must be" in err, f"grid_rounds.py bad inputs: {rc} {err}")
-    # gap_split.sh refuses a bad shape or binary before touching a GPU; gap_split.py splits the
-    # speed ratio into per cycle (base-clock cycles) and clock (own clock) from ncu's CSVs, in
-    # whatever units ncu printed them, and refuses a peer file whose kernel count is not its
-    # shape count.
-    for binary, shapes, words in ((py, "128:8192:none,x", "shape 'x'"),
-                                  (py, "128:1000:none", "shape '128:1000:none'"),
-                                  ("/nonexistent/tilesched", "64:512:causal", "is not an executable")):
-        rc, out, err = run(["bash", os.path.join(bench, "gap_split.sh"), binary,
-                            os.path.join(scratch, "gap_x"), shapes])
-        expect(rc == 2 and words in err, f"gap_split.sh {binary} {shapes}: {rc} {err}")
-    rc, out, err = run([py, os.path.join(bench, "peer_kernels.py"), "cudnn", "--shapes",
-                        "128:8192:none,64:512:dense"])
-    expect(rc != 0 and "--shapes entry '64:512:dense' is not D:SEQ:none|causal" in err,
-           f"peer_kernels.py --shapes: {rc} {err}")
-    # peer_inputs_ab.py checks its shapes as peer_kernels.py does (seq 0 included, which its own
-    # copy of the check divided by).
-    for shape, words in (("64:100:none", "no grid shape with --head-dim 64 --seq-len 100"),
-                         ("64:0:none", "no grid shape with --head-dim 64 --seq-len 0"),
-                         ("64:512", "--shapes entry '64:512' is not D:SEQ:none|causal")):
-        rc, out, err = run([py, os.path.join(bench, "peer_inputs_ab.py"), "--shapes", shape])
-        expect(rc != 0 and "peer_inputs_ab.py: " + words in err,
-               f"peer_inputs_ab.py shape {shape}: {rc} {err}")
-    rc, out, err = run([py, os.path.join(bench, "peer_inputs_ab.py"), "--rounds", "0"])
-    expect(rc != 0 and "--rounds must be at least 1" in err, f"peer_inputs_ab.py rounds: {rc} {err}")
-    gap = os.path.join(scratch, "gap")
-    os.makedirs(gap, exist_ok=True)
-
-    def ncu_csv(path, kernels):
-        with open(path, "w") as f:
-            f.write("==PROF== Connected to process 1\n" + header)
-            for i, (us, hz, cycles, minst, grid_size) in enumerate(kernels):
-                for name, unit, value in (("gpu__time_duration.sum", "us", f"{us:,.2f}"),
-                                          ("sm__cycles_elapsed.avg.per_second", "hz", f"{hz:,.0f}"),
-                                          ("sm__cycles_elapsed.max", "cycle", f"{cycles:,.0f}"),
-                                          ("sm__pipe_tensor_op_gmma_cycles_active.avg."
-                                           "pct_of_peak_sustained_elapsed", "", "n/a"),
-                                          ("smsp__inst_executed.sum", "Minst", f"{minst}"),
-                                          ("launch__grid_size", "", f"{grid_size}")):
-                    f.write(f'"{i}","1","p","h","k{i}","1","7","(384, 1, 1)","(1, 1, 1)","0","9.0",'
-                            f'"Command line profiler metrics","{name}","{unit}","{value}"\n')
-
-    for clock, us, hz, cycles in (("base", 1800.0, 1.375e9, 2500000), ("none", 1475.0, 1.7e9, 2510000)):
-        ncu_csv(os.path.join(gap, f"ours_128_8192_none_{clock}.csv"), [(us, hz, cycles, 510.6, 128)])
-    for clock, us, hz, cycles in (("base", 1810.0, 1.375e9, 2490000), ("none", 1437.0, 1.735e9, 2495000)):
-        ncu_csv(os.path.join(gap, f"fa4_{clock}.csv"), [(us, hz, cycles, 485.5, 2048)])
-    with open(os.path.join(gap, "fa4_shapes.txt"), "w") as f:
-        f.write("128:8192:none\n")
-    rc, out, err = run([py, os.path.join(bench, "gap_split.py"), gap, "128:8192:none"])
-    expect(rc == 0 and "| 128 | 8192 | none | ours | 128 | 1475.0 | 1.700 | 2.500 | - | 510.6 |" in out
-           and "| 128 | 8192 | none | FA4 | 2048 | 1437.0 | 1.735 | 2.490 | - | 485.5 | 0.974 | 0.996 "
-           "| 0.980 |" in out, f"gap_split.py table: {rc} {out} {err}")
-    rc, out, err = run([py, os.path.join(bench, "gap_split.py"), gap, "128:8192:none,64:500:none"])
-    expect(rc != 0 and "gap_split.py: no grid shape with --head-dim 64 --seq-len 500" in err,
-           f"gap_split.py shape: {rc} {err}")
-    with open(os.path.join(gap, "fa4_shapes.txt"), "w") as f:
-        f.write("128:8192:none,128:4096:none\n")
-    rc, out, err = run([py, os.path.join(bench, "gap_split.py"), gap, "128:8192:none"])
-    expect(rc != 0 and "fa4_base.csv: 1 kernels profiled for 2 shapes" in err,
-           f"gap_split.py kernel count: {rc} {err}")
     # sanitize_set.sh: refuses bad arguments and a missing compute-sanitizer before running
     # anything; with stand-ins for compute-sanitizer and tilesched it runs every scheduler kind and
     # counts a run clean only on a zero summary and `run: OK` (a racecheck summary with hazards
@@ -384,19 +276,8 @@ echo "makespan         4228 us                              4221 us"
         ran = f.read()
     for kind in ("tile", "queued", "transient", "lpt", "lpt_queued", "planned", "ragged_queued", "split_tail"):
         expect(f"--scheduler {kind}\n" in ran, f"sanitize_set.sh never ran {kind}: {ran}")
-    # phase_probe.patch still applies to the kernel it instruments (in a git checkout; a source
-    # tree without git skips this).
-    root = os.path.dirname(os.path.dirname(os.path.abspath(bench)))
-    rc, out, err = run(["git", "-C", root, "rev-parse", "--is-inside-work-tree"]) \
-        if shutil.which("git") else (1, "", "")
-    probe = "phase_probe.patch skipped (not a git checkout)"
-    if rc == 0 and out.strip() == "true":
-        rc, out, err = run(["git", "-C", root, "apply", "--check",
-                            os.path.join(bench, "phase_probe.patch")])
-        expect(rc == 0, f"phase_probe.patch no longer applies: {err}")
-        probe = "phase_probe.patch applies"
-    print("ok: ab_compare.py, grid_rounds.py, gpu_bench.py's table rows, gap_split.py, ncu_summary.py, ragged_mix.py, "
-          f"record_cost_traces.sh, sanitize_set.sh, clock_sweep.py and the argument checks of the device scripts; {probe}")
+    print("ok: grid_rounds.py, gpu_bench.py's table rows, ncu_summary.py, ragged_mix.py, "
+          "record_cost_traces.sh, sanitize_set.sh and the argument checks of the device scripts")
 
 
 if __name__ == "__main__":

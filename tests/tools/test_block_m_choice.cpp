@@ -9,6 +9,8 @@
 #include "test_support.hpp"
 #include "tilesched/names.hpp"
 #include "tilesched/sim/cost_model.hpp"
+#include "tilesched/sim/metrics.hpp"
+#include "tilesched/sim/trace_io.hpp"
 #include "tilesched/sim/workload_io.hpp"
 #include "viz/block_m_choice.hpp"
 
@@ -23,15 +25,15 @@ u32 resident_of(const sim::CostModel& cost, const Workload& w) {
 }  // namespace
 
 TEST_CASE("the simulator's tile height is the faster one the H200 measured on the suite's d = 64") {
-  // tests/data/h200_sm90_s31_bm_suite.csv: the 15 d = 64 workloads of the prediction suite under
-  // tile and queued, measured at BM 128 and 192 (thirty-first session, device call 15, on the
-  // kernels the h200 table was fitted to). The table's tile heights predict the faster BM on every
-  // one, including those where the taller tile is slower (the static stride's aliasing of
+  // tests/data/h200/block_m_choice/suite.csv: the 15 d = 64 workloads of the prediction suite
+  // under tile and queued, measured at BM 128 and 192 on an NVIDIA H200 (2026-12-04, on the kernels
+  // the h200 table was fitted to). The table's tile heights predict the faster BM on every one,
+  // including those where the taller tile is slower (the static stride's aliasing of
   // constant_causal, short queries against long caches).
   const sim::CostModel cost = sim::CostModel::builtin("h200");
   int rows = 0, slower_taller = 0, misses = 0;
   for (const std::vector<std::string>& r :
-       test::csv_rows(std::string(TILESCHED_TEST_DATA_DIR) + "/h200_sm90_s31_bm_suite.csv")) {
+       test::csv_rows(std::string(TILESCHED_TEST_DATA_DIR) + "/h200/block_m_choice/suite.csv")) {
     REQUIRE(r.size() == 4);
     CAPTURE(r[0]);
     CAPTURE(r[1]);
@@ -44,9 +46,9 @@ TEST_CASE("the simulator's tile height is the faster one the H200 measured on th
         file.workload, {128, 192}, cost, [&](const Workload& w) { return resident_of(cost, w); },
         !file.sets_num_ctas);
     REQUIRE(c.predicted_us.size() == 2);
-    // The pick is the faster BM, or measured within 2 % of it: near ties of one round (the
-    // thirteenth session's recording had two, 0.3-0.5 % apart) may go either way. On this
-    // recording every pick is the faster (uniform_causal under tile, 1.3 % apart, included).
+    // The pick is the faster BM, or measured within 2 % of it: a near tie measured in one round
+    // may go either way. On this recording every pick is the faster (uniform_causal under tile,
+    // 1.3 % apart, included).
     const double picked = c.block_m == 128 ? measured128 : measured192;
     CHECK(picked <= 1.02 * std::min(measured128, measured192));
     misses += picked > std::min(measured128, measured192);
@@ -65,15 +67,15 @@ TEST_CASE("the simulator's tile height is the faster one the H200 measured on th
 }
 
 TEST_CASE("the simulator's tile height on the bench grid at d = 64") {
-  // tests/data/h200_sm90_s31_bm_grid.csv (thirty-first session, device call 14): the pick is the
-  // faster BM at every point, each point under the scheduler `bench` ran it with and on the CTAs
-  // it launched at each height (dense points: the fewest that take as many waves, 128 or 132).
-  // (A BM 192 fit on the built-in workload alone costed seq 512 dense 8 % short in the eighth
-  // session; the table's fit includes short padded rows since.)
+  // tests/data/h200/block_m_choice/grid.csv (measured on an NVIDIA H200, 2026-12-04): the pick is
+  // the faster BM at every point, each point under the scheduler `bench` ran it with and on the
+  // CTAs it launched at each height (dense points: the fewest that take as many waves, 128 or
+  // 132). (The BM 192 entry is fitted on short padded rows as well as the built-in workload, whose
+  // long rows alone leave seq 512 dense costed short; docs/sim-cost-model.md.)
   const sim::CostModel cost = sim::CostModel::builtin("h200");
   int rows = 0;
   for (const std::vector<std::string>& r :
-       test::csv_rows(std::string(TILESCHED_TEST_DATA_DIR) + "/h200_sm90_s31_bm_grid.csv")) {
+       test::csv_rows(std::string(TILESCHED_TEST_DATA_DIR) + "/h200/block_m_choice/grid.csv")) {
     REQUIRE(r.size() == 7);
     const u32 seq = u32(std::stoul(r[0]));
     const u32 ctas128 = u32(std::stoul(r[5])), ctas192 = u32(std::stoul(r[6]));
@@ -128,10 +130,17 @@ TEST_CASE("predict_block_m: one candidate, none, and a table without the tile he
   CHECK(flat.block_m == 0);
   CHECK(flat.why_not ==
         "cost table 'h200-mma-sync' has no coefficients measured at BM 128, 192 for head dim 64");
-  // The built-in workload, measured at both heights (tests/data/h200_sm90_s31): causal 1293.5 us
-  // at BM 128 against 1290.6 at 192 (a tie), the prediction picks 128, and the line says both
-  // predictions; dense 2247.2 against 2124.0 (BM 192 5.5 % faster), each height within 1 % of its
-  // measurement.
+  // The built-in workload, measured at both heights (tests/data/h200/cost_fit): causal, the two
+  // within 0.5 % (a tie), the prediction picks 128 and the line says both predictions; dense, BM
+  // 192 more than 5 % faster, each height predicted within 1 % of its measurement.
+  const auto measured_us = [](const std::string& name) {
+    const Trace t = sim::read_trace(std::string(TILESCHED_TEST_DATA_DIR) + "/h200/cost_fit/" +
+                                    name + ".trace.json.gz");
+    REQUIRE(t.workload.head_dim == 64);
+    return sim::compute_metrics(t).makespan_us;
+  };
+  CHECK(measured_us("h200_d64_causal") ==
+        doctest::Approx(measured_us("h200_d64_bm192_causal")).epsilon(0.005));
   const viz::BlockMChoice causal = viz::predict_block_m(w, {128, 192}, h200, resident, true);
   CHECK(causal.block_m == 128);
   REQUIRE(causal.predicted_us.size() == 2);
@@ -142,8 +151,11 @@ TEST_CASE("predict_block_m: one candidate, none, and a table without the tile he
   w.mask = Mask::None;
   const viz::BlockMChoice dense = viz::predict_block_m(w, {128, 192}, h200, resident, true);
   REQUIRE(dense.predicted_us.size() == 2);
-  CHECK(dense.predicted_us[0].second == doctest::Approx(2247.2).epsilon(0.01));
-  CHECK(dense.predicted_us[1].second == doctest::Approx(2124.0).epsilon(0.01));
+  const double dense128 = measured_us("h200_d64_none"),
+               dense192 = measured_us("h200_d64_bm192_none");
+  CHECK(dense192 < 0.95 * dense128);
+  CHECK(dense.predicted_us[0].second == doctest::Approx(dense128).epsilon(0.01));
+  CHECK(dense.predicted_us[1].second == doctest::Approx(dense192).epsilon(0.01));
   CHECK(dense.block_m == 192);
   // num_ctas: the device's count for each candidate, or the workload's own.
   w.num_ctas = 7;

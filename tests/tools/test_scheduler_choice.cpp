@@ -34,10 +34,10 @@ Workload causal_grid_point(u32 d, u32 seq, u32 block_m) {
 }  // namespace
 
 TEST_CASE("the simulator's causal scheduler on the bench grid against what the H200 measured") {
-  // tests/data/h200_sm90_s31_causal_schedulers_grid.csv: the 18 causal points measured under queued
-  // and lpt_queued (thirty-first session, device call 14, the kernels that ship). Where the two
-  // measured more than 2 % apart (17 points) the pick is the faster at 15: lpt_queued by 2.2-13.0
-  // % from seq 2048 up, at d = 64 seq 1024 and at d = 256 seq 512 and 1024. The two it misses are
+  // tests/data/h200/scheduler_choice/causal_grid.csv: the 18 causal points measured under queued
+  // and lpt_queued (NVIDIA H200, 2026-12-04, the kernels that ship). Where the two measured more
+  // than 2 % apart (17 points) the pick is the faster at 15: lpt_queued by 2.2-13.0 % from seq
+  // 2048 up, at d = 64 seq 1024 and at d = 256 seq 512 and 1024. The two it misses are
   // d = 128's seq 512 and 1024, where queued's kernel, which runs a causal tile's diagonal block
   // narrow (NarrowFirst), measured 3.7 / 2.2 % faster and the table predicts lpt_queued 4 / 3 %
   // faster: its linear entries do not see what the narrow block saves on tiles of one to eight
@@ -46,7 +46,7 @@ TEST_CASE("the simulator's causal scheduler on the bench grid against what the H
   const sim::CostModel cost = sim::CostModel::builtin("h200");
   int rows = 0, clear = 0, misses = 0, lpt_picked = 0;
   for (const std::vector<std::string>& f : test::csv_rows(
-           std::string(TILESCHED_TEST_DATA_DIR) + "/h200_sm90_s31_causal_schedulers_grid.csv")) {
+           std::string(TILESCHED_TEST_DATA_DIR) + "/h200/scheduler_choice/causal_grid.csv")) {
     REQUIRE(f.size() == 5);
     CAPTURE(f[0]);
     CAPTURE(f[1]);

@@ -1,4 +1,4 @@
-// The prediction suite as an H200 measured it (tests/data/h200_suite, written by `tilesched
+// The prediction suite as an H200 measured it (tests/data/h200/suite, written by `tilesched
 // suite-run` on the device, see docs/prediction-report.md): CI replays every kept trace against the
 // simulator with the cost file the device run planned its schedules with, so a change to the
 // schedulers or the replay that would no longer match the GPU fails here, without a GPU; and it

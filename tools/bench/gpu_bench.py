@@ -56,8 +56,8 @@ def time_alike(torch, launch, warmup, iters, cooldown_ms, heat_ms):
 # their mantissas are random. torch.rand in bf16 draws only 8 random bits, k / 256, which after
 # * 2 - 1 leaves 256 values, multiples of 1 / 128, whose mantissas end in zeros: the tensor cores
 # toggle fewer bits on them, which can lower their power and, under the H200's power limit,
-# raise their clock (docs/gpu-performance.md, twenty-third session, measures it). "full" (the
-# default) draws like ours; "bf16-rand" is how every table before that session was measured.
+# raise their clock (measured on an NVIDIA H200, 2026-12-02: docs/gpu-performance.md). "full" (the
+# default) draws like ours; "bf16-rand" is how every table before 2026-12-02 was measured.
 PEER_INPUTS = ("full", "bf16-rand")
 
 
@@ -163,8 +163,8 @@ def main():
     ap.add_argument("--peer-inputs", choices=PEER_INPUTS, default="full",
                     help="how the peers' random Q, K, V are drawn: full (default; uniform in\n"
                          "[-1, 1) at float precision, rounded to bf16, as ours are) or bf16-rand\n"
-                         "(torch.rand in bf16: multiples of 1/128, the tables before 2026-12-02's\n"
-                         "twenty-third session)")
+                         "(torch.rand in bf16: multiples of 1/128, as the tables measured before\n"
+                         "2026-12-02)")
     ap.add_argument("--out", help="write merged results as JSON")
     ap.add_argument("--markdown", help="write the table as Markdown")
     args = ap.parse_args()

@@ -7,10 +7,10 @@
 # continuously is timed at lower clocks. SM clock, power and throttle reasons go to clocks.csv.
 # With FA4_SITE=DIR (flash-attn-4 installed there) FlashAttention-4 is timed alike too, at
 # seq >= 4096, in the same Python process as cuDNN. The peers' inputs are drawn as ours are;
-# PEER_INPUTS=bf16-rand draws them as the tables before 2026-12-02's twenty-third session did
-# (gpu_bench.py --peer-inputs). Then (unless --quick or RAGGED=0) the ragged
-# causal mix beside the grid: ragged_mix.py, one checked `tilesched run` per head dim and
-# scheduler, into OUT_DIR/ragged/ragged.md.
+# PEER_INPUTS=bf16-rand draws them as the tables measured before 2026-12-02 did (gpu_bench.py
+# --peer-inputs). Then (unless --quick or RAGGED=0) the ragged causal mix beside the grid:
+# ragged_mix.py, one checked `tilesched run` per head dim and scheduler, into
+# OUT_DIR/ragged/ragged.md.
 #   tools/bench/gpu_bench.sh [TILESCHED_BINARY] [OUT_DIR] [--quick]
 set -euo pipefail
 bin=${1:-build/default/tools/tilesched}

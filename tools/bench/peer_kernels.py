@@ -10,8 +10,8 @@ the benchmark grid, each inside an NVTX range named "peer", for a profiler to ca
 One shape from --head-dim, --seq-len and --causal, or several from --shapes (D:SEQ:none|causal,
 comma-separated; launched in that order, so the profiled kernels come in it). For each, the
 inputs are made and the kernel launched once (planning, JIT compilation) outside the range; inside
-it the kernel is launched --launches times. tools/bench/ncu_compare.sh and gap_split.sh profile
-the peers this way.
+it the kernel is launched --launches times. tools/bench/ncu_compare.sh profiles the peers this
+way.
 """
 import argparse
 import sys

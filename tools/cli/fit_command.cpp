@@ -99,7 +99,7 @@ void check_fit_report(const CostFitReport& report, const std::string& out_file) 
     // shared traces are off (a kernel change between them, clocks), not a model worth writing.
     throw std::runtime_error(fmt::format(
         "fitted sharing rates outside (0, 1] ({}): not writing '{}'; record the traces at one "
-        "and at two CTAs per SM with the same kernel in one session",
+        "and at two CTAs per SM with the same kernel, one after the other on the same device",
         fmt::join(report.invalid_rates, "; "), out_file));
   }
 }

@@ -20,9 +20,9 @@ inline const std::vector<SchedulerKind> kCausalSchedulerCandidates = {SchedulerK
                                                                       SchedulerKind::LptQueued};
 
 // A later candidate must be predicted faster than the pick so far by more than this share to
-// replace it: the replay's error is 1-3 % (docs/prediction-report.md), and on the bench grid the
-// two candidates measured within 1.3 % of each other wherever the replay told them apart by less
-// than 1.5 % (tests/data/h200_sm90_causal_schedulers_grid.csv).
+// replace it: the replay's error is 1-3 % (docs/prediction-report.md). The picks on the bench
+// grid's causal points are held to what the H200 measured under both candidates
+// (tests/data/h200/scheduler_choice/causal_grid.csv, tests/tools/test_scheduler_choice.cpp).
 inline constexpr double kSchedulerTieMargin = 0.01;
 
 struct SchedulerChoice {

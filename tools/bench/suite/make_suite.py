@@ -5,9 +5,10 @@ Length patterns (query rows per sequence): constant, uniform, wide, long-tail, b
 short queries over a long KV cache; head dims 64/128/256 with hidden 2048 (heads = 2048 / d, 4
 query heads per KV head); causal and not. Each workload is sized to about `TARGET_FLOP` of
 attention (FLOPs = 4 * sum(q * k) * heads * d, causal counting the unmasked pairs), which is
-~1-8 ms for the kernel at 150-330 TFLOP/s: long enough to time, short enough that the whole suite
-runs in one device call. The files leave num_ctas and the scheduler out: `tilesched suite-run`
-sets both per run. Deterministic: run it again and the files come out the same.
+~1-8 ms for the kernel at 150-330 TFLOP/s: long enough to time, short enough that `tilesched
+suite-run` gets through the whole suite in seconds. The files leave num_ctas and the scheduler
+out: `tilesched suite-run` sets both per run. Deterministic: run it again and the files come out
+the same.
 
 Usage: tools/bench/suite/make_suite.py   (rewrites tools/bench/suite/*.json)
 """
