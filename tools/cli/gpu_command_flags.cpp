@@ -23,7 +23,6 @@ struct RunOptions {
 int run_run(RunOptions& o) {
   o.command.workload = resolve_workload(o.workload, &o.command.ctas_origin);
   o.command.check = !o.no_check;
-  o.command.ctas_given = o.workload.ctas.has_value();
   o.command.block_m_given = o.workload.block_m.has_value() || !o.workload.workload_file.empty();
   // The command checks the driver itself, after what needs no GPU (a decode workload is refused
   // first); without the GPU half the stand-in says so.
