@@ -13,7 +13,7 @@
 #include "tilesched/sim/cost_model.hpp"
 #include "tilesched/trace.hpp"
 #include "tilesched/workload.hpp"
-#include "viz/describe.hpp"
+#include "viz/descriptions.hpp"
 
 namespace tilesched::tools {
 

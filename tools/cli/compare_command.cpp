@@ -13,7 +13,7 @@
 #include "cli/workload_flags.hpp"
 #include "tilesched/sim/metrics.hpp"
 #include "tilesched/sim/output_file.hpp"
-#include "viz/describe.hpp"
+#include "viz/descriptions.hpp"
 #include "viz/ranking.hpp"
 #include "viz/schedule_outputs.hpp"
 #include "viz/svg_html.hpp"

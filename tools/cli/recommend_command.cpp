@@ -10,7 +10,7 @@
 #include "cli/run_size.hpp"
 #include "cli/strategies.hpp"
 #include "cli/workload_flags.hpp"
-#include "viz/describe.hpp"
+#include "viz/descriptions.hpp"
 
 namespace tilesched::cli {
 namespace {

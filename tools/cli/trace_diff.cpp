@@ -11,7 +11,7 @@
 #include "tilesched/sim/cost_model.hpp"
 #include "tilesched/sim/metrics.hpp"
 #include "tilesched/sim/workload_io.hpp"
-#include "viz/describe.hpp"
+#include "viz/descriptions.hpp"
 
 namespace tilesched::cli {
 namespace {

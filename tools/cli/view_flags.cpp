@@ -9,7 +9,7 @@
 
 #include "cli/console.hpp"
 #include "cli/typed_flags.hpp"
-#include "viz/describe.hpp"
+#include "viz/descriptions.hpp"
 #include "viz/metrics_table.hpp"
 #include "viz/schedule_outputs.hpp"
 #include "viz/terminal.hpp"

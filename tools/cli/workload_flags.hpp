@@ -11,7 +11,7 @@
 
 #include "tilesched/sim/cost_model.hpp"
 #include "tilesched/workload.hpp"
-#include "viz/describe.hpp"
+#include "viz/descriptions.hpp"
 
 namespace tilesched::cli {
 
