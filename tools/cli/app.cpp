@@ -1,10 +1,12 @@
 #include <fmt/format.h>
 
 #include <cctype>
+#include <new>
 #include <string>
 
 #include "cli/commands.hpp"
 #include "cli/errors.hpp"
+#include "cli/run_size.hpp"
 
 namespace tilesched::cli {
 
@@ -102,6 +104,10 @@ int run_tool(int argc, const char* const* argv) {
   } catch (const UsageError& e) {
     fmt::print(stderr, "{}: {} (see {} --help)\n", command_name(app), e.what(), command_name(app));
     return kExitUsage;
+  } catch (const std::bad_alloc&) {
+    // Whatever was allocated is freed by now: the stack is unwound.
+    fmt::print(stderr, "{}: {}\n", command_name(app), out_of_memory_message());
+    return kExitFailure;
   } catch (const std::exception& e) {
     fmt::print(stderr, "{}: {}\n", command_name(app), e.what());
     return kExitFailure;
