@@ -47,6 +47,12 @@ std::vector<LabelledTrace> read_fit_traces(const FitOptions& o) {
   for (const std::string& path : o.trace_files) {
     const std::size_t first = traces.size();
     if (std::filesystem::is_directory(path)) {  // a suite-run's results: every kept trace
+      if (!holds_suite_results(path))
+        throw std::runtime_error(fmt::format(
+            "'{}' is a folder without {}: fit takes trace files (TRACE.json or TRACE.json.gz) or "
+            "a folder that `tilesched suite-run` wrote; to fit the traces in a folder, name them "
+            "(e.g. {}/*.json)",
+            path, kSuiteSummaryFile, path));
       const SuiteResults results = read_suite_results(path);
       for (SuiteTrace& t : read_suite_traces(path, results))
         traces.push_back(LabelledTrace{fmt::format("{}: {} {} C = {}", path, t.run->workload_name,
