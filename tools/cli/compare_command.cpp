@@ -9,6 +9,7 @@
 #include "cli/errors.hpp"
 #include "cli/run_size.hpp"
 #include "cli/strategies.hpp"
+#include "cli/typed_flags.hpp"
 #include "cli/view_flags.hpp"
 #include "cli/workload_flags.hpp"
 #include "tilesched/sim/metrics.hpp"
@@ -75,10 +76,10 @@ void add_compare_command(CLI::App& app, Action& action) {
       "lpt_queued, planned, ragged_queued) at C = SMs and C = the workload's CTAs, rank them and "
       "mark the recommended one");
   add_workload_flags(*cmd, options->workload, WorkloadFlagSet{/*strategy=*/false, true});
-  cmd->add_option("--html", options->html_file,
-                  "Write one page with the ranking and a Gantt chart per strategy (folders created "
-                  "if missing)")
-      ->type_name("FILE");
+  add_output_file_flag(*cmd, "--html", options->html_file,
+                       "Write one page with the ranking and a Gantt chart per strategy (folders "
+                       "created if missing)",
+                       "compare.html");
   add_color_by_flag(*cmd, options->color_by);
   add_max_tiles_flag(*cmd, options->max_tiles);
   cmd->footer(

@@ -184,8 +184,8 @@ void add_fit_command(CLI::App& app, Action& action) {
   cmd->add_option("--device", options->device,
                   "Device name in the cost file (default: the traces' device)")
       ->type_name("NAME");
-  cmd->add_option("--out", options->out_file, "Cost model JSON to write (for --cost-model)")
-      ->type_name("FILE")
+  add_output_file_flag(*cmd, "--out", options->out_file,
+                       "Cost model JSON to write (for --cost-model)", "cost.json")
       ->capture_default_str();
   CLI::Option* base =
       add_cost_profile_flag(*cmd, "--base", options->base,

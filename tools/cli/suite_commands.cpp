@@ -75,8 +75,8 @@ void add_suite_run_command(CLI::App& app, Action& action) {
   cmd->add_option("suite", o->suite, "Workload JSON files, or directories of them")
       ->type_name("SUITE ...")
       ->required();
-  cmd->add_option("--out", o->out_dir, "Directory for summary.json and traces-N.json")
-      ->type_name("DIR")
+  add_output_dir_flag(*cmd, "--out", o->out_dir, "Directory for summary.json and traces-N.json",
+                      "suite-results")
       ->capture_default_str();
   cmd->add_option("--strategies", o->strategies,
                   "all | seed (the six of the seed) | names, comma-separated")
@@ -158,8 +158,7 @@ void add_report_command(CLI::App& app, Action& action) {
   cmd->add_option("results", o->results_dir, "Directory written by `suite-run`")
       ->type_name("DIR")
       ->required();
-  cmd->add_option("--out", o->out_dir, "Directory for the report files")
-      ->type_name("DIR")
+  add_output_dir_flag(*cmd, "--out", o->out_dir, "Directory for the report files", "report")
       ->capture_default_str();
   CLI::Option* profile =
       add_cost_profile_flag(*cmd, "--cost-profile", o->cost_profile, "Built-in cost profile")

@@ -3,6 +3,7 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <stdexcept>
 
 #include "tilesched/sim/cost_model.hpp"
@@ -82,6 +83,35 @@ CLI::Option* add_cost_profile_flag(CLI::App& command, const std::string& name, s
                   fmt::format("{}: {}", help, fmt::join(sim::CostModel::builtin_names(), " | ")))
       ->type_name("NAME")
       ->check(known);
+}
+
+CLI::Option* add_output_file_flag(CLI::App& command, const std::string& name, std::string& value,
+                                  const std::string& help, const std::string& example) {
+  const CLI::Validator file_path(
+      [example](std::string& path) -> std::string {
+        if (path.empty()) return fmt::format("empty path: give the file to write, e.g. {}", example);
+        std::error_code ec;
+        const bool directory = std::filesystem::is_directory(path, ec);
+        if (directory || path.back() == '/')
+          return fmt::format("'{}' {}: give the file to write in it, e.g. {}", path,
+                             directory ? "is a directory" : "names a directory",
+                             (std::filesystem::path(path) / example).string());
+        return {};
+      },
+      "");
+  return command.add_option(name, value, help)->type_name("FILE")->check(file_path);
+}
+
+CLI::Option* add_output_dir_flag(CLI::App& command, const std::string& name, std::string& value,
+                                 const std::string& help, const std::string& example) {
+  const CLI::Validator dir_path(
+      [example](std::string& path) -> std::string {
+        if (path.empty())
+          return fmt::format("empty path: give the directory to write into, e.g. {}", example);
+        return {};
+      },
+      "");
+  return command.add_option(name, value, help)->type_name("DIR")->check(dir_path);
 }
 
 CLI::Option* add_u32_list_flag(CLI::App& command, const std::string& name, std::vector<u32>& values,
