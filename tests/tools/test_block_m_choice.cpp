@@ -127,7 +127,7 @@ TEST_CASE("predict_block_m: one candidate, none, and a table without the tile he
       viz::predict_block_m(w, {128, 192}, sim::CostModel::builtin("h200_mma_sync"), resident, true);
   CHECK(flat.block_m == 0);
   CHECK(flat.why_not ==
-        "cost table 'h200-mma-sync' has no coefficients measured at BM 128, 192 for head dim 64");
+        "cost table 'h200_mma_sync' has no coefficients measured at BM 128, 192 for head dim 64");
   // The built-in workload, measured at both heights (tests/data/h200_sm90_s31): causal 1293.5 us
   // at BM 128 against 1290.6 at 192 (a tie), the prediction picks 128, and the line says both
   // predictions; dense 2247.2 against 2124.0 (BM 192 5.5 % faster), each height within 1 % of its

@@ -45,8 +45,9 @@ int run_compare(const CompareOptions& o) {
   const std::size_t chosen = recommended_index(results);
   const StrategyResult* seed = seed_default(results, cost.multiprocessors);
 
-  fmt::print("{}\ncost model: {}, C = {}\n{}\n\n", viz::describe_workload(base), cost.device,
-             join_counts(candidate_cta_counts(base, cost)), s.ctas_note);
+  fmt::print("{}\n{}, C = {}\n{}\n\n", viz::describe_workload(base),
+             cost_model_label(o.workload, base), join_counts(candidate_cta_counts(base, cost)),
+             s.ctas_note);
   std::vector<viz::ChartSection> sections;
   for (const StrategyResult& r : results)
     sections.push_back({r.name, &r.trace, r.metrics, r.num_ctas});

@@ -58,7 +58,7 @@ int run_recommend(const RecommendOptions& o) {
   const StrategyResult& r = results.at(chosen);
   const sim::Metrics& m = r.metrics;
 
-  fmt::print("{}\ncost model: {}\n\n", viz::describe_workload(base), cost.device);
+  fmt::print("{}\n{}\n\n", viz::describe_workload(base), cost_model_label(o.workload, base));
   fmt::print("recommended: {}\n", label(r));
   fmt::print("  predicted makespan  {:.1f} us\n", m.makespan_us);
   fmt::print("  imbalance           {:.3f} (busiest {} / mean)\n", m.imbalance,
