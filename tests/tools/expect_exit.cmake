@@ -1,25 +1,10 @@
 # Runs the tool and checks its exit code and output: a CTest command test can check only one of
-# them. Arguments (-D): TOOL, ARGS (the tool's arguments separated by "|", <empty> for an empty
-# one), EXPECT_RC,
+# them. Arguments (-D): TOOL, ARGS (the tool's arguments separated by "|"), EXPECT_RC,
 # optional STDOUT_REGEX and STDERR_REGEX, STDOUT_ALL (strings separated by "@@" that must all
 # appear in stdout), and ONE_LINE_STDERR=ON to require a single-line error.
 string(REPLACE "|" ";" args "${ARGS}")
-# A list drops empty elements, so an empty argument is written <empty> (one at most).
-list(FIND args "<empty>" empty_at)
-if(empty_at EQUAL -1)
-  execute_process(COMMAND ${TOOL} ${args}
-    RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
-else()
-  list(SUBLIST args 0 ${empty_at} before)
-  math(EXPR after_at "${empty_at} + 1")
-  set(after "")
-  list(LENGTH args count)
-  if(after_at LESS count)
-    list(SUBLIST args ${after_at} -1 after)
-  endif()
-  execute_process(COMMAND ${TOOL} ${before} "" ${after}
-    RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
-endif()
+execute_process(COMMAND ${TOOL} ${args}
+  RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
 set(report "tilesched ${args}\n--- exit code: ${rc}\n--- stdout:\n${out}\n--- stderr:\n${err}")
 if(NOT rc STREQUAL EXPECT_RC)
   message(FATAL_ERROR "expected exit code ${EXPECT_RC}\n${report}")
