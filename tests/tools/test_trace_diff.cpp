@@ -198,7 +198,7 @@ TEST_CASE("trace warnings: none for a replayed trace, one per problem otherwise"
 TEST_CASE("trace warnings list a few tiles, then how many more") {
   Trace t = test::small_trace();
   const std::size_t n = t.events.size();
-  t.events.insert(t.events.end(), t.events.begin(), t.events.end());  // every tile twice
+  t.events.insert(t.events.end(), t.events.begin(), t.events.end());         // every tile twice
   for (std::size_t i = n; i < t.events.size(); ++i) t.events[i].cta += 100;  // on other CTAs
   const std::vector<std::string> warnings = trace_warnings(t, 3);
   REQUIRE(warnings.size() == 4);

@@ -100,8 +100,8 @@ TEST_CASE("trace-format.md: sm_id and the CTA counts of a workload file that lea
   test::ScratchDir dir("trace_format_meaning");
   // h200: one CTA per SM at d = 128; h200_mma_sync: two, so slot s lands on SM s % SMs.
   for (const char* profile : {"h200", "h200_mma_sync"})
-    for (const SchedulerKind scheduler : {SchedulerKind::Tile, SchedulerKind::Queued,
-                                          SchedulerKind::Transient}) {
+    for (const SchedulerKind scheduler :
+         {SchedulerKind::Tile, SchedulerKind::Queued, SchedulerKind::Transient}) {
       CAPTURE(profile);
       CAPTURE(to_string(scheduler));
       const sim::CostModel cost = sim::CostModel::builtin(profile);
@@ -109,7 +109,8 @@ TEST_CASE("trace-format.md: sm_id and the CTA counts of a workload file that lea
       const json trace = simulated_trace(dir, profile, scheduler);
       // "0 or absent: the device's own, SMs x CTAs per SM"; the trace records what ran.
       CHECK(trace["workload"]["resident_ctas"] == device_ctas);
-      if (scheduler != SchedulerKind::Transient) CHECK(trace["workload"]["num_ctas"] == device_ctas);
+      if (scheduler != SchedulerKind::Transient)
+        CHECK(trace["workload"]["num_ctas"] == device_ctas);
       // "the SM the replay placed it on, for every scheduler: slot s lives on SM s % SMs". A
       // persistent grid of at most the resident slots starts every CTA at once, CTA c in slot c.
       for (const json& e : trace["events"]) {

@@ -143,7 +143,8 @@ std::string usage_message(const CLI::ParseError& e) {
       std::reverse(flags.begin(), flags.end());
       std::reverse(values.begin(), values.end());
       if (!flags.empty())
-        return fmt::format("unknown flag{} {}", flags.size() > 1 ? "s" : "", fmt::join(flags, ", "));
+        return fmt::format("unknown flag{} {}", flags.size() > 1 ? "s" : "",
+                           fmt::join(flags, ", "));
       if (!values.empty())
         return fmt::format("unexpected argument{} {} (no more files or values are taken here)",
                            values.size() > 1 ? "s" : "", fmt::join(values, ", "));

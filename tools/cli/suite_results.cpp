@@ -304,12 +304,12 @@ SuiteResults read_suite_results(const std::string& dir) {
     throw std::runtime_error(fmt::format(
         "cannot read '{}': no such folder (expected one that `tilesched suite-run` wrote)", dir));
   if (!fs::is_directory(dir, ec))
-    throw std::runtime_error(fmt::format(
-        "'{}' is not a folder: expected one that `tilesched suite-run` wrote", dir));
+    throw std::runtime_error(
+        fmt::format("'{}' is not a folder: expected one that `tilesched suite-run` wrote", dir));
   if (!holds_suite_results(dir))
     throw std::runtime_error(
-        fmt::format("'{}' is a folder without {}, so not one that `tilesched suite-run` wrote",
-                    dir, kSuiteSummaryFile));
+        fmt::format("'{}' is a folder without {}, so not one that `tilesched suite-run` wrote", dir,
+                    kSuiteSummaryFile));
   const std::string path = (fs::path(dir) / kSuiteSummaryFile).string();
   const json j = sim::read_json_document(path);  // its errors name the file
   try {

@@ -89,7 +89,8 @@ CLI::Option* add_output_file_flag(CLI::App& command, const std::string& name, st
                                   const std::string& help, const std::string& example) {
   const CLI::Validator file_path(
       [example](std::string& path) -> std::string {
-        if (path.empty()) return fmt::format("empty path: give the file to write, e.g. {}", example);
+        if (path.empty())
+          return fmt::format("empty path: give the file to write, e.g. {}", example);
         std::error_code ec;
         const bool directory = std::filesystem::is_directory(path, ec);
         if (directory || path.back() == '/')
