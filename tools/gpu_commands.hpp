@@ -13,7 +13,7 @@
 #include "tilesched/sim/cost_model.hpp"
 #include "tilesched/trace.hpp"
 #include "tilesched/workload.hpp"
-#include "viz/describe.hpp"
+#include "viz/descriptions.hpp"
 
 namespace tilesched::tools {
 
@@ -24,7 +24,6 @@ struct RunCommandOptions {
   std::uint64_t seed = 1;
   std::string out_dir = "out";  // measured trace + pictures are written here
   bool check = true;            // compare against the simulator tile by tile
-  bool ctas_given = false;      // --ctas was given: keep the workload's num_ctas
   // --bm or a workload file gave BM: keep it (a BM the kernel does not run is refused); otherwise
   // the workload takes the kernel's tile height the simulator predicts fastest (choose_block_m).
   bool block_m_given = false;

@@ -105,7 +105,9 @@ json coefficients_to_json(const CostCoefficients& c) {
               {"us_per_masked_block", c.us_per_masked_block}};
 }
 
-// The three tile-cost coefficients of an entry, each in the range cost files allow.
+// The three tile-cost coefficients of an entry, each in the range cost files allow, and not all
+// zero: tiles of no time make every makespan 0, and the speed-ups and distances to the bound that
+// `compare` and `recommend` divide by it NaN.
 CostCoefficients coefficients_from_json(const json& entry, const std::string& prefix) {
   using namespace detail;
   const auto coefficient = [&](const char* name) {
@@ -119,6 +121,10 @@ CostCoefficients coefficients_from_json(const json& entry, const std::string& pr
   c.fixed_us = coefficient("fixed_us");
   c.us_per_block = coefficient("us_per_block");
   c.us_per_masked_block = coefficient("us_per_masked_block");
+  if (c.fixed_us == 0 && c.us_per_block == 0 && c.us_per_masked_block == 0)
+    fail(prefix.substr(0, prefix.size() - 1),  // the entry: "head_dims.128"
+         "fixed_us, us_per_block and us_per_masked_block are all 0: every tile would take no "
+         "time, and no schedule could be told from another");
   return c;
 }
 

@@ -350,3 +350,12 @@ std::vector<std::uint64_t> as_u64_list(const json& v, const std::string& field) 
 }
 
 }  // namespace tilesched::sim::detail
+
+namespace tilesched::sim {
+
+nlohmann::json read_json_document(const std::string& path) {
+  const std::string text = read_file(path);
+  return detail::parse_json_text(text, path);
+}
+
+}  // namespace tilesched::sim

@@ -7,13 +7,13 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
-#include <iterator>
 #include <random>
 #include <string>
 #include <tuple>
 #include <utility>
 #include <vector>
 
+#include "cli/strategies.hpp"
 #include "gpu_check.hpp"
 #include "tilesched/any_scheduler.hpp"
 #include "tilesched/gpu/device_problem.hpp"
@@ -26,32 +26,14 @@ using gpu_test::describe;
 
 namespace {
 
-// Every scheduler kind, with the schedules and flips that change its walk.
-struct Strategy {
-  SchedulerKind kind;
-  Schedule schedule;
-  bool flip;
-};
-constexpr Strategy kStrategies[] = {
-    {SchedulerKind::Tile, Schedule::Default, false},
-    {SchedulerKind::Tile, Schedule::PromptRotate, false},
-    {SchedulerKind::Queued, Schedule::Default, false},
-    {SchedulerKind::Transient, Schedule::Default, false},
-    {SchedulerKind::Transient, Schedule::Default, true},
-    {SchedulerKind::Lpt, Schedule::Default, false},
-    {SchedulerKind::LptQueued, Schedule::Default, false},
-    {SchedulerKind::Planned, Schedule::Default, false},
-    {SchedulerKind::RaggedQueued, Schedule::Default, false},
-    {SchedulerKind::RaggedQueued, Schedule::PromptRotate, false},
-};
-constexpr int kStrategyCount = static_cast<int>(std::size(kStrategies));
+// Every strategy, as `tilesched compare` runs them (the tool's one list).
+const std::vector<cli::Strategy>& kStrategies = cli::strategies();
+const int kStrategyCount = static_cast<int>(kStrategies.size());
 
-Workload apply(Workload w, const Strategy& s, u32 ctas) {
-  w.scheduler = s.kind;
-  w.schedule = s.schedule;
-  w.flip_prompt_idx = s.flip;
-  w.num_ctas = ctas;
-  return w;
+Workload apply(const Workload& w, const cli::Strategy& s, u32 ctas) {
+  Workload out = cli::with_strategy(w, s);
+  out.num_ctas = ctas;
+  return out;
 }
 
 u32 work_indices(const Workload& w) {
@@ -135,7 +117,7 @@ TEST_CASE("every strategy and CTA count on a ragged causal batch") {
   const u32 dims[] = {64, 128, 256};
   const u32 groups[] = {1, 4, 8};
   int i = 0;
-  for (const Strategy& s : kStrategies) {
+  for (const cli::Strategy& s : kStrategies) {
     for (u32 ctas : {132u, 1u, 7u, work_indices(base) + 13}) {
       Workload w = apply(base, s, ctas);
       w.head_dim = dims[i % 3];
@@ -200,7 +182,7 @@ TEST_CASE("padded and ragged, GQA 1/4/8, d 64/128/256, causal and not") {
           w.head_dim = d;
           w.mask = mask;
           w.block_n = (i % 2) ? 64 : 128;
-          const Strategy& s = kStrategies[i % kStrategyCount];
+          const cli::Strategy& s = kStrategies[i % kStrategyCount];
           w = apply(w, s, (i % 3 == 0) ? 132 : 7);
           ++i;
           expect_ok(w, 2000 + i);
@@ -323,7 +305,7 @@ TEST_CASE("random problems") {
     const u32 dims[] = {64, 128, 256};
     w.head_dim = dims[pick(3)];
     w.block_n = pick(2) ? 64 : 128;
-    const Strategy& s = kStrategies[pick(kStrategyCount)];
+    const cli::Strategy& s = kStrategies[pick(kStrategyCount)];
     const u32 ctas_choices[] = {132u, 1u, 7u, 1u + static_cast<u32>(pick(300))};
     w = apply(w, s, ctas_choices[pick(4)]);
     if (pick(8) == 0) w = split_tail_of(w);  // one problem in eight: split_tail

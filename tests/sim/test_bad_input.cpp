@@ -204,7 +204,7 @@ TEST_CASE("a JSON number beyond double's range is rejected by the parser") {
   CHECK(contains(m, "number overflow parsing '1e999'"));
 }
 
-TEST_CASE("cost coefficients out of range are rejected; head dims have one spelling") {
+TEST_CASE("cost coefficients out of range or all zero are rejected; head dims have one spelling") {
   const auto error = [](const json& j) {
     return invalid_argument_text([&] { sim::CostModel::from_json(j); });
   };
@@ -214,6 +214,13 @@ TEST_CASE("cost coefficients out of range are rejected; head dims have one spell
   CHECK_MESSAGE(contains(m, "field 'head_dims.128.us_per_block': 1e+300 us is more than"), m);
   m = error(cost_table(-1, 2, 3));
   CHECK_MESSAGE(contains(m, "field 'head_dims.128.fixed_us': must not be negative"), m);
+  // All three 0: every makespan 0, and compare's speed-ups NaN. One of them 0 is a cost model.
+  m = error(cost_table(0, 0, 0));
+  CHECK_MESSAGE(m == "field 'head_dims.128': fixed_us, us_per_block and us_per_masked_block are "
+                     "all 0: every tile would take no time, and no schedule could be told from "
+                     "another",
+                m);
+  CHECK(error(cost_table(0, 1, 0)) == "<no exception>");
   json j = cost_table(1, 2, 3);
   j["head_dims"]["0128"] = j["head_dims"]["128"];
   CHECK(contains(error(j), "field 'head_dims.0128': key must be a head_dim in 1..1024"));

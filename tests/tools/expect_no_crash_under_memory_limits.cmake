@@ -1,10 +1,16 @@
 # Runs the tool under a series of address-space caps (ulimit -v) and checks that each run ends
-# with exit 0, or exit 1 and one line on stderr, never a signal; that some cap made the reader
-# report "not enough memory to read"; and that the largest cap let the run succeed.
-# Arguments (-D): TOOL, ARGS (separated by "|"), LIMITS_MIB (ascending, separated by "|").
+# with exit 0, or exit 1 and one line on stderr, never a signal; that some cap made the tool say
+# EXPECT_REGEX (by default the reader's "not enough memory to read"); and that the largest cap let
+# the run succeed.
+# Arguments (-D): TOOL, ARGS (separated by "|"), LIMITS_MIB (ascending, separated by "|"),
+# optional EXPECT_REGEX, and PROGRESS_REGEX: leading stderr lines that start with a match are the
+# command's progress (suite-run's), not part of the error.
 string(REPLACE "|" " " args "${ARGS}")
 string(REPLACE "|" ";" limits "${LIMITS_MIB}")
-set(reader_reported OFF)
+if(NOT DEFINED EXPECT_REGEX)
+  set(EXPECT_REGEX "not enough memory to read '.*' \\([0-9.]+ MiB\\)")
+endif()
+set(reported OFF)
 set(last_rc "")
 foreach(mib IN LISTS limits)
   math(EXPR kib "${mib} * 1024")
@@ -14,16 +20,21 @@ foreach(mib IN LISTS limits)
   if(NOT (rc STREQUAL "0" OR rc STREQUAL "1"))
     message(FATAL_ERROR "under ${mib} MiB the tool ended with '${rc}' (a crash?): ${err}")
   endif()
-  if(rc STREQUAL "1" AND NOT err MATCHES "^[^\n]*\n$")
+  set(error_lines "${err}")
+  while(DEFINED PROGRESS_REGEX AND error_lines MATCHES "^(${PROGRESS_REGEX})[^\n]*\n")
+    string(LENGTH "${CMAKE_MATCH_0}" progress_length)
+    string(SUBSTRING "${error_lines}" ${progress_length} -1 error_lines)
+  endwhile()
+  if(rc STREQUAL "1" AND NOT error_lines MATCHES "^[^\n]*\n$")
     message(FATAL_ERROR "under ${mib} MiB: expected one line on stderr, got: ${err}")
   endif()
-  if(err MATCHES "not enough memory to read '.*' \\([0-9.]+ MiB\\)")
-    set(reader_reported ON)
+  if(err MATCHES "${EXPECT_REGEX}")
+    set(reported ON)
   endif()
   set(last_rc "${rc}")
 endforeach()
-if(NOT reader_reported)
-  message(FATAL_ERROR "no cap made the reader report 'not enough memory to read'")
+if(NOT reported)
+  message(FATAL_ERROR "no cap made the tool say '${EXPECT_REGEX}'")
 endif()
 if(NOT last_rc STREQUAL "0")
   message(FATAL_ERROR "the largest cap should let the run succeed, got exit ${last_rc}")

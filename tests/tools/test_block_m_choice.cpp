@@ -129,7 +129,7 @@ TEST_CASE("predict_block_m: one candidate, none, and a table without the tile he
       viz::predict_block_m(w, {128, 192}, sim::CostModel::builtin("h200_mma_sync"), resident, true);
   CHECK(flat.block_m == 0);
   CHECK(flat.why_not ==
-        "cost table 'h200-mma-sync' has no coefficients measured at BM 128, 192 for head dim 64");
+        "cost table 'h200_mma_sync' has no coefficients measured at BM 128, 192 for head dim 64");
   // The built-in workload, measured at both heights (tests/data/h200/cost_fit): causal, the two
   // within 0.5 % (a tie), the prediction picks 128 and the line says both predictions; dense, BM
   // 192 more than 5 % faster, each height predicted within 1 % of its measurement.

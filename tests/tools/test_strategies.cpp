@@ -55,6 +55,15 @@ TEST_CASE("all_strategies keeps every other field of the workload") {
   }
 }
 
+TEST_CASE("the seed's strategies are the first six of the list") {
+  for (const char* name : {"tile/default", "tile/prompt_rotate", "queued/default",
+                           "queued/prompt_rotate", "transient", "transient/flip"})
+    CHECK_MESSAGE(cli::is_seed_strategy(name), name);
+  for (const char* name : {"lpt", "lpt_queued", "planned", "ragged_queued/default",
+                           "ragged_queued/prompt_rotate", "tile/default/faithful", "nonsense"})
+    CHECK_MESSAGE(!cli::is_seed_strategy(name), name);
+}
+
 TEST_CASE("the recommendation: the fastest, or a counter scheduler within the tolerance of it") {
   const sim::CostModel cost = sim::CostModel::builtin("h200");
   std::vector<cli::StrategyResult> ranked = cli::compare_strategies(test::small_workload(), cost);

@@ -3,8 +3,10 @@
 #include <doctest/doctest.h>
 #include <fmt/format.h>
 
+#include <cstddef>
 #include <string>
 #include <tuple>
+#include <vector>
 
 #include "cli/trace_diff.hpp"
 #include "test_support.hpp"
@@ -135,4 +137,70 @@ TEST_CASE("split_tail: pieces that split a tile's blocks differently are a diffe
       text.find(fmt::format("kv blocks {}..{}", second->kv_block_begin,
                             second->kv_block_begin + second->kv_blocks - 1)) != std::string::npos,
       text);
+}
+
+TEST_CASE("trace warnings: none for a replayed trace, one per problem otherwise") {
+  for (const SchedulerKind kind : {SchedulerKind::Tile, SchedulerKind::Queued,
+                                   SchedulerKind::Transient, SchedulerKind::SplitTail}) {
+    CAPTURE(to_string(kind));
+    Workload w = test::small_workload(kind);
+    if (kind == SchedulerKind::SplitTail) {  // every tile of one cost: one length, no mask
+      w.q_lens = {1000, 1000};
+      w.padded = true;
+      w.mask = Mask::None;
+    }
+    CHECK(trace_warnings(sim::replay(w)).empty());
+  }
+
+  const Trace clean = test::small_trace();
+  Trace twice = clean;
+  TraceEvent again = clean.events.front();  // CTA 0's first tile, once more at its end
+  std::size_t last_of_cta0 = 0;
+  while (last_of_cta0 + 1 < twice.events.size() && twice.events[last_of_cta0 + 1].cta == 0)
+    ++last_of_cta0;
+  again.step = twice.events[last_of_cta0].step + 1;
+  twice.events.insert(twice.events.begin() + std::ptrdiff_t(last_of_cta0) + 1, again);
+  std::vector<std::string> warnings = trace_warnings(twice);
+  REQUIRE(warnings.size() == 1);
+  CHECK(warnings[0] == fmt::format("tile (prompt {}, head {}, offset {}) was processed 2 times "
+                                   "(CTA 0 step 0, CTA 0 step {})",
+                                   again.prompt_idx, again.head_idx, again.prompt_offset,
+                                   again.step));
+  // The same tile set in diff's terms: a tile twice is one "only in" the other trace.
+  CHECK(diff_traces(clean, twice).only_in_b_count == 1);
+
+  // Sequence 2 has 129 rows (test_support.hpp): a tile at row 256 lies past its end.
+  Trace past = clean;
+  past.events.back().prompt_idx = 2;
+  past.events.back().prompt_offset = 256;
+  warnings = trace_warnings(past);
+  REQUIRE(warnings.size() == 1);
+  CHECK(warnings[0].find("starts at row 256, past the end of sequence 2 (129 rows)") !=
+        std::string::npos);
+  // In faithful mode running it is upstream's behaviour, not a problem of the trace.
+  past.workload.ragged_mode = RaggedMode::Faithful;
+  CHECK(trace_warnings(past).empty());
+
+  Trace wide = clean;
+  wide.launched_ctas = wide.workload.num_ctas + 1;
+  warnings = trace_warnings(wide);
+  REQUIRE(warnings.size() == 1);
+  CHECK(warnings[0] == fmt::format("launched_ctas is {}, more than the workload's C ({}): a "
+                                   "persistent grid launches at most C CTAs",
+                                   wide.launched_ctas, wide.workload.num_ctas));
+
+  // diff warns with the same sentences, naming the trace.
+  const std::string diff = format_trace_diff(diff_traces(clean, wide), clean, wide);
+  CHECK(diff.find("B: warning: launched_ctas is") != std::string::npos);
+  CHECK(diff.find("A: warning:") == std::string::npos);
+}
+
+TEST_CASE("trace warnings list a few tiles, then how many more") {
+  Trace t = test::small_trace();
+  const std::size_t n = t.events.size();
+  t.events.insert(t.events.end(), t.events.begin(), t.events.end());         // every tile twice
+  for (std::size_t i = n; i < t.events.size(); ++i) t.events[i].cta += 100;  // on other CTAs
+  const std::vector<std::string> warnings = trace_warnings(t, 3);
+  REQUIRE(warnings.size() == 4);
+  CHECK(warnings[3] == fmt::format("... and {} more tiles processed more than once", n - 3));
 }

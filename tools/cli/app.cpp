@@ -1,10 +1,16 @@
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
+#include <algorithm>
 #include <cctype>
+#include <new>
+#include <sstream>
 #include <string>
+#include <vector>
 
 #include "cli/commands.hpp"
 #include "cli/errors.hpp"
+#include "cli/run_size.hpp"
 
 namespace tilesched::cli {
 
@@ -52,6 +58,67 @@ std::string forgotten_value(const CLI::App& app, int argc, const char* const* ar
   return {};
 }
 
+std::vector<std::string> command_names(const CLI::App& app) {
+  std::vector<std::string> names;
+  for (const CLI::App* sub : app.get_subcommands([](const CLI::App*) { return true; }))
+    names.push_back(sub->get_name());
+  return names;
+}
+
+// Edits (insert, delete, replace one letter) that turn `a` into `b`.
+std::size_t edit_distance(const std::string& a, const std::string& b) {
+  std::vector<std::size_t> row(b.size() + 1);
+  for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (std::size_t i = 1; i <= a.size(); ++i) {
+    std::size_t diagonal = row[0];
+    row[0] = i;
+    for (std::size_t j = 1; j <= b.size(); ++j) {
+      const std::size_t above = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diagonal = above;
+    }
+  }
+  return row[b.size()];
+}
+
+// The command `word` was probably meant to be: one it starts with or that starts with it
+// ("simulate": sim), else the nearest within an edit per three letters ("comapre": compare); ""
+// when none is.
+std::string closest_command(const std::string& word, const std::vector<std::string>& names) {
+  for (const std::string& name : names)
+    if (word.rfind(name, 0) == 0 || name.rfind(word, 0) == 0) return name;
+  std::string best;
+  std::size_t best_distance = std::max<std::size_t>(1, word.size() / 3) + 1;
+  for (const std::string& name : names)
+    if (const std::size_t d = edit_distance(word, name); d < best_distance) {
+      best = name;
+      best_distance = d;
+    }
+  return best;
+}
+
+// What comes before the command, checked before CLI11 parses: CLI11 reports an unknown command
+// word and an unknown flag there alike as "A subcommand is required". Empty when the arguments
+// start with a command (or ask for help or the version).
+std::string command_problem(const CLI::App& app, int argc, const char* const* argv) {
+  const std::vector<std::string> names = command_names(app);
+  const std::string commands =
+      fmt::format("commands: {} (see tilesched --help)", fmt::join(names, ", "));
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg == "--help" || arg == "-h" || arg == "--version") return {};
+    if (looks_like_flag(arg))
+      return fmt::format("tilesched: unknown flag {}: flags go after the command; {}",
+                         arg.substr(0, arg.find('=')), commands);
+    if (std::find(names.begin(), names.end(), arg) != names.end()) return {};
+    const std::string closest = closest_command(arg, names);
+    return fmt::format("tilesched: unknown command '{}'{}; {}", arg,
+                       closest.empty() ? "" : fmt::format(" (did you mean '{}'?)", closest),
+                       commands);
+  }
+  return fmt::format("tilesched: no command given; {}", commands);
+}
+
 // CLI11's "--heads: 1 required N missing" for an option given last without its value.
 std::string usage_message(const CLI::ParseError& e) {
   const std::string what = e.what();
@@ -59,6 +126,30 @@ std::string usage_message(const CLI::ParseError& e) {
   if (dynamic_cast<const CLI::ArgumentMismatch*>(&e) != nullptr && colon != std::string::npos &&
       what.size() > 8 && what.compare(what.size() - 8, 8, " missing") == 0)
     return fmt::format("{} needs a value", what.substr(0, colon));
+  // CLI11's "The following argument was not expected: --frobnicate": an unknown flag, or a
+  // value no positional takes.
+  if (dynamic_cast<const CLI::ExtrasError*>(&e) != nullptr) {
+    const std::size_t list = what.find(": ");
+    if (list != std::string::npos) {
+      std::vector<std::string> flags, values;
+      std::istringstream extras(what.substr(list + 2));
+      for (std::string arg; extras >> arg;) {
+        if (looks_like_flag(arg))
+          flags.push_back(arg.substr(0, arg.find('=')));
+        else
+          values.push_back("'" + arg + "'");
+      }
+      // CLI11 lists them last first.
+      std::reverse(flags.begin(), flags.end());
+      std::reverse(values.begin(), values.end());
+      if (!flags.empty())
+        return fmt::format("unknown flag{} {}", flags.size() > 1 ? "s" : "",
+                           fmt::join(flags, ", "));
+      if (!values.empty())
+        return fmt::format("unexpected argument{} {} (no more files or values are taken here)",
+                           values.size() > 1 ? "s" : "", fmt::join(values, ", "));
+    }
+  }
   return what;
 }
 
@@ -79,6 +170,10 @@ int run_tool(int argc, const char* const* argv) {
   add_gpu_commands(app, action);
   add_suite_commands(app, action);
 
+  if (const std::string problem = command_problem(app, argc, argv); !problem.empty()) {
+    fmt::print(stderr, "{}\n", problem);
+    return kExitUsage;
+  }
   if (const std::string problem = forgotten_value(app, argc, argv); !problem.empty()) {
     fmt::print(stderr, "{}\n", problem);
     return kExitUsage;
@@ -102,6 +197,10 @@ int run_tool(int argc, const char* const* argv) {
   } catch (const UsageError& e) {
     fmt::print(stderr, "{}: {} (see {} --help)\n", command_name(app), e.what(), command_name(app));
     return kExitUsage;
+  } catch (const std::bad_alloc&) {
+    // Whatever was allocated is freed by now: the stack is unwound.
+    fmt::print(stderr, "{}: {}\n", command_name(app), out_of_memory_message());
+    return kExitFailure;
   } catch (const std::exception& e) {
     fmt::print(stderr, "{}: {}\n", command_name(app), e.what());
     return kExitFailure;

@@ -9,11 +9,12 @@
 #include "cli/errors.hpp"
 #include "cli/run_size.hpp"
 #include "cli/strategies.hpp"
+#include "cli/typed_flags.hpp"
 #include "cli/view_flags.hpp"
 #include "cli/workload_flags.hpp"
 #include "tilesched/sim/metrics.hpp"
 #include "tilesched/sim/output_file.hpp"
-#include "viz/describe.hpp"
+#include "viz/descriptions.hpp"
 #include "viz/ranking.hpp"
 #include "viz/schedule_outputs.hpp"
 #include "viz/svg_html.hpp"
@@ -44,8 +45,9 @@ int run_compare(const CompareOptions& o) {
   const std::size_t chosen = recommended_index(results);
   const StrategyResult* seed = seed_default(results, cost.multiprocessors);
 
-  fmt::print("{}\ncost model: {}, C = {}\n{}\n\n", viz::describe_workload(base), cost.device,
-             join_counts(candidate_cta_counts(base, cost)), s.ctas_note);
+  fmt::print("{}\n{}, C = {}\n{}\n\n", viz::describe_workload(base),
+             cost_model_label(o.workload, base), join_counts(candidate_cta_counts(base, cost)),
+             s.ctas_note);
   std::vector<viz::ChartSection> sections;
   for (const StrategyResult& r : results)
     sections.push_back({r.name, &r.trace, r.metrics, r.num_ctas});
@@ -75,10 +77,10 @@ void add_compare_command(CLI::App& app, Action& action) {
       "lpt_queued, planned, ragged_queued) at C = SMs and C = the workload's CTAs, rank them and "
       "mark the recommended one");
   add_workload_flags(*cmd, options->workload, WorkloadFlagSet{/*strategy=*/false, true});
-  cmd->add_option("--html", options->html_file,
-                  "Write one page with the ranking and a Gantt chart per strategy (folders created "
-                  "if missing)")
-      ->type_name("FILE");
+  add_output_file_flag(*cmd, "--html", options->html_file,
+                       "Write one page with the ranking and a Gantt chart per strategy (folders "
+                       "created if missing)",
+                       "compare.html");
   add_color_by_flag(*cmd, options->color_by);
   add_max_tiles_flag(*cmd, options->max_tiles);
   cmd->footer(

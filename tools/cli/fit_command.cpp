@@ -47,6 +47,12 @@ std::vector<LabelledTrace> read_fit_traces(const FitOptions& o) {
   for (const std::string& path : o.trace_files) {
     const std::size_t first = traces.size();
     if (std::filesystem::is_directory(path)) {  // a suite-run's results: every kept trace
+      if (!holds_suite_results(path))
+        throw std::runtime_error(fmt::format(
+            "'{}' is a folder without {}: fit takes trace files (TRACE.json or TRACE.json.gz) or "
+            "a folder that `tilesched suite-run` wrote; to fit the traces in a folder, name them "
+            "(e.g. {}/*.json)",
+            path, kSuiteSummaryFile, path));
       const SuiteResults results = read_suite_results(path);
       for (SuiteTrace& t : read_suite_traces(path, results))
         traces.push_back(LabelledTrace{fmt::format("{}: {} {} C = {}", path, t.run->workload_name,
@@ -178,8 +184,8 @@ void add_fit_command(CLI::App& app, Action& action) {
   cmd->add_option("--device", options->device,
                   "Device name in the cost file (default: the traces' device)")
       ->type_name("NAME");
-  cmd->add_option("--out", options->out_file, "Cost model JSON to write (for --cost-model)")
-      ->type_name("FILE")
+  add_output_file_flag(*cmd, "--out", options->out_file,
+                       "Cost model JSON to write (for --cost-model)", "cost.json")
       ->capture_default_str();
   CLI::Option* base =
       add_cost_profile_flag(*cmd, "--base", options->base,

@@ -23,7 +23,6 @@ struct RunOptions {
 int run_run(RunOptions& o) {
   o.command.workload = resolve_workload(o.workload, &o.command.ctas_origin);
   o.command.check = !o.no_check;
-  o.command.ctas_given = o.workload.ctas.has_value();
   o.command.block_m_given = o.workload.block_m.has_value() || !o.workload.workload_file.empty();
   // The command checks the driver itself, after what needs no GPU (a decode workload is refused
   // first); without the GPU half the stand-in says so.
@@ -43,8 +42,8 @@ void add_run_command(CLI::App& app, Action& action) {
   add_workload_flags(*cmd, run->workload, WorkloadFlagSet{true, /*cost_model=*/false});
   add_number_flag(*cmd, "--seed", run->command.seed, "Seed of the random attention inputs")
       ->capture_default_str();
-  cmd->add_option("--out", run->command.out_dir, "Directory for the measured trace and pictures")
-      ->type_name("DIR")
+  add_output_dir_flag(*cmd, "--out", run->command.out_dir,
+                      "Directory for the measured trace and pictures", "out")
       ->capture_default_str();
   cmd->add_flag("--no-check", run->no_check, "Skip the comparison with the simulator");
   cmd->footer("Needs the GPU half (a build configured with a CUDA compiler) and a device.");
@@ -58,8 +57,8 @@ void add_bench_command(CLI::App& app, Action& action) {
                          "Time the GPU kernel (CUDA events, median) over the standard "
                          "grid of docs/spec.md §9; tools/bench/gpu_bench.py adds cuDNN side "
                          "by side");
-  cmd->add_option("--json", bench->out_json, "Write the results table as JSON to FILE")
-      ->type_name("FILE");
+  add_output_file_flag(*cmd, "--json", bench->out_json, "Write the results table as JSON to FILE",
+                       "bench.json");
   CLI::Option* quick = cmd->add_flag("--quick", bench->quick, "A reduced grid");
   // A part of the grid: each list's entries must be the grid's own (one point per head dim, length
   // and mask), so that the results stay comparable with the full table and gpu_bench.py.

@@ -10,7 +10,7 @@
 #include "cli/run_size.hpp"
 #include "cli/strategies.hpp"
 #include "cli/workload_flags.hpp"
-#include "viz/describe.hpp"
+#include "viz/descriptions.hpp"
 
 namespace tilesched::cli {
 namespace {
@@ -58,7 +58,7 @@ int run_recommend(const RecommendOptions& o) {
   const StrategyResult& r = results.at(chosen);
   const sim::Metrics& m = r.metrics;
 
-  fmt::print("{}\ncost model: {}\n\n", viz::describe_workload(base), cost.device);
+  fmt::print("{}\n{}\n\n", viz::describe_workload(base), cost_model_label(o.workload, base));
   fmt::print("recommended: {}\n", label(r));
   fmt::print("  predicted makespan  {:.1f} us\n", m.makespan_us);
   fmt::print("  imbalance           {:.3f} (busiest {} / mean)\n", m.imbalance,

@@ -34,16 +34,21 @@ std::string format_bytes(std::uint64_t bytes) {
 }
 
 void check_run_size(const Workload& w, std::uint64_t max_tiles, std::size_t traces,
-                    const viz::OutputOptions* outputs) {
+                    const viz::OutputOptions* outputs, const std::string& what) {
   const RunSize size = estimate_run_size(w, traces, outputs);
   if (size.tiles <= max_tiles) return;
   const std::string written =
       outputs ? fmt::format(" and write about {}", format_bytes(size.output_bytes)) : "";
   throw UsageError(fmt::format(
-      "the workload has {} tiles, more than --max-tiles ({}): the run would hold about {} of "
-      "memory{}; pass --max-tiles {} to run it anyway{}",
-      size.tiles, max_tiles, format_bytes(size.memory_bytes), written, size.tiles,
+      "{} has {} tiles, more than --max-tiles ({}): the run would hold about {} of memory{}; pass "
+      "--max-tiles {} to run it anyway{}",
+      what, size.tiles, max_tiles, format_bytes(size.memory_bytes), written, size.tiles,
       outputs && outputs->pictures != viz::Pictures::None ? " (--pictures none writes less)" : ""));
+}
+
+std::string out_of_memory_message() {
+  return "out of memory: the run needed more than this process may allocate (a smaller workload "
+         "needs less; --max-tiles refuses large ones before they start)";
 }
 
 }  // namespace tilesched::cli

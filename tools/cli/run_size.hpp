@@ -30,9 +30,12 @@ RunSize estimate_run_size(const Workload& w, std::size_t traces, const viz::Outp
 std::string format_bytes(std::uint64_t bytes);
 
 // Throws UsageError (exit 2) when a replay of `w` would record more than `max_tiles` events:
-// "the workload has N tiles, more than --max-tiles (M): the run would hold about X of memory and
-// write about Y; ...".
+// "<what> has N tiles, more than --max-tiles (M): the run would hold about X of memory and write
+// about Y; ...". `what` names the workload where a command runs several ("suite workload 'w'").
 void check_run_size(const Workload& w, std::uint64_t max_tiles, std::size_t traces,
-                    const viz::OutputOptions* outputs);
+                    const viz::OutputOptions* outputs, const std::string& what = "the workload");
+
+// What every command says when an allocation fails (std::bad_alloc), whatever it was doing.
+std::string out_of_memory_message();
 
 }  // namespace tilesched::cli

@@ -1,47 +1,45 @@
 #include "cli/strategies.hpp"
 
 #include <algorithm>
-#include <iterator>
 
 #include "cli/console.hpp"
 #include "tilesched/sim/replay.hpp"
 
 namespace tilesched::cli {
 
+const std::vector<Strategy>& strategies() {
+  static const std::vector<Strategy> kStrategies = {
+      {SchedulerKind::Tile, Schedule::Default, false, true},
+      {SchedulerKind::Tile, Schedule::PromptRotate, false, true},
+      {SchedulerKind::Queued, Schedule::Default, false, true},
+      {SchedulerKind::Queued, Schedule::PromptRotate, false, true},
+      {SchedulerKind::Transient, Schedule::Default, false, true},
+      {SchedulerKind::Transient, Schedule::Default, true, true},
+      {SchedulerKind::Lpt, Schedule::Default, false, false},
+      {SchedulerKind::LptQueued, Schedule::Default, false, false},
+      {SchedulerKind::Planned, Schedule::Default, false, false},
+      {SchedulerKind::RaggedQueued, Schedule::Default, false, false},
+  };
+  return kStrategies;
+}
+
+Workload with_strategy(Workload w, const Strategy& s) {
+  w.scheduler = s.scheduler;
+  w.schedule = s.schedule;
+  w.flip_prompt_idx = s.flip;
+  return w;
+}
+
 std::vector<Workload> all_strategies(const Workload& base) {
-  struct Strategy {
-    SchedulerKind scheduler;
-    Schedule schedule;
-    bool flip;
-  };
-  static constexpr Strategy kStrategies[] = {
-      {SchedulerKind::Tile, Schedule::Default, false},
-      {SchedulerKind::Tile, Schedule::PromptRotate, false},
-      {SchedulerKind::Queued, Schedule::Default, false},
-      {SchedulerKind::Queued, Schedule::PromptRotate, false},
-      {SchedulerKind::Transient, Schedule::Default, false},
-      {SchedulerKind::Transient, Schedule::Default, true},
-      {SchedulerKind::Lpt, Schedule::Default, false},
-      {SchedulerKind::LptQueued, Schedule::Default, false},
-      {SchedulerKind::Planned, Schedule::Default, false},
-      {SchedulerKind::RaggedQueued, Schedule::Default, false},
-  };
   std::vector<Workload> workloads;
-  for (const Strategy& s : kStrategies) {
-    Workload w = base;
-    w.scheduler = s.scheduler;
-    w.schedule = s.schedule;
-    w.flip_prompt_idx = s.flip;
-    workloads.push_back(w);
-  }
+  for (const Strategy& s : strategies()) workloads.push_back(with_strategy(base, s));
   return workloads;
 }
 
 bool is_seed_strategy(const std::string& name) {
-  static const char* const kSeed[] = {"tile/default",   "tile/prompt_rotate",
-                                      "queued/default", "queued/prompt_rotate",
-                                      "transient",      "transient/flip"};
-  return std::find(std::begin(kSeed), std::end(kSeed), name) != std::end(kSeed);
+  return std::any_of(strategies().begin(), strategies().end(), [&](const Strategy& s) {
+    return s.seed && strategy_name(with_strategy(Workload{}, s)) == name;
+  });
 }
 
 std::vector<u32> candidate_cta_counts(const Workload& base, const sim::CostModel& cost) {

@@ -11,13 +11,28 @@
 
 namespace tilesched::cli {
 
-// `base` under each strategy, in the documented order: tile/default, tile/prompt_rotate,
-// queued/default, queued/prompt_rotate, transient, transient/flip, lpt, lpt_queued, planned,
-// ragged_queued/default. Other fields are kept.
+// One scheduling strategy: a scheduler kind with the schedule and flip that change its walk.
+struct Strategy {
+  SchedulerKind scheduler = SchedulerKind::Tile;
+  Schedule schedule = Schedule::Default;
+  bool flip = false;
+  bool seed = false;  // one of the seed's own six: the baseline every newer strategy is measured
+                      // against
+};
+
+// Every strategy the project implements, in the documented order: tile/default,
+// tile/prompt_rotate, queued/default, queued/prompt_rotate, transient, transient/flip (the seed's
+// six), lpt, lpt_queued, planned, ragged_queued/default. The one list: `compare`, `recommend`,
+// `suite-run` and the GPU tests all walk it.
+const std::vector<Strategy>& strategies();
+
+// `w` under strategy `s`: its scheduler, schedule and flip set, every other field kept.
+Workload with_strategy(Workload w, const Strategy& s);
+
+// `base` under each of strategies(), in its order.
 std::vector<Workload> all_strategies(const Workload& base);
 
-// Whether a strategy (strategy_name) is one of the seed's own, the six above: the baseline every
-// newer strategy is measured against.
+// Whether a strategy (strategy_name) is one of the seed's own.
 bool is_seed_strategy(const std::string& name);
 
 // The seed's default: the static stride in plain order (at C = SMs, its launch).

@@ -9,6 +9,7 @@
 #include "cli/commands.hpp"
 #include "cli/errors.hpp"
 #include "cli/prediction_report.hpp"
+#include "cli/run_size.hpp"
 #include "cli/suite.hpp"
 #include "cli/suite_runner.hpp"
 #include "cli/typed_flags.hpp"
@@ -29,6 +30,7 @@ struct SuiteRunOptions {
   bool simulate = false;
   std::string cost_profile = "h200";
   std::string cost_model_file;
+  std::uint64_t max_tiles = kDefaultMaxTiles;
 };
 
 sim::CostModel cost_model_of(const std::string& file, const std::string& profile) {
@@ -47,6 +49,7 @@ int run_suite_command(const SuiteRunOptions& o) {
   settings.out_dir = o.out_dir;
   settings.max_pack_bytes = o.pack_mib << 20;
   settings.max_packs = o.max_packs;
+  settings.max_tiles = o.max_tiles;
   const std::vector<SuiteWorkload> suite = read_suite(o.suite);
   const std::unique_ptr<tools::SuiteDevice> device =
       o.simulate ? simulated_suite_device(cost_model_of(o.cost_model_file, o.cost_profile))
@@ -72,8 +75,8 @@ void add_suite_run_command(CLI::App& app, Action& action) {
   cmd->add_option("suite", o->suite, "Workload JSON files, or directories of them")
       ->type_name("SUITE ...")
       ->required();
-  cmd->add_option("--out", o->out_dir, "Directory for summary.json and traces-N.json")
-      ->type_name("DIR")
+  add_output_dir_flag(*cmd, "--out", o->out_dir, "Directory for summary.json and traces-N.json",
+                      "suite-results")
       ->capture_default_str();
   cmd->add_option("--strategies", o->strategies,
                   "all | seed (the six of the seed) | names, comma-separated")
@@ -98,10 +101,11 @@ void add_suite_run_command(CLI::App& app, Action& action) {
   cmd->add_option("--cost-model", o->cost_model_file, "With --simulate: a cost model file")
       ->type_name("FILE")
       ->excludes(profile);
+  add_max_tiles_flag(*cmd, o->max_tiles);
   cmd->footer(
       "Progress on stderr, one line per run. Exit status: 0 success, 1 a file or the device "
       "failed or a run failed its checks (outputs never written, schedule differs from the "
-      "simulator), 2 bad flags.");
+      "simulator), 2 bad flags or a run of more tiles than --max-tiles.");
   cmd->callback([o, &action] { action = [o] { return run_suite_command(*o); }; });
 }
 
@@ -110,12 +114,20 @@ struct ReportOptions {
   std::string out_dir = "report";
   std::string cost_profile = "h200";
   std::string cost_model_file;
+  std::uint64_t max_tiles = kDefaultMaxTiles;
 };
 
 int run_report_command(const ReportOptions& o) {
   const SuiteResults results = read_suite_results(o.results_dir);
   if (results.runs.empty())
     throw std::runtime_error(fmt::format("'{}' holds no runs", o.results_dir));
+  // The report replays every run, one at a time.
+  for (std::size_t i = 0; i < results.runs.size(); ++i) {
+    const SuiteRunResult& run = results.runs[i];
+    check_run_size(run.workload, o.max_tiles, 1, nullptr,
+                   fmt::format("run {} ({} {} at C = {})", i + 1, run.workload_name, run.strategy,
+                               run.workload.num_ctas));
+  }
   const sim::CostModel cost = cost_model_of(o.cost_model_file, o.cost_profile);
   const PredictionReport report = build_prediction_report(results, cost);
   const ReportFiles files = render_prediction_report(report);
@@ -146,8 +158,7 @@ void add_report_command(CLI::App& app, Action& action) {
   cmd->add_option("results", o->results_dir, "Directory written by `suite-run`")
       ->type_name("DIR")
       ->required();
-  cmd->add_option("--out", o->out_dir, "Directory for the report files")
-      ->type_name("DIR")
+  add_output_dir_flag(*cmd, "--out", o->out_dir, "Directory for the report files", "report")
       ->capture_default_str();
   CLI::Option* profile =
       add_cost_profile_flag(*cmd, "--cost-profile", o->cost_profile, "Built-in cost profile")
@@ -155,7 +166,10 @@ void add_report_command(CLI::App& app, Action& action) {
   cmd->add_option("--cost-model", o->cost_model_file, "Cost model JSON file (from `fit`)")
       ->type_name("FILE")
       ->excludes(profile);
-  cmd->footer("Exit status: 0 success, 1 a file could not be read or written, 2 bad flags.");
+  add_max_tiles_flag(*cmd, o->max_tiles);
+  cmd->footer(
+      "Exit status: 0 success, 1 a file could not be read or written, 2 bad flags or a run of "
+      "more tiles than --max-tiles.");
   cmd->callback([o, &action] { action = [o] { return run_report_command(*o); }; });
 }
 

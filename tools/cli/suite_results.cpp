@@ -293,12 +293,27 @@ SuiteResults suite_results_from_json(const json& j) {
   return r;
 }
 
+bool holds_suite_results(const std::string& dir) {
+  std::error_code ec;
+  return fs::is_regular_file(fs::path(dir) / kSuiteSummaryFile, ec);
+}
+
 SuiteResults read_suite_results(const std::string& dir) {
+  std::error_code ec;
+  if (!fs::exists(dir, ec))
+    throw std::runtime_error(fmt::format(
+        "cannot read '{}': no such folder (expected one that `tilesched suite-run` wrote)", dir));
+  if (!fs::is_directory(dir, ec))
+    throw std::runtime_error(
+        fmt::format("'{}' is not a folder: expected one that `tilesched suite-run` wrote", dir));
+  if (!holds_suite_results(dir))
+    throw std::runtime_error(
+        fmt::format("'{}' is a folder without {}, so not one that `tilesched suite-run` wrote", dir,
+                    kSuiteSummaryFile));
   const std::string path = (fs::path(dir) / kSuiteSummaryFile).string();
+  const json j = sim::read_json_document(path);  // its errors name the file
   try {
-    return suite_results_from_json(json::parse(sim::read_file(path)));
-  } catch (const json::exception& e) {
-    throw std::invalid_argument(fmt::format("'{}' is not valid JSON: {}", path, e.what()));
+    return suite_results_from_json(j);
   } catch (const std::invalid_argument& e) {
     throw std::invalid_argument(fmt::format("'{}': {}", path, e.what()));
   }
@@ -371,14 +386,11 @@ std::vector<SuiteTrace> read_suite_traces(const std::string& dir, const SuiteRes
     auto it = packs.find(run.trace_file);
     if (it == packs.end()) {
       const std::string path = (fs::path(dir) / run.trace_file).string();
-      json pack;
+      json pack = sim::read_json_document(path);  // its errors name the file
       try {
-        pack = json::parse(sim::read_file(path));
         check_format(pack, kPackFormat, "trace pack");
         if (!field(pack, "traces", "trace pack").is_array())
           throw std::invalid_argument("trace pack: field 'traces' must be an array");
-      } catch (const json::exception& e) {
-        throw std::invalid_argument(fmt::format("'{}' is not valid JSON: {}", path, e.what()));
       } catch (const std::invalid_argument& e) {
         throw std::invalid_argument(fmt::format("'{}': {}", path, e.what()));
       }

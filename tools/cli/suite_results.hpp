@@ -54,7 +54,10 @@ struct SuiteResults {
 nlohmann::json suite_results_to_json(const SuiteResults& r);
 // Throws std::invalid_argument naming the field at fault.
 SuiteResults suite_results_from_json(const nlohmann::json& j);
-// DIR/summary.json; errors name the file.
+// Whether `dir` holds a summary.json, as a folder `suite-run` wrote does.
+bool holds_suite_results(const std::string& dir);
+// DIR/summary.json, parsed as every reader parses (sim::read_json_document: no key twice in an
+// object); errors name the file, or say that DIR is not a folder or has no summary.json.
 SuiteResults read_suite_results(const std::string& dir);
 
 // A trace as columns: per CTA with tiles its id (as a delta), tile count and SM; per tile its

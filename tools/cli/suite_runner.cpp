@@ -91,6 +91,12 @@ SuiteResults run_suite(const std::vector<SuiteWorkload>& suite, tools::SuiteDevi
                                                  device.resident_ctas(w) / std::max<u32>(sms, 1));
                           }};
   const std::vector<SuiteRun> plan = plan_suite(suite, settings.strategies, settings.ctas, shape);
+  // Each run holds its repeats' traces and the simulator's replay that checks them.
+  for (const SuiteRun& run : plan)
+    check_run_size(run.workload, settings.max_tiles, std::size_t(std::max(settings.repeats, 1)) + 1,
+                   nullptr,
+                   fmt::format("suite workload '{}' ({} at C = {})", run.workload_name,
+                               run.strategy, run.workload.num_ctas));
   SuiteResults header;
   header.source = device.source();
   header.device = device.name();

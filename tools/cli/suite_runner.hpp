@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "cli/run_size.hpp"
 #include "cli/suite.hpp"
 #include "cli/suite_results.hpp"
 #include "gpu_commands.hpp"
@@ -21,9 +22,12 @@ struct SuiteRunSettings {
   std::string out_dir;
   std::size_t max_pack_bytes = 15u << 20;  // a device lends back files of at most 16 MiB
   std::size_t max_packs = 7;               // and 8 files: the packs and summary.json
+  // Runs of more tiles are refused before anything is measured (check_run_size).
+  std::uint64_t max_tiles = kDefaultMaxTiles;
 };
 
-// Plans the suite on `device`, measures every run, writes `settings.out_dir` (summary.json after
+// Plans the suite on `device`, refuses it (UsageError) when a run has more tiles than
+// settings.max_tiles, measures every run, writes `settings.out_dir` (summary.json after
 // every workload, so an interrupted run keeps what it measured, and the trace packs) and prints a
 // line per run to `progress` (may be null). Returns the results and the files written.
 SuiteResults run_suite(const std::vector<SuiteWorkload>& suite, tools::SuiteDevice& device,

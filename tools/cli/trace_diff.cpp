@@ -7,11 +7,13 @@
 #include <cmath>
 #include <map>
 #include <tuple>
+#include <utility>
 
 #include "tilesched/sim/cost_model.hpp"
+#include "tilesched/sim/describe.hpp"
 #include "tilesched/sim/metrics.hpp"
 #include "tilesched/sim/workload_io.hpp"
-#include "viz/describe.hpp"
+#include "viz/descriptions.hpp"
 
 namespace tilesched::cli {
 namespace {
@@ -28,6 +30,23 @@ TileKey key_of(const TraceEvent& e, const Workload& w) {
                          : e.kv_block_begin != 0;
   return {e.prompt_idx, e.head_idx, e.prompt_offset, piece ? e.kv_block_begin : 0u,
           piece ? e.kv_blocks : 0u};
+}
+
+// Every tile of `t` by its key, with the events that processed it: a multiset of tiles.
+std::map<TileKey, std::vector<const TraceEvent*>> tiles_of(const Trace& t) {
+  std::map<TileKey, std::vector<const TraceEvent*>> tiles;
+  for (const TraceEvent& e : t.events) tiles[key_of(e, t.workload)].push_back(&e);
+  return tiles;
+}
+
+std::string where(const TraceEvent& e) {
+  return fmt::format("CTA {} step {}", e.cta, e.step);
+}
+
+// "... and 3 more <what>" when `count` passed what was listed.
+void add_more(std::vector<std::string>& out, std::size_t count, std::size_t listed,
+              const char* what) {
+  if (count > listed) out.push_back(fmt::format("... and {} more {}", count - listed, what));
 }
 
 std::vector<std::string> workload_differences(const Workload& a, const Workload& b) {
@@ -91,9 +110,7 @@ TraceDiff diff_traces(const Trace& a, const Trace& b, std::size_t max_listed) {
   d.first_difference = first_difference(a, b);
 
   // Tile sets as multisets: a tile processed twice in A and once in B counts once "only in A".
-  std::map<TileKey, std::vector<const TraceEvent*>> in_a, in_b;
-  for (const TraceEvent& e : a.events) in_a[key_of(e, a.workload)].push_back(&e);
-  for (const TraceEvent& e : b.events) in_b[key_of(e, b.workload)].push_back(&e);
+  const auto in_a = tiles_of(a), in_b = tiles_of(b);
   auto surplus = [&](const auto& mine, const auto& theirs, std::size_t& count,
                      std::vector<TraceEvent>& listed) {
     for (const auto& [key, events] : mine) {
@@ -137,10 +154,49 @@ TraceDiff diff_traces(const Trace& a, const Trace& b, std::size_t max_listed) {
   return d;
 }
 
+std::vector<std::string> trace_warnings(const Trace& t, std::size_t max_listed) {
+  const Workload& w = t.workload;
+  std::vector<std::string> out;
+  std::size_t repeated = 0;
+  for (const auto& [key, events] : tiles_of(t)) {
+    if (events.size() < 2) continue;
+    if (++repeated > max_listed) continue;
+    std::vector<std::string> places;
+    for (const TraceEvent* e : events) places.push_back(where(*e));
+    out.push_back(fmt::format("{} was processed {} times ({})", sim::describe_tile(*events[0]),
+                              events.size(), fmt::join(places, ", ")));
+  }
+  add_more(out, repeated, max_listed, "tiles processed more than once");
+
+  // Faithful mode replays upstream, which runs the tiles past a sequence's end.
+  if (!(w.scheduler == SchedulerKind::Tile && w.ragged_mode == RaggedMode::Faithful)) {
+    std::size_t past = 0;
+    for (const TraceEvent& e : t.events) {
+      const u32 rows = e.prompt_idx < w.batch_size() ? w.q_lens[e.prompt_idx] : 0;
+      if (e.prompt_offset < rows || ++past > max_listed) continue;
+      out.push_back(fmt::format("{} on {} starts at row {}, past the end of sequence {} ({} rows)",
+                                sim::describe_tile(e), where(e), e.prompt_offset, e.prompt_idx,
+                                rows));
+    }
+    add_more(out, past, max_listed, "tiles past their sequence's end");
+  }
+
+  // A transient grid launches a CTA per tile; every other scheduler at most C.
+  if (w.scheduler != SchedulerKind::Transient && t.launched_ctas > w.num_ctas)
+    out.push_back(fmt::format(
+        "launched_ctas is {}, more than the workload's C ({}): a persistent grid launches at "
+        "most C CTAs",
+        t.launched_ctas, w.num_ctas));
+  return out;
+}
+
 std::string format_trace_diff(const TraceDiff& d, const Trace& a, const Trace& b) {
   std::string out;
   out += fmt::format("A: {} tiles; {}\n", a.events.size(), viz::describe_trace(a));
   out += fmt::format("B: {} tiles; {}\n", b.events.size(), viz::describe_trace(b));
+  for (const auto& [name, trace] : {std::pair{"A", &a}, std::pair{"B", &b}})
+    for (const std::string& warning : trace_warnings(*trace))
+      out += fmt::format("{}: warning: {}\n", name, warning);
   out += d.same_workload()
              ? std::string("workload: same\n")
              : fmt::format("workload: differs in {}\n", fmt::join(d.workload_differences, ", "));

@@ -47,6 +47,13 @@ struct TraceDiff {
 
 TraceDiff diff_traces(const Trace& a, const Trace& b, std::size_t max_listed = 5);
 
+// What is wrong with one trace on its own, whatever it is compared with, one sentence each
+// (`max_listed` tiles named per kind, then how many more): a tile processed more than once (tiles
+// are told apart as diff tells them apart), a tile that starts past its sequence's end (except in
+// faithful mode, where running them is upstream's behaviour), and a persistent grid of more CTAs
+// than the workload's C. `viz` and `diff` warn with them.
+std::vector<std::string> trace_warnings(const Trace& t, std::size_t max_listed = 5);
+
 std::string format_trace_diff(const TraceDiff& d, const Trace& a, const Trace& b);
 
 }  // namespace tilesched::cli

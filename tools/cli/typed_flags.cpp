@@ -3,6 +3,7 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <stdexcept>
 
 #include "tilesched/sim/cost_model.hpp"
@@ -82,6 +83,51 @@ CLI::Option* add_cost_profile_flag(CLI::App& command, const std::string& name, s
                   fmt::format("{}: {}", help, fmt::join(sim::CostModel::builtin_names(), " | ")))
       ->type_name("NAME")
       ->check(known);
+}
+
+namespace {
+
+// An output path flag of type name `type` (FILE or DIR): an empty path is refused, naming `what`
+// the path is for and suggesting `example`; any other path by `problem` ("" when it is fine).
+CLI::Option* add_output_path_flag(CLI::App& command, const std::string& name, std::string& value,
+                                  const std::string& help, const std::string& type,
+                                  const std::string& what, const std::string& example,
+                                  std::string (*problem)(const std::string& path,
+                                                         const std::string& example)) {
+  const CLI::Validator path_check(
+      [what, example, problem](std::string& path) -> std::string {
+        if (path.empty()) return fmt::format("empty path: give the {}, e.g. {}", what, example);
+        return problem(path, example);
+      },
+      "");
+  return command.add_option(name, value, help)->type_name(type)->check(path_check);
+}
+
+std::string file_path_problem(const std::string& path, const std::string& example) {
+  std::error_code ec;
+  const bool directory = std::filesystem::is_directory(path, ec);
+  if (!directory && path.back() != '/') return {};
+  return fmt::format("'{}' {}: give the file to write in it, e.g. {}", path,
+                     directory ? "is a directory" : "names a directory",
+                     (std::filesystem::path(path) / example).string());
+}
+
+std::string no_problem(const std::string&, const std::string&) {
+  return {};
+}
+
+}  // namespace
+
+CLI::Option* add_output_file_flag(CLI::App& command, const std::string& name, std::string& value,
+                                  const std::string& help, const std::string& example) {
+  return add_output_path_flag(command, name, value, help, "FILE", "file to write", example,
+                              file_path_problem);
+}
+
+CLI::Option* add_output_dir_flag(CLI::App& command, const std::string& name, std::string& value,
+                                 const std::string& help, const std::string& example) {
+  return add_output_path_flag(command, name, value, help, "DIR", "directory to write into", example,
+                              no_problem);
 }
 
 CLI::Option* add_u32_list_flag(CLI::App& command, const std::string& name, std::vector<u32>& values,

@@ -57,6 +57,16 @@ CLI::Validator enum_choice() {
 CLI::Option* add_cost_profile_flag(CLI::App& command, const std::string& name, std::string& value,
                                    const std::string& help);
 
+// Flags naming where output goes, checked while parsing so that nothing is computed for a path
+// that cannot be written: a file (`compare --html`, `fit --out`, `bench --json`) must not be
+// empty, an existing directory or end in '/' ("--html: '.' is a directory: give the file to
+// write in it, e.g. ./compare.html"); a directory (`--out DIR`) must not be empty. `example` is
+// a name to suggest (compare.html, out).
+CLI::Option* add_output_file_flag(CLI::App& command, const std::string& name, std::string& value,
+                                  const std::string& help, const std::string& example);
+CLI::Option* add_output_dir_flag(CLI::App& command, const std::string& name, std::string& value,
+                                 const std::string& help, const std::string& example);
+
 namespace detail {
 template <class T>
 struct Unwrapped {

@@ -9,7 +9,7 @@
 
 #include "cli/console.hpp"
 #include "cli/typed_flags.hpp"
-#include "viz/describe.hpp"
+#include "viz/descriptions.hpp"
 #include "viz/metrics_table.hpp"
 #include "viz/schedule_outputs.hpp"
 #include "viz/terminal.hpp"
@@ -21,10 +21,9 @@ CLI::Option* add_color_by_flag(CLI::App& command, viz::ColorBy& color_by) {
 }
 
 void add_view_flags(CLI::App& command, ViewFlags& f) {
-  command
-      .add_option("--out", f.out_dir,
-                  "Directory for schedule.html, trace.json, perfetto.json (created if missing)")
-      ->type_name("DIR")
+  add_output_dir_flag(command, "--out", f.out_dir,
+                      "Directory for schedule.html, trace.json, perfetto.json (created if missing)",
+                      "out")
       ->capture_default_str();
   add_color_by_flag(command, f.color_by);
   add_choice_flag(command, "--color", f.color, "ANSI colours in the terminal view")

@@ -2,10 +2,13 @@
 #include <fmt/format.h>
 
 #include <memory>
+#include <string>
+#include <vector>
 
 #include "cli/commands.hpp"
 #include "cli/console.hpp"
 #include "cli/errors.hpp"
+#include "cli/trace_diff.hpp"
 #include "cli/view_flags.hpp"
 #include "tilesched/sim/metrics.hpp"
 #include "tilesched/sim/trace_io.hpp"
@@ -22,6 +25,12 @@ int run_viz(const VizOptions& o) {
   Progress progress("viz", 2);
   progress.step(fmt::format("reading {}", o.trace_file));
   const Trace trace = sim::read_trace(o.trace_file);
+  // The reader accepts any trace its workload can hold; what no run of it would do is drawn all
+  // the same, with a warning, as diff warns.
+  const std::vector<std::string> warnings = trace_warnings(trace);
+  if (!warnings.empty()) progress.clear();
+  for (const std::string& warning : warnings)
+    fmt::print(stderr, "tilesched viz: warning: '{}': {}\n", o.trace_file, warning);
   progress.step("writing the outputs");
   show_and_write_trace(trace, sim::compute_metrics(trace), o.view, progress);
   return kExitOk;

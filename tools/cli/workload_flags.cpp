@@ -173,6 +173,11 @@ sim::CostModel resolve_cost_model(const WorkloadFlags& f, const Workload& w) {
   }
 }
 
+std::string cost_model_label(const WorkloadFlags& f, const Workload& w) {
+  return f.cost_model_file.empty() ? fmt::format("cost profile {}", w.cost_profile)
+                                   : fmt::format("cost model '{}'", f.cost_model_file);
+}
+
 Simulation resolve_simulation(const WorkloadFlags& f) {
   viz::CtaOrigin origin = viz::CtaOrigin::Device;
   Simulation s{resolve_workload(f, &origin), {}, ""};
@@ -187,7 +192,7 @@ Simulation resolve_simulation(const WorkloadFlags& f) {
   }
   const std::string rule =
       viz::device_cta_rule(s.cost.multiprocessors, s.cost.sharing(w.head_dim).ctas_per_sm,
-                           w.head_dim, fmt::format("cost profile {}", s.cost.device));
+                           w.head_dim, cost_model_label(f, w));
   if (w.scheduler != SchedulerKind::Transient) {
     s.ctas_note = viz::describe_cta_choice(false, origin, w.num_ctas, rule);
   } else if (w.resident_ctas == Workload::kResidentFromDevice) {

@@ -11,7 +11,7 @@
 
 #include "tilesched/sim/cost_model.hpp"
 #include "tilesched/workload.hpp"
-#include "viz/describe.hpp"
+#include "viz/descriptions.hpp"
 
 namespace tilesched::cli {
 
@@ -48,6 +48,10 @@ Workload resolve_workload(const WorkloadFlags& flags, viz::CtaOrigin* origin = n
 
 // --cost-model FILE when given, else the built-in profile the workload names.
 sim::CostModel resolve_cost_model(const WorkloadFlags& flags, const Workload& w);
+
+// How the output names that cost model, as the user would give it again: "cost profile h200"
+// (the name --cost-profile takes) or "cost model 'FILE'".
+std::string cost_model_label(const WorkloadFlags& flags, const Workload& w);
 
 // What the simulator runs: the workload, with num_ctas = the cost model's SMs x CTAs per SM at its
 // head_dim when neither --ctas nor the file chose one, the cost model, and a line saying which C

@@ -4,7 +4,7 @@
 
 #include <algorithm>
 
-#include "viz/describe.hpp"
+#include "viz/descriptions.hpp"
 
 namespace tilesched::viz {
 

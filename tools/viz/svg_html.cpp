@@ -7,7 +7,7 @@
 #include <limits>
 #include <map>
 
-#include "viz/describe.hpp"
+#include "viz/descriptions.hpp"
 #include "viz/metrics_table.hpp"
 #include "viz/ranking.hpp"
 #include "viz/xml_escape.hpp"

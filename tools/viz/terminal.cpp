@@ -6,7 +6,7 @@
 #include <cmath>
 #include <vector>
 
-#include "viz/describe.hpp"
+#include "viz/descriptions.hpp"
 
 namespace tilesched::viz {
 namespace {

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <string>
 
 namespace tilesched::sim {
@@ -22,5 +23,13 @@ std::string read_file(const std::string& path);
 // "not enough memory to read '<path>' (<size>)": what every reader says when an allocation fails
 // while it reads, parses or converts a file of `bytes` bytes.
 std::string not_enough_memory_to_read(const std::string& path, std::uint64_t bytes);
+
+// The JSON document in the file at `path`, read (read_file) and parsed as the workload, trace and
+// cost readers parse theirs: arrays and objects nested at most 64 deep, each key once per object.
+// For the tool's own formats (suite results, trace packs). std::invalid_argument naming the file:
+// "'<path>' is not valid JSON: ...", "'<path>' nests arrays and objects N levels deep; ...",
+// "'<path>': field 'runs[0].tiles': duplicate key ..."; std::runtime_error as read_file, or
+// not_enough_memory_to_read.
+nlohmann::json read_json_document(const std::string& path);
 
 }  // namespace tilesched::sim

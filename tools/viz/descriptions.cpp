@@ -1,4 +1,4 @@
-#include "viz/describe.hpp"
+#include "viz/descriptions.hpp"
 
 #include <fmt/format.h>
 
