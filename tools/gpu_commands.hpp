@@ -27,6 +27,9 @@ struct RunCommandOptions {
   // --bm or a workload file gave BM: keep it (a BM the kernel does not run is refused); otherwise
   // the workload takes the kernel's tile height the simulator predicts fastest (choose_block_m).
   bool block_m_given = false;
+  // Whether the tile kind's kernel may run in clusters of two CTAs (gpu::ClusterPolicy by name):
+  // auto, never or always.
+  std::string clusters = "auto";
 };
 
 struct BenchCommandOptions {

@@ -104,8 +104,8 @@ Workload grid_point(u32 d, u32 seq, bool causal, const BenchCommandOptions& opti
 
 // Median milliseconds of one launch on random inputs, without trace recording, after the idle
 // pause and the heating launches. A planned scheduler walks the plan the simulator builds with the
-// workload's cost profile.
-double median_ms(const Workload& w, const BenchCommandOptions& options) {
+// workload's cost profile. `launch`: the launch that was timed.
+double median_ms(const Workload& w, const BenchCommandOptions& options, gpu::LaunchPlan& launch) {
   gpu::DeviceProblem dev;
   require(dev.create(w, /*record_trace=*/false, sim::plan_schedule(w)));
   dev.set_counter_reuse(!options.reset_counter_every_launch);
@@ -121,6 +121,7 @@ double median_ms(const Workload& w, const BenchCommandOptions& options) {
   }
   std::vector<float> ms;
   require(dev.time(options.warmup, options.iterations, ms));
+  launch = dev.launch_plan();
   return sim::median(std::vector<double>(ms.begin(), ms.end()));
 }
 
@@ -146,16 +147,16 @@ double trace_overhead_pct(const Workload& w, const BenchCommandOptions& options)
 
 // Times one point, prints its row and returns it as JSON.
 nlohmann::json bench_point(const Workload& w, const BenchCommandOptions& options) {
-  const double med = median_ms(w, options);
+  gpu::LaunchPlan launch;
+  const double med = median_ms(w, options, launch);
   const double flops = attention_flops(w);
   const double tflops = flops / (med * 1e-3) / 1e12;
   // Trace overhead: the same launch recording every tile (d = 128 only, to keep it short).
   std::optional<double> trace_pct;
   if (w.head_dim == 128) trace_pct = trace_overhead_pct(w, options);
   const bool causal = w.mask == Mask::Causal;
-  const u32 kernel_bn = gpu::recommended_block_n(w);
-  u32 cluster = 1;
-  require(gpu::cluster_ctas(w, cluster));
+  const u32 kernel_bn = launch.block_n;
+  const u32 cluster = launch.cluster_ctas;
   fmt::print("{:>5} {:>6} {:>5} {:>4} {:>7} {:>4} {:>4} {:<14} {:>5} {:>10.3f} {:>9.1f} {:>9}\n",
              w.head_dim, w.q_lens.front(), w.batch_size(), w.num_q_heads, causal ? "yes" : "no",
              w.block_m, kernel_bn, strategy_name(w), w.num_ctas, med, tflops,
@@ -175,6 +176,7 @@ nlohmann::json bench_point(const Workload& w, const BenchCommandOptions& options
                         {"scheduler", strategy_name(w)},
                         {"num_ctas", w.num_ctas},
                         {"cluster_ctas", cluster},
+                        {"config", launch.config},
                         {"median_ms", med},
                         {"flops", flops},
                         {"tflops", tflops}};

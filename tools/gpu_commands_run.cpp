@@ -131,28 +131,25 @@ int run_gpu_command(const RunCommandOptions& options) {
   const u32 per_sm = sms > 0 ? device_ctas / u32(sms) : 1;
   const std::string rule = viz::device_cta_rule(u32(sms), per_sm, w.head_dim, device);
   const bool transient = w.scheduler == SchedulerKind::Transient;  // runs what the device holds
-  fmt::print(
-      "device: {} ({} SMs)\nworkload: {}, {} sequences, Hq {}, Hkv {}, d {}, {}, BM {} (the "
-      "kernel's K/V blocks: {} keys)\n{}\n",
-      device, sms, strategy_name(w), w.batch_size(), w.num_q_heads, w.num_kv_heads, w.head_dim,
-      to_string(w.mask), w.block_m, gpu::recommended_block_n(w),
-      transient ? viz::describe_cta_choice(true, viz::CtaOrigin::Device, device_ctas, rule)
-                : viz::describe_cta_choice(false, options.ctas_origin, w.num_ctas, rule));
+  fmt::print("device: {} ({} SMs)\nworkload: {}, {} sequences, Hq {}, Hkv {}, d {}, {}, BM {}\n{}\n",
+             device, sms, strategy_name(w), w.batch_size(), w.num_q_heads, w.num_kv_heads,
+             w.head_dim, to_string(w.mask), w.block_m,
+             transient ? viz::describe_cta_choice(true, viz::CtaOrigin::Device, device_ctas, rule)
+                       : viz::describe_cta_choice(false, options.ctas_origin, w.num_ctas, rule));
   if (!block_m_note.empty()) fmt::print("{}\n", block_m_note);
-  u32 cluster = 1;
-  require(gpu::cluster_ctas(w, cluster));
-  if (cluster > 1)
-    fmt::print(
-        "clusters of {} CTAs: each pair runs two tiles of one head and shares every K/V load (TMA "
-        "multicast; TILESCHED_GPU_CLUSTER=0 turns it off)\n",
-        cluster);
 
   const sim::AttentionInputs in = sim::make_inputs(w, options.seed);
   const gpu::DeviceInputs bits{sim::to_bf16_bits(in.q), sim::to_bf16_bits(in.k),
                                sim::to_bf16_bits(in.v)};
   gpu::DeviceRun run;
   // The warm-up launch keeps module load and first touches out of the measured trace.
-  require(gpu::run_recorded(w, bits, /*warm_up=*/true, run, sim::plan_schedule(w, cost)));
+  const gpu::ClusterPolicy clusters = options.clusters == "never"    ? gpu::ClusterPolicy::Never
+                                       : options.clusters == "always" ? gpu::ClusterPolicy::Always
+                                                                      : gpu::ClusterPolicy::Auto;
+  require(gpu::run_recorded(w, bits, /*warm_up=*/true, run, sim::plan_schedule(w, cost), 0,
+                            clusters));
+  // The launch as plan_launch decided it (clusters: --clusters).
+  fmt::print("{}\n", run.launch.describe());
 
   const Trace predicted = sim::replay(w, cost);
   const bool ok = !options.check || print_checks(predicted, in, run);

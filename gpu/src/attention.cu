@@ -88,17 +88,6 @@ bool aligned_16(const void* p) {
   return reinterpret_cast<std::uintptr_t>(p) % 16 == 0;
 }
 
-// Sets a launch's words before it (a kernel, not a memset: counter_start() is not a byte
-// pattern): a counter scheduler's counter, launch_done, the trace's event count and last_count,
-// each where given. Stream-ordered, so graph-capturable.
-__global__ void reset_counters(u32* counter, u32 counter_value, u32* done, u32* trace_count,
-                               u32* trace_last_count) {
-  if (counter != nullptr) *counter = counter_value;
-  if (done != nullptr) *done = 0;
-  if (trace_count != nullptr) *trace_count = 0;
-  if (trace_last_count != nullptr) *trace_last_count = 0;
-}
-
 }  // namespace
 
 u32 processed_tile_count(const Workload& w) {
@@ -119,13 +108,6 @@ SplitWorkspaceLayout split_workspace_layout(const Workload& w) {
   return l;
 }
 
-GridDim launch_grid(const Workload& w, const PlanArrays& plan) {
-  const std::vector<u32> offsets = w.q_row_offsets();
-  const TileSummary summary = w.summary(offsets.data());
-  return with_scheduler(w, SchedulerInputs{AtomicCounter{}, plan},
-                        [&](const auto& sched) { return sched.grid_dim(summary); });
-}
-
 Status check_kernel_support(const Workload& w) {
   if (w.decoding)
     return Status::error(
@@ -134,18 +116,27 @@ Status check_kernel_support(const Workload& w) {
   return Status::success();
 }
 
-Status validate(const AttentionArgs& a) {
+namespace {
+
+// The workload and the kernel's shapes: what needs no buffer.
+Status validate_workload(const AttentionArgs& a) {
   const Workload& w = a.workload;
   if (std::string m = w.validate(); !m.empty()) return Status::error("invalid workload: " + m);
   if (!supported_head_dim(w.head_dim))
     return Status::error(
         fmt::format("head dim {} is not supported by the GPU kernel (64, 128 or 256)", w.head_dim));
-  const u32 block_n = launch_block_n(a);
-  if (Status s = with_kernel(w.head_dim, w.block_m, block_n,
+  if (Status s = with_kernel(w.head_dim, w.block_m, launch_block_n(a),
                              [](auto, auto, auto) { return Status::success(); });
       !s)
     return s;
   if (Status s = check_kernel_support(w); !s) return s;
+  if (w.ragged_mode != RaggedMode::Safe)
+    return Status::error(
+        "faithful ragged mode is simulator-only: the GPU kernel never writes "
+        "rows a tile does not own (use safe mode)");
+  // The TMA addresses rows with signed 32-bit coordinates (padded batches count B * S_max rows).
+  if (w.total_q_rows() >= (1u << 31) || w.total_kv_rows() >= (1u << 31))
+    return Status::error("Q and K/V must have fewer than 2^31 rows each for the GPU kernel");
   if (!a.plan.has_arrays_for(w.scheduler))
     return Status::error(
         fmt::format("the {} scheduler needs the device copies of its schedule plan (plan is empty)",
@@ -154,10 +145,11 @@ Status validate(const AttentionArgs& a) {
     return Status::error(
         fmt::format("the {} scheduler's plan hands out {} tiles but the workload has {}",
                     to_string(w.scheduler), a.plan.tile_count, w.valid_tile_count()));
-  if (w.ragged_mode != RaggedMode::Safe)
-    return Status::error(
-        "faithful ragged mode is simulator-only: the GPU kernel never writes "
-        "rows a tile does not own (use safe mode)");
+  return Status::success();
+}
+
+// Q, K, V, O, LSE and the row offsets: present and aligned.
+Status validate_tensors(const AttentionArgs& a) {
   if (a.q == nullptr || a.k == nullptr || a.v == nullptr)
     return Status::error("Q, K and V must be device pointers (one of them is null)");
   if (a.o == nullptr) return Status::error("O must be a device pointer (it is null)");
@@ -166,32 +158,41 @@ Status validate(const AttentionArgs& a) {
     return Status::error(
         "Q, K and V must be 16-byte aligned (the kernel loads them with the tensor memory "
         "accelerator)");
-  // The TMA addresses rows with signed 32-bit coordinates (padded batches count B * S_max rows).
-  if (w.total_q_rows() >= (1u << 31) || w.total_kv_rows() >= (1u << 31))
-    return Status::error("Q and K/V must have fewer than 2^31 rows each for the GPU kernel");
-  if (!w.padded && (a.q_row_offsets == nullptr || a.kv_row_offsets == nullptr))
+  if (!a.workload.padded && (a.q_row_offsets == nullptr || a.kv_row_offsets == nullptr))
     return Status::error(
         "a ragged batch needs device row-offset arrays for Q and KV "
         "(B+1 prefix sums); one of them is null");
   if (!std::isfinite(a.softmax_scale)) return Status::error("softmax scale must be finite");
-  if (w.scheduler == SchedulerKind::SplitTail) {
-    if (w.block_n != kernel_block_n(w.head_dim))
-      return Status::error(fmt::format(
-          "split_tail splits tiles in the kernel's KV blocks: give BN (block_n) {} at head dim {}, "
-          "not {}",
-          kernel_block_n(w.head_dim), w.head_dim, w.block_n));
-    if (block_n != kernel_block_n(w.head_dim))
-      return Status::error(fmt::format(
-          "split_tail runs the kernel's K/V blocks of {} keys at head dim {} (its pieces count "
-          "them): kernel_block_n {} is not supported with it",
-          kernel_block_n(w.head_dim), w.head_dim, block_n));
-    if (split_workspace_bytes(w) > 0 &&
-        (a.split_workspace == nullptr || !aligned_16(a.split_workspace)))
-      return Status::error(fmt::format(
-          "split_tail needs a 16-byte aligned device workspace of "
-          "split_workspace_bytes() = {} bytes (split_workspace is {})",
-          split_workspace_bytes(w), a.split_workspace == nullptr ? "null" : "misaligned"));
-  }
+  return Status::success();
+}
+
+// split_tail's K/V block and workspace.
+Status validate_split_tail(const AttentionArgs& a) {
+  const Workload& w = a.workload;
+  if (w.scheduler != SchedulerKind::SplitTail) return Status::success();
+  const u32 block_n = launch_block_n(a);
+  if (w.block_n != kernel_block_n(w.head_dim))
+    return Status::error(fmt::format(
+        "split_tail splits tiles in the kernel's KV blocks: give BN (block_n) {} at head dim {}, "
+        "not {}",
+        kernel_block_n(w.head_dim), w.head_dim, w.block_n));
+  if (block_n != kernel_block_n(w.head_dim))
+    return Status::error(fmt::format(
+        "split_tail runs the kernel's K/V blocks of {} keys at head dim {} (its pieces count "
+        "them): kernel_block_n {} is not supported with it",
+        kernel_block_n(w.head_dim), w.head_dim, block_n));
+  if (split_workspace_bytes(w) > 0 &&
+      (a.split_workspace == nullptr || !aligned_16(a.split_workspace)))
+    return Status::error(fmt::format(
+        "split_tail needs a 16-byte aligned device workspace of "
+        "split_workspace_bytes() = {} bytes (split_workspace is {})",
+        split_workspace_bytes(w), a.split_workspace == nullptr ? "null" : "misaligned"));
+  return Status::success();
+}
+
+// The counter, launch_done and the trace's words.
+Status validate_words(const AttentionArgs& a) {
+  const Workload& w = a.workload;
   if (takes_from_counter(w.scheduler) && a.queue_counter == nullptr)
     return Status::error(fmt::format(
         "the {} scheduler needs a device counter (queue_counter is null)", to_string(w.scheduler)));
@@ -217,45 +218,165 @@ Status validate(const AttentionArgs& a) {
       return Status::error(fmt::format("trace buffer holds {} events but the workload has {} tiles",
                                        a.trace.capacity, need));
   }
-  if (w.scheduler == SchedulerKind::Transient) {
-    const GridDim g = launch_grid(w);
-    if (g.y > 65535 || g.z > 65535)
-      return Status::error(
-          fmt::format("transient grid ({}, {}, {}) exceeds CUDA's limit of 65535 blocks in y and z",
-                      g.x, g.y, g.z));
-  }
   return Status::success();
 }
 
-Status attention_forward(const AttentionArgs& a) {
-  if (Status s = validate(a); !s) return s;
+// The scheduler of the arguments' workload over the device's words and plan, the summary over
+// the device copy of the query row offsets, and the grid: a plan's scheduler fields.
+Status plan_schedule(const AttentionArgs& a, LaunchPlan& plan) {
   const Workload& w = a.workload;
-  const auto stream = static_cast<cudaStream_t>(a.stream);
+  plan.summary = w.summary(a.q_row_offsets);
+  plan.scheduler = with_scheduler(w, SchedulerInputs{AtomicCounter{a.queue_counter}, a.plan},
+                                  [](const auto& s) { return runtime::AnyScheduler(s); });
+  plan.grid = plan.scheduler.grid_dim(plan.summary);
+  plan.counter_start = plan.scheduler.counter_start();
+  if (plan.grid.y > 65535 || plan.grid.z > 65535)
+    return Status::error(
+        fmt::format("{} grid ({}, {}, {}) exceeds CUDA's limit of 65535 blocks in y and z",
+                    to_string(w.scheduler), plan.grid.x, plan.grid.y, plan.grid.z));
+  return Status::success();
+}
 
-  // The summary the device sees points at the device copy of the query row offsets.
-  const TileSummary summary = w.summary(a.q_row_offsets);
-  // One kernel per head dim runs every scheduler: the kind is a runtime value (AnyScheduler).
-  const runtime::AnyScheduler sched =
-      with_scheduler(w, SchedulerInputs{AtomicCounter{a.queue_counter}, a.plan},
-                     [](const auto& s) { return runtime::AnyScheduler(s); });
-  // The counter, launch_done and the trace's count need setting unless the caller says they are
-  // set (launch_ready: the last launch, with launch_done, left them so). launch_done too: the
-  // kernel's last CTA is the one that brings it from 0 to the grid's size.
-  const bool reset = !a.launch_ready;
-  u32* counter = reset && takes_from_counter(sched.kind) ? a.queue_counter : nullptr;
-  u32* done = reset ? a.launch_done : nullptr;
-  u32* trace_count = reset && a.trace.events != nullptr ? a.trace.count : nullptr;
-  if (counter != nullptr || done != nullptr || trace_count != nullptr) {
-    reset_counters<<<1, 1, 0, stream>>>(counter, sched.counter_start(), done, trace_count,
-                                        trace_count != nullptr ? a.trace.last_count : nullptr);
-    if (Status s = cuda_status(cudaGetLastError(), "launching the counter reset"); !s) return s;
-  }
+// Sets a launch's words before it (a kernel, not a memset: counter_start() is not a byte
+// pattern): a counter scheduler's counter, launch_done, the trace's event count and last_count,
+// each where given. Stream-ordered, so graph-capturable.
+__global__ void reset_counters(u32* counter, u32 counter_value, u32* done, u32* trace_count,
+                               u32* trace_last_count) {
+  if (counter != nullptr) *counter = counter_value;
+  if (done != nullptr) *done = 0;
+  if (trace_count != nullptr) *trace_count = 0;
+  if (trace_last_count != nullptr) *trace_last_count = 0;
+}
+
+// The counter, launch_done and the trace's count need setting unless the caller says they are
+// set (launch_ready: the last launch, with launch_done, left them so). launch_done too: the
+// kernel's last CTA is the one that brings it from 0 to the grid's size.
+Status reset_launch_words(const AttentionArgs& a, const LaunchPlan& plan) {
+  if (a.launch_ready) return Status::success();
+  u32* counter = takes_from_counter(plan.scheduler.kind) ? a.queue_counter : nullptr;
+  u32* trace_count = a.trace.events != nullptr ? a.trace.count : nullptr;
+  if (counter == nullptr && a.launch_done == nullptr && trace_count == nullptr)
+    return Status::success();
+  reset_counters<<<1, 1, 0, static_cast<cudaStream_t>(a.stream)>>>(
+      counter, plan.counter_start, a.launch_done, trace_count,
+      trace_count != nullptr ? a.trace.last_count : nullptr);
+  return cuda_status(cudaGetLastError(), "launching the counter reset");
+}
+
+// Every check but the scheduler's grid (plan_schedule).
+Status validate_arguments(const AttentionArgs& a) {
+  for (Status (*check)(const AttentionArgs&) :
+       {validate_workload, validate_tensors, validate_split_tail, validate_words})
+    if (Status s = check(a); !s) return s;
+  return Status::success();
+}
+
+}  // namespace
+
+Status validate(const AttentionArgs& a) {
+  if (Status s = validate_arguments(a); !s) return s;
+  LaunchPlan plan;
+  return plan_schedule(a, plan);
+}
+
+Status plan_launch(const AttentionArgs& a, LaunchPlan& out) {
+  if (Status s = validate_arguments(a); !s) return s;
+  const Workload& w = a.workload;
+  LaunchPlan plan;
+  plan.head_dim = w.head_dim;
+  plan.block_m = w.block_m;
+  plan.block_n = launch_block_n(a);
+  plan.queue_counter = a.queue_counter;
+  plan.q_row_offsets = a.q_row_offsets;
+  plan.workload_tiles = w.valid_tile_count();
+  if (Status s = plan_schedule(a, plan); !s) return s;
+  if (Status s = with_kernel(w.head_dim, w.block_m, plan.block_n,
+                             [&](auto dim, auto bm, auto bn) -> Status {
+                               return sm90::plan_kernel<decltype(dim)::value, decltype(bm)::value,
+                                                        decltype(bn)::value>(a, plan);
+                             });
+      !s)
+    return s;
+  out = plan;
+  return Status::success();
+}
+
+Status launch_planned(const AttentionArgs& a, const LaunchPlan& plan) {
+  const Workload& w = a.workload;
+  if (plan.threads == 0) return Status::error("the launch plan is empty (plan_launch makes one)");
+  if (plan.head_dim != w.head_dim || plan.block_m != w.block_m ||
+      plan.scheduler.kind != w.scheduler || plan.queue_counter != a.queue_counter ||
+      plan.q_row_offsets != a.q_row_offsets || plan.workload_tiles != w.valid_tile_count())
+    return Status::error(
+        "the launch plan was made for other arguments (another workload, counter or row "
+        "offsets): make it again with plan_launch");
+  if (Status s = validate_tensors(a); !s) return s;
+  if (Status s = validate_words(a); !s) return s;
+  if (Status s = reset_launch_words(a, plan); !s) return s;
   return with_kernel(
-      w.head_dim, w.block_m, launch_block_n(a), [&](auto dim, auto bm, auto bn) -> Status {
-        return sm90::launch<decltype(dim)::value, decltype(bm)::value, decltype(bn)::value>(
-            a, sched, summary);
+      plan.head_dim, plan.block_m, plan.block_n, [&](auto dim, auto bm, auto bn) -> Status {
+        return sm90::launch<decltype(dim)::value, decltype(bm)::value, decltype(bn)::value>(a,
+                                                                                          plan);
       });
 }
+
+Status attention_forward(const AttentionArgs& a) {
+  LaunchPlan plan;
+  if (Status s = plan_launch(a, plan); !s) return s;
+  return launch_planned(a, plan);
+}
+
+const char* to_string(ClusterPolicy c) {
+  switch (c) {
+    case ClusterPolicy::Auto: return "auto";
+    case ClusterPolicy::Never: return "never";
+    case ClusterPolicy::Always: return "always";
+  }
+  return "?";
+}
+
+const char* to_string(KernelVariant v) {
+  switch (v) {
+    case KernelVariant::Dense: return "dense";
+    case KernelVariant::Causal: return "causal";
+    case KernelVariant::Queued: return "queued";
+    case KernelVariant::Cluster: return "cluster";
+  }
+  return "?";
+}
+
+std::string LaunchPlan::describe() const {
+  const std::string clusters =
+      cluster_ctas > 1 ? fmt::format(" in clusters of {} sharing each K/V load", cluster_ctas) : "";
+  const std::string counter =
+      takes_from_counter(scheduler.kind) ? fmt::format(", counter from {}", counter_start) : "";
+  return fmt::format(
+      "kernel: d {}, BM {}, BN {}, configuration {} ({}), {}'s {} kernel; {} threads, {} bytes "
+      "of shared memory per CTA\ngrid: {} x {} x {} CTAs{}{}",
+      head_dim, block_m, block_n, config, to_string(variant), to_string(scheduler.kind),
+      kind_kernel ? "own" : "AnyScheduler", threads, shared_bytes, grid.x, grid.y, grid.z, clusters,
+      counter);
+}
+
+namespace sm90 {
+
+KernelVariant kernel_variant(SchedulerKind kind, const Workload& w, bool cluster_grid) {
+  const KindKernel k = kind_kernel(kind);
+  if (k.clusters && cluster_grid) return KernelVariant::Cluster;
+  return w.max_key_len() <= kShortRowKeys ? k.short_rows : k.variant;
+}
+
+bool cluster_pairs_allowed(const Workload& w, ClusterPolicy policy, u32 tiles, u32 grid) {
+  if (policy == ClusterPolicy::Never || w.mask != Mask::None || w.num_ctas % 2 != 0 ||
+      tiles % 2 != 0 || grid % 2 != 0)
+    return false;
+  if (policy == ClusterPolicy::Auto && w.key_len(0) < kClusterMinKeys) return false;
+  for (u32 b = 0; b < w.batch_size(); ++b)
+    if (w.q_lens[b] != w.q_lens[0] || w.key_len(b) != w.key_len(0)) return false;
+  return true;
+}
+
+}  // namespace sm90
 
 namespace {
 
@@ -316,16 +437,6 @@ Status resident_ctas(const Workload& w, u32& out) {
     return s;
   out = static_cast<u32>(std::max(1, per_sm) * sms);
   return Status::success();
-}
-
-Status cluster_ctas(const Workload& w, u32& out) {
-  out = 1;
-  if (std::string m = w.validate(); !m.empty()) return Status::error("invalid workload: " + m);
-  return with_kernel(
-      w.head_dim, w.block_m, recommended_block_n(w), [&](auto dim, auto bm, auto bn) -> Status {
-        return sm90::cluster_ctas<decltype(dim)::value, decltype(bm)::value, decltype(bn)::value>(
-            w, out);
-      });
 }
 
 Status device_info(std::string& name, int& multiprocessors) {

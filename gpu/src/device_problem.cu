@@ -71,7 +71,8 @@ const u32* device_data(const thrust::device_vector<u32>& v) {
 DeviceProblem::DeviceProblem() = default;
 DeviceProblem::~DeviceProblem() = default;
 
-Status DeviceProblem::create(const Workload& w, bool record_trace, const SchedulePlan& plan) {
+Status DeviceProblem::create(const Workload& w, bool record_trace, const SchedulePlan& plan,
+                             ClusterPolicy clusters) {
   if (std::string m = w.validate(); !m.empty()) return Status::error("invalid workload: " + m);
   if (!plan.arrays().has_arrays_for(w.scheduler))
     return Status::error(fmt::format(
@@ -81,6 +82,7 @@ Status DeviceProblem::create(const Workload& w, bool record_trace, const Schedul
   workload_ = w;
   plan_tiles_ = plan.tile_count;
   record_trace_ = record_trace;
+  clusters_ = clusters;
   // At least one element each: an empty batch still gets valid device pointers.
   const std::size_t q_elems = std::max<std::size_t>(w.q_elements(), 1);
   const std::size_t kv_elems = std::max<std::size_t>(w.kv_elements(), 1);
@@ -106,8 +108,9 @@ Status DeviceProblem::create(const Workload& w, bool record_trace, const Schedul
           });
       !s)
     return s;
-  if (record_trace) return recorder_.allocate(processed_tile_count(w));
-  return Status::success();
+  if (record_trace)
+    if (Status s = recorder_.allocate(processed_tile_count(w)); !s) return s;
+  return plan_launch(args(), launch_plan_);
 }
 
 Status DeviceProblem::upload(const std::vector<std::uint16_t>& q,
@@ -167,12 +170,13 @@ AttentionArgs DeviceProblem::args() const {
   if (record_trace_ && tracing_) a.trace = recorder_.buffer();
   a.softmax_scale = scale_;
   a.kernel_block_n = kernel_block_n_;
+  a.clusters = clusters_;
   a.stream = stream_;
   return a;
 }
 
 Status DeviceProblem::run() {
-  Status s = attention_forward(args());
+  Status s = launch_planned(args(), launch_plan_);
   if (!s || !launch_reuse_ || launch_ready_) return s;
   // A launch with launch_done leaves the counter at its start and the trace's count at 0 for the
   // next one (the workload, and so the counter's start, never changes here). Not a launch captured
@@ -213,7 +217,7 @@ Status DeviceProblem::download(std::vector<std::uint16_t>& o_bits, std::vector<f
 
 Status DeviceProblem::download_trace(Trace& out) const {
   if (!record_trace_) return Status::error("this problem was created without trace recording");
-  return recorder_.download(workload_, out, args().plan);
+  return recorder_.download(workload_, launch_plan_, out);
 }
 
 Status DeviceProblem::download_raw_trace(std::vector<DeviceTraceEvent>& out) const {
@@ -277,10 +281,11 @@ Status DeviceProblem::time(int warmup, int iterations, std::vector<float>& ms) {
 }
 
 Status run_recorded(const Workload& w, const DeviceInputs& inputs, bool warm_up, DeviceRun& out,
-                    const SchedulePlan& plan, u32 kernel_block_n) {
+                    const SchedulePlan& plan, u32 kernel_block_n, ClusterPolicy clusters) {
   DeviceProblem dev;
   dev.set_kernel_block_n(kernel_block_n);
-  Status st = dev.create(w, /*record_trace=*/true, plan);
+  Status st = dev.create(w, /*record_trace=*/true, plan, clusters);
+  if (st) out.launch = dev.launch_plan();
   if (st) st = dev.upload(inputs.q, inputs.k, inputs.v);
   if (st && warm_up) st = dev.run();
   if (st) st = dev.poison_outputs();

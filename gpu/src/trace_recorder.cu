@@ -79,7 +79,7 @@ Status TraceRecorder::download_raw(std::vector<DeviceTraceEvent>& out) const {
                      "copying the trace events");
 }
 
-Status TraceRecorder::download(const Workload& w, Trace& out, const PlanArrays& plan) const {
+Status TraceRecorder::download(const Workload& w, const LaunchPlan& launch, Trace& out) const {
   std::vector<DeviceTraceEvent> raw;
   if (Status s = download_raw(raw); !s) return s;
   std::string name;
@@ -90,7 +90,7 @@ Status TraceRecorder::download(const Workload& w, Trace& out, const PlanArrays& 
   out.device = name;
   out.created = utc_now_iso8601();
   out.workload = w;
-  out.launched_ctas = launch_grid(w, plan).count();
+  out.launched_ctas = launch.grid.count();
   std::uint64_t t0 = ~std::uint64_t{0};
   for (const auto& e : raw) t0 = std::min(t0, e.start_ns);
   out.events.reserve(raw.size());

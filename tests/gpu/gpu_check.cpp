@@ -36,19 +36,20 @@ std::string describe(const Workload& w, u32 kernel_block_n) {
 }
 
 CheckOutcome check_workload(const Workload& w, std::uint64_t seed, bool warm_up,
-                            u32 kernel_block_n) {
-  return check_workload(w, sim::make_inputs(w, seed), warm_up, kernel_block_n);
+                            u32 kernel_block_n, gpu::ClusterPolicy clusters) {
+  return check_workload(w, sim::make_inputs(w, seed), warm_up, kernel_block_n, clusters);
 }
 
 CheckOutcome check_workload(const Workload& w, const sim::AttentionInputs& in, bool warm_up,
-                            u32 kernel_block_n) {
+                            u32 kernel_block_n, gpu::ClusterPolicy clusters) {
   CheckOutcome r;
   const gpu::DeviceInputs bits{sim::to_bf16_bits(in.q), sim::to_bf16_bits(in.k),
                                sim::to_bf16_bits(in.v)};
   // The planned schedulers follow the plan the simulator replays (its built-in cost model).
   const sim::CostModel cost = sim::CostModel::builtin(w.cost_profile);
   if (gpu::Status st =
-          gpu::run_recorded(w, bits, warm_up, r.run, sim::plan_schedule(w, cost), kernel_block_n);
+          gpu::run_recorded(w, bits, warm_up, r.run, sim::plan_schedule(w, cost), kernel_block_n,
+                            clusters);
       !st) {
     add_failures(w, kernel_block_n, {st.message}, r.failures);
     return r;

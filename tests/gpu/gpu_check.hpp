@@ -23,12 +23,15 @@ struct CheckOutcome {
 // sim::schedule_differences against sim::replay, and sim::check_outputs. With `warm_up` the
 // checked launch is the second on its buffers: a counter scheduler's then runs on the counter the
 // first left at its start, with no reset kernel (AttentionArgs::launch_ready). `kernel_block_n`:
-// the kernel's K/V block (AttentionArgs::kernel_block_n; 0, the launch's choice).
+// the kernel's K/V block (AttentionArgs::kernel_block_n; 0, the launch's choice); `clusters` as
+// AttentionArgs::clusters.
 CheckOutcome check_workload(const Workload& w, std::uint64_t seed, bool warm_up = false,
-                            u32 kernel_block_n = 0);
+                            u32 kernel_block_n = 0,
+                            gpu::ClusterPolicy clusters = gpu::ClusterPolicy::Auto);
 // The same check on given inputs (bf16-rounded values in the layouts of sim::AttentionInputs).
 CheckOutcome check_workload(const Workload& w, const sim::AttentionInputs& inputs,
-                            bool warm_up = false, u32 kernel_block_n = 0);
+                            bool warm_up = false, u32 kernel_block_n = 0,
+                            gpu::ClusterPolicy clusters = gpu::ClusterPolicy::Auto);
 
 // One line describing a workload and the kernel's K/V block (for failure messages and logs).
 std::string describe(const Workload& w, u32 kernel_block_n = 0);

@@ -191,12 +191,11 @@ TEST_CASE("padded and ragged, GQA 1/4/8, d 64/128/256, causal and not") {
 
 // The tile kernel at d = 128 runs in clusters of two CTAs that share their K and V loads (TMA
 // multicast) where every sequence has the same even number of tiles and the same keys, the mask
-// is none and the CTA count is even (fmha_launch.cuh, ClusterConfig), from 8192 keys up unless
-// TILESCHED_GPU_CLUSTER says otherwise. Each workload is launched with TILESCHED_GPU_CLUSTER=1
-// (clusters wherever the rows allow) and checked against the simulator, then with =0 (never),
-// and both must give the same O and LSE bit for bit: the two kernels differ only in who loads
-// which half of a block. The last two fall back to the kernel without clusters (odd CTA count,
-// causal mask) and must still pass.
+// is none and the CTA count is even (gpu::ClusterPolicy; by default from 8192 keys up). Each
+// workload is launched with ClusterPolicy::Always (clusters wherever the rows allow) and checked
+// against the simulator, then with Never, and both must give the same O and LSE bit for bit: the
+// two kernels differ only in who loads which half of a block. The last two fall back to the kernel
+// without clusters (odd CTA count, causal mask) and must still pass.
 TEST_CASE("clusters of two CTAs share K/V loads: same results as the kernel without them") {
   struct Case {
     std::vector<u32> q, kv;
@@ -231,15 +230,15 @@ TEST_CASE("clusters of two CTAs share K/V loads: same results as the kernel with
     w.num_ctas = c.ctas;
     REQUIRE(w.validate().empty());
     const std::uint64_t seed = 5000 + static_cast<std::uint64_t>(i++);
-    ::setenv("TILESCHED_GPU_CLUSTER", "1", 1);
-    const auto with = check_workload(w, seed);
-    ::setenv("TILESCHED_GPU_CLUSTER", "0", 1);
-    const auto without = check_workload(w, seed);
-    ::unsetenv("TILESCHED_GPU_CLUSTER");
+    const auto with = check_workload(w, seed, false, 0, gpu::ClusterPolicy::Always);
+    const auto without = check_workload(w, seed, false, 0, gpu::ClusterPolicy::Never);
     INFO(describe(w), " seed ", seed);
     for (const auto& f : with.failures) FAIL_CHECK(f);
     for (const auto& f : without.failures) FAIL_CHECK(f);
     CHECK(with.tiles > 0);
+    const bool pairs = c.mask == Mask::None && c.ctas % 2 == 0;
+    CHECK(with.run.launch.cluster_ctas == (pairs ? 2u : 1u));
+    CHECK(without.run.launch.cluster_ctas == 1u);
     CHECK(with.run.o_bits == without.run.o_bits);
     CHECK(with.run.lse == without.run.lse);
   }

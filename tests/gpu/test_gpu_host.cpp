@@ -1,7 +1,8 @@
 // Host-only checks of the GPU half's API (label cpu: no device needed, so CI runs them where
-// test_gpu skips): the kernel's tile shapes, the rules that pick them, and validate()'s refusals of
-// a K/V block the kernel does not run. validate() never touches the buffers it is given, so
-// aligned placeholder addresses stand in for device memory.
+// test_gpu skips): the kernel's tile shapes, the rules that pick them, validate()'s refusals of a
+// K/V block the kernel does not run, and the launch plan (which kernel each scheduler kind runs).
+// validate() and plan_launch never touch the buffers they are given, so aligned placeholder
+// addresses stand in for device memory.
 #include <doctest/doctest.h>
 
 #include <cstdint>
@@ -149,4 +150,111 @@ TEST_CASE("validate: the kernel's K/V block, given or the launch's own") {
         std::string::npos);
   a.kernel_block_n = 0;
   CHECK(gpu::recommended_block_n(a.workload) == 80);
+}
+
+namespace {
+
+// Arguments over placeholder device addresses (plan_launch reads none of them) for a ragged batch
+// at head dim `d` whose sequences have `seq` rows each, under `kind`.
+struct PlaceholderArgs {
+  std::vector<u32> memory = std::vector<u32>(64);
+  gpu::AttentionArgs args;
+  PlaceholderArgs(u32 d, u32 seq, SchedulerKind kind, Mask mask) {
+    void* addr = memory.data();
+    Workload& w = args.workload;
+    w.q_lens = {seq, seq};
+    w.num_q_heads = 4;
+    w.num_kv_heads = 2;
+    w.head_dim = d;
+    w.mask = mask;
+    w.block_m = 128;
+    w.scheduler = kind;
+    w.num_ctas = 8;
+    args.q = args.k = args.v = args.o = addr;
+    args.lse = static_cast<float*>(addr);
+    args.q_row_offsets = args.kv_row_offsets = memory.data();
+    args.queue_counter = memory.data() + 1;
+    if (needs_schedule_plan(kind)) {
+      args.plan = PlanArrays{static_cast<u32>(w.valid_tile_count()), memory.data(),
+                             memory.data(), memory.data(), memory.data()};
+    }
+  }
+};
+
+gpu::LaunchPlan planned(const PlaceholderArgs& p) {
+  gpu::LaunchPlan plan;
+  const gpu::Status s = gpu::plan_launch(p.args, plan);
+  INFO(s.message);
+  REQUIRE(s.ok);
+  return plan;
+}
+
+}  // namespace
+
+TEST_CASE("plan_launch: the kernel each scheduler kind runs, and the plan's grid") {
+  using gpu::KernelVariant;
+  struct Case {
+    u32 d, seq;
+    SchedulerKind kind;
+    Mask mask;
+    KernelVariant variant;
+    const char* config;
+    bool kind_kernel;
+  };
+  const Case cases[] = {
+      {128, 300, SchedulerKind::Tile, Mask::None, KernelVariant::Dense, "D128", true},
+      {128, 300, SchedulerKind::Queued, Mask::Causal, KernelVariant::Queued, "D128Queued", true},
+      {128, 2048, SchedulerKind::Queued, Mask::Causal, KernelVariant::Queued, "D128Queued", true},
+      // lpt_queued takes the queued kernel's configuration on short rows only.
+      {128, 300, SchedulerKind::LptQueued, Mask::Causal, KernelVariant::Queued, "D128Queued", true},
+      {128, 2048, SchedulerKind::LptQueued, Mask::Causal, KernelVariant::Causal, "D128", true},
+      {128, 300, SchedulerKind::Transient, Mask::Causal, KernelVariant::Dense, "D128", false},
+      {128, 300, SchedulerKind::Planned, Mask::Causal, KernelVariant::Dense, "D128", false},
+      {64, 300, SchedulerKind::LptQueued, Mask::Causal, KernelVariant::Queued, "D64Causal", true},
+      {64, 300, SchedulerKind::Tile, Mask::Causal, KernelVariant::Dense, "D64", true},
+      {256, 2048, SchedulerKind::Queued, Mask::Causal, KernelVariant::Queued, "D256Causal", true},
+  };
+  for (const Case& c : cases) {
+    CAPTURE(c.d);
+    CAPTURE(c.seq);
+    CAPTURE(to_string(c.kind));
+    const PlaceholderArgs p(c.d, c.seq, c.kind, c.mask);
+    const gpu::LaunchPlan plan = planned(p);
+    CHECK(plan.variant == c.variant);
+    CHECK(std::string(plan.config) == c.config);
+    CHECK(plan.kind_kernel == c.kind_kernel);
+    CHECK(plan.cluster_ctas == 1u);
+    CHECK(plan.threads == 384u);
+    CHECK(plan.shared_bytes > 0u);
+    CHECK(plan.scheduler.kind == c.kind);
+    // C = 8 persistent CTAs; the transient kind's grid is (tiles, heads, sequences).
+    CHECK(plan.grid.count() == (c.kind == SchedulerKind::Transient ? 3u * 4 * 2 : 8u));
+    CHECK(plan.counter_start == (takes_from_counter(c.kind) ? 8u : 0u));
+  }
+}
+
+TEST_CASE("plan_launch: what a plan says of itself, and a plan refused for other arguments") {
+  const PlaceholderArgs p(128, 300, SchedulerKind::Queued, Mask::Causal);
+  const gpu::LaunchPlan plan = planned(p);
+  CHECK(plan.describe() ==
+        "kernel: d 128, BM 128, BN 128, configuration D128Queued (queued), queued's own kernel; 384 "
+        "threads, " +
+            std::to_string(plan.shared_bytes) +
+            " bytes of shared memory per CTA\ngrid: 8 x 1 x 1 CTAs, counter from 8");
+  // Dense rows of one length from 8192 keys could run in clusters; Never keeps them off without
+  // asking the device.
+  PlaceholderArgs dense(128, 8192, SchedulerKind::Tile, Mask::None);
+  dense.args.clusters = gpu::ClusterPolicy::Never;
+  CHECK(planned(dense).cluster_ctas == 1u);
+  // A plan is for the arguments' workload and scheduler words.
+  PlaceholderArgs other = p;
+  other.args.queue_counter = other.memory.data() + 2;
+  gpu::Status s = gpu::launch_planned(other.args, plan);
+  CHECK_FALSE(s.ok);
+  CHECK(s.message ==
+        "the launch plan was made for other arguments (another workload, counter or row offsets): "
+        "make it again with plan_launch");
+  s = gpu::launch_planned(p.args, gpu::LaunchPlan{});
+  CHECK_FALSE(s.ok);
+  CHECK(s.message == "the launch plan is empty (plan_launch makes one)");
 }

@@ -46,6 +46,13 @@ void add_run_command(CLI::App& app, Action& action) {
                       "Directory for the measured trace and pictures", "out")
       ->capture_default_str();
   cmd->add_flag("--no-check", run->no_check, "Skip the comparison with the simulator");
+  cmd->add_option("--clusters", run->command.clusters,
+                  "Clusters of two CTAs sharing each K/V load, for the tile kind's kernel at "
+                  "d = 128: auto (dense rows of one length from 8192 keys) | never | always "
+                  "(wherever the rows allow)")
+      ->check(CLI::IsMember({"auto", "never", "always"}))
+      ->type_name("WHEN")
+      ->capture_default_str();
   cmd->footer("Needs the GPU half (a build configured with a CUDA compiler) and a device.");
   cmd->callback([run, &action] { action = [run] { return run_run(*run); }; });
 }

@@ -1,5 +1,6 @@
-// The shipped kernels' configurations, one named struct each, and which one every scheduler kind
-// runs (KernelSet, kernel_for). Plain C++: the kernel's types follow from these in traits.cuh.
+// The shipped kernels' configurations, one named struct each, grouped by tile shape (KernelSet;
+// which scheduler kind runs which: launch.hpp's kKindKernels). Plain C++: the kernel's types follow
+// from these in traits.cuh.
 // Every choice here was measured; docs/gpu-performance.md ("Design decisions") holds the figures
 // and the headings cited below.
 #pragma once
@@ -45,6 +46,7 @@ struct KernelDefaults {
 
 // d = 64, BM 128: BN 128, three K/V stages; 128 KB of tiles + 16 KB of O staging.
 struct D64 : KernelDefaults {
+  static constexpr const char* kName = "D64";
   static constexpr int kHeadDim = 64;
   static constexpr int kBlockN = 128;
   static constexpr int kStagesKV = 3;
@@ -53,6 +55,7 @@ struct D64 : KernelDefaults {
 // d = 64, BM 192: three consumer warpgroups at 160 registers, the producer 32 ("192-row tiles at
 // d = 64"); 96 KB of K/V + 48 KB Q + 24 KB O staging.
 struct D64Bm192 : KernelDefaults {
+  static constexpr const char* kName = "D64Bm192";
   static constexpr int kHeadDim = 64;
   static constexpr int kBlockN = 128;
   static constexpr int kStagesKV = 3;
@@ -61,6 +64,7 @@ struct D64Bm192 : KernelDefaults {
 };
 // d = 128: BN 128, two K/V stages; 192 KB of tiles + 32 KB of O staging.
 struct D128 : KernelDefaults {
+  static constexpr const char* kName = "D128";
   static constexpr int kHeadDim = 128;
   static constexpr int kBlockN = 128;
   static constexpr int kStagesKV = 2;
@@ -71,6 +75,7 @@ struct D128 : KernelDefaults {
 // d = 256: BN 80, two K/V stages and one Q buffer (224 KB of tiles: a second Q buffer does not
 // fit), O staged in V ("K/V blocks at d = 256", "Early hand-off at d = 256").
 struct D256 : KernelDefaults {
+  static constexpr const char* kName = "D256";
   static constexpr int kHeadDim = 256;
   static constexpr int kBlockN = 80;
   static constexpr int kStagesKV = 2;
@@ -82,6 +87,7 @@ struct D256 : KernelDefaults {
 };
 // d = 256 with K/V blocks of 64 keys, for short rows (recommended_block_n).
 struct D256Bn64 : D256 {
+  static constexpr const char* kName = "D256Bn64";
   static constexpr int kBlockN = 64;
 };
 
@@ -89,33 +95,37 @@ struct D256Bn64 : D256 {
 // next tile under the last PV everywhere; d = 256 BN 64's also stages warpgroup 0's O outside the
 // V ring (its 192 KB of tiles leave room for one buffer).
 struct D64Causal : D64 {
+  static constexpr const char* kName = "D64Causal";
   static constexpr bool kPrefetchTile = true;
 };
 struct D64Bm192Causal : D64Bm192 {
+  static constexpr const char* kName = "D64Bm192Causal";
   static constexpr bool kPrefetchTile = true;
 };
 struct D256Causal : D256 {
+  static constexpr const char* kName = "D256Causal";
   static constexpr bool kPrefetchTile = true;
 };
 struct D256Bn64Causal : D256Bn64 {
+  static constexpr const char* kName = "D256Bn64Causal";
   static constexpr bool kPrefetchTile = true;
   static constexpr OStaging kOStaging = OStaging::SplitInV;
 };
 // d = 128's queued kernel (and lpt_queued's on short rows): the narrow first block, and the LSE
 // store behind a branch.
 struct D128Queued : D128 {
+  static constexpr const char* kName = "D128Queued";
   static constexpr bool kNarrowFirst = true;
   static constexpr bool kPredicatedLse = false;
 };
 // d = 128's tile kernel on dense rows of one length from kClusterMinKeys keys.
 struct D128Cluster : D128 {
+  static constexpr const char* kName = "D128Cluster";
   static constexpr int kClusterM = 2;
 };
 
-// The configurations of one tile shape: Dense for the tile kind, split_tail and the kinds that
-// run the AnyScheduler kernel; Causal for lpt_queued; Queued for queued (and lpt_queued where
-// every sequence has at most kNarrowMaxKeys keys); Cluster (void: none) for the tile kind where
-// the rows allow clusters.
+// The configurations of one tile shape, one per KernelVariant (attention.hpp; which scheduler
+// kind runs which: launch.hpp's kKindKernels). Cluster is void for a shape without one.
 template <class DenseConfig, class CausalConfig, class QueuedConfig = CausalConfig,
           class ClusterConfig = void>
 struct KernelSet {
@@ -138,10 +148,5 @@ template <>
 struct Kernels<256, 128, 80> : KernelSet<D256, D256Causal> {};
 template <>
 struct Kernels<256, 128, 64> : KernelSet<D256Bn64, D256Bn64Causal> {};
-
-// lpt_queued runs the Queued configuration where every sequence has at most this many keys.
-inline constexpr unsigned kNarrowMaxKeys = 1024;
-// The tile kind runs the Cluster configuration from this many keys (and where the rows allow).
-inline constexpr unsigned kClusterMinKeys = 8192;
 
 }  // namespace tilesched::gpu::sm90

@@ -4,9 +4,8 @@
 
 namespace tilesched::gpu::sm90 {
 
-template Status launch<256, 128, 80>(const AttentionArgs&, const runtime::AnyScheduler&,
-                                     const TileSummary&);
+template Status plan_kernel<256, 128, 80>(const AttentionArgs&, LaunchPlan&);
+template Status launch<256, 128, 80>(const AttentionArgs&, const LaunchPlan&);
 template Status resident_ctas_per_sm<256, 128, 80>(int&);
-template Status cluster_ctas<256, 128, 80>(const Workload&, u32&);
 
 }  // namespace tilesched::gpu::sm90

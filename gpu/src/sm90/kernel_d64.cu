@@ -4,9 +4,8 @@
 
 namespace tilesched::gpu::sm90 {
 
-template Status launch<64, 128, 128>(const AttentionArgs&, const runtime::AnyScheduler&,
-                                     const TileSummary&);
+template Status plan_kernel<64, 128, 128>(const AttentionArgs&, LaunchPlan&);
+template Status launch<64, 128, 128>(const AttentionArgs&, const LaunchPlan&);
 template Status resident_ctas_per_sm<64, 128, 128>(int&);
-template Status cluster_ctas<64, 128, 128>(const Workload&, u32&);
 
 }  // namespace tilesched::gpu::sm90

@@ -1,24 +1,44 @@
-// Host side of the sm90 kernel for one head dim and tile height: the TMA descriptors (Arguments ->
-// Params) and the launch. Included once per (head dim, BM, BN) by fmha_d<D>*.cu.
+// Host side of the sm90 kernel for one tile shape: the plan's kernel fields, Arguments -> Params
+// (the TMA descriptors), and the launch of the configuration the plan names. Included once per
+// (head dim, BM, BN) by kernel_d<D>*.cu.
 #pragma once
 
 #include <cuda_runtime.h>
+#include <fmt/format.h>
 
-#include <algorithm>
 #include <cmath>
 #include <cstdint>
-#include <cstdlib>
+#include <mutex>
+#include <type_traits>
 
 #include "cuda_status.hpp"
 #include "sm90/combine.cuh"
+#include "sm90/configs.hpp"
 #include "sm90/kernel.cuh"
 #include "sm90/launch.hpp"
 
 namespace tilesched::gpu::sm90 {
 
+// The shape's configurations have tiles of BM rows and K/V blocks of BN keys (checked at compile
+// time), so the launch's scheduler and kernel agree on the tile.
+template <int D, int BM, int BN>
+struct CheckedKernels : Kernels<D, BM, BN> {
+  using Dense = typename Kernels<D, BM, BN>::Dense;
+  static_assert(FmhaTraits<Dense>::kBlockM == BM && Dense::kBlockN == BN && Dense::kHeadDim == D,
+                "the configuration's tiles are BM and its K/V blocks BN");
+};
+
+// The configuration of variant V in a KernelSet.
+template <class Set, KernelVariant V>
+using ConfigOf = std::conditional_t<
+    V == KernelVariant::Dense, typename Set::Dense,
+    std::conditional_t<V == KernelVariant::Causal, typename Set::Causal,
+                       std::conditional_t<V == KernelVariant::Queued, typename Set::Queued,
+                                          typename Set::Cluster>>>;
+
 // The kernel's shared memory exceeds the 48 KB default: opt in before launching or asking for
 // occupancy.
-template <class Config, class Scheduler = runtime::AnyScheduler>
+template <class Config, class Scheduler>
 Status allow_shared_memory() {
   return detail::cuda_status(
       cudaFuncSetAttribute(&fmha_kernel<Scheduler, Config>,
@@ -26,8 +46,8 @@ Status allow_shared_memory() {
       "cudaFuncSetAttribute(max dynamic shared memory)");
 }
 
-// A launch of `Config`'s kernel in clusters of Traits::kClusterM CTAs along x: the launch
-// itself (launch_with) and the occupancy query (cluster_pairs_fit) share it. Not copyable: the
+// A launch of `Config`'s kernel in clusters of Traits::kClusterM CTAs along x: the launch itself
+// (launch_with) and the occupancy query (cluster_grid_fits) share it. Not copyable: the
 // configuration points at the attribute beside it.
 template <class Config>
 struct ClusterLaunch {
@@ -50,17 +70,35 @@ struct ClusterLaunch {
   ClusterLaunch& operator=(const ClusterLaunch&) = delete;
 };
 
-// counter_start: the counter scheduler's (AnyScheduler::counter_start()), for
-// restore_launch_words.
+// Whether the device holds `grid` CTAs of `Config`'s cluster kernel at once (a persistent grid
+// that did not fit would run its clusters in turns). The device's cluster count is asked once per
+// process.
+template <class Config>
+bool cluster_grid_fits(u32 grid) {
+  static int clusters = -1;
+  static std::mutex asked;
+  const std::lock_guard<std::mutex> lock(asked);
+  if (clusters < 0) {
+    clusters = 0;
+    auto* kernel = &fmha_kernel<runtime::TileScheduler, Config>;
+    const ClusterLaunch<Config> launch(dim3(Config::kClusterM), nullptr);
+    if (!allow_shared_memory<Config, runtime::TileScheduler>() ||
+        cudaOccupancyMaxActiveClusters(&clusters, kernel, &launch.config) != cudaSuccess) {
+      (void)cudaGetLastError();
+      clusters = 0;
+    }
+  }
+  return static_cast<std::uint64_t>(clusters) * Config::kClusterM >= grid;
+}
+
+// Everything the kernel reads, from the arguments and the plan.
 template <class Config, class Scheduler>
-Status launch_with(const AttentionArgs& a, const Scheduler& scheduler, const TileSummary& summary,
-                   u32 counter_start) {
+FmhaParams<Scheduler, Config> make_params(const AttentionArgs& a, const LaunchPlan& plan,
+                                          const Scheduler& scheduler) {
   using namespace cute;
   using Traits = FmhaTraits<Config>;
   constexpr int D = Traits::kHeadDim;
-  // The workload's BM is Traits::kBlockM: attention.cu's with_kernel chose this kernel by it.
   const Workload& w = a.workload;
-
   // (rows, d, heads) views of Q and K/V for the tensor maps; validate() has checked that the row
   // counts fit the TMA's signed 32-bit coordinates and that the pointers are 16-byte aligned.
   const auto gmem = [](const void* ptr, std::int32_t rows, u32 heads) {
@@ -68,7 +106,6 @@ Status launch_with(const AttentionArgs& a, const Scheduler& scheduler, const Til
                        make_layout(make_shape(rows, Int<D>{}, static_cast<std::int32_t>(heads)),
                                    make_stride(std::int64_t(heads) * D, _1{}, Int<D>{})));
   };
-
   FmhaParams<Scheduler, Config> p;
   Problem& problem = p.problem;
   problem.q_rows = static_cast<std::int32_t>(w.total_q_rows());  // padded: B * S_max (row layout)
@@ -88,7 +125,7 @@ Status launch_with(const AttentionArgs& a, const Scheduler& scheduler, const Til
   p.epilogue.tma_o = make_tma_copy(SM90_TMA_STORE{}, gmem(a.o, problem.q_rows, w.num_q_heads),
                                    typename Traits::SmemLayoutO{});
   p.scheduler = scheduler;
-  p.summary = summary;
+  p.summary = plan.summary;
   p.outputs.o = static_cast<__nv_bfloat16*>(a.o);
   p.outputs.lse = a.lse;
   const float scale =
@@ -101,152 +138,167 @@ Status launch_with(const AttentionArgs& a, const Scheduler& scheduler, const Til
   p.launch_words.launch_done = a.launch_done;
   if (a.launch_done != nullptr && takes_from_counter(w.scheduler)) {
     p.launch_words.queue_counter = a.queue_counter;
-    p.launch_words.counter_start = counter_start;
+    p.launch_words.counter_start = plan.counter_start;
   }
   if (a.launch_done != nullptr && a.trace.events != nullptr)
     p.launch_words.trace_last_count = a.trace.last_count;
-  static_assert(kSharedBytes<Config> <= 227 * 1024,
-                "shared storage exceeds the sm90 limit per CTA");
+  return p;
+}
 
+// The launch of `Config`'s kernel with `scheduler` (the plan's, or its kind's part), then for
+// split_tail the combine kernel that finishes the tail's split tiles.
+template <class Config, class Scheduler>
+Status launch_with(const AttentionArgs& a, const LaunchPlan& plan, const Scheduler& scheduler) {
+  using Traits = FmhaTraits<Config>;
+  static_assert(kSharedBytes<Config> <= 227 * 1024, "shared storage exceeds the sm90 limit per CTA");
+  const FmhaParams<Scheduler, Config> p = make_params<Config>(a, plan, scheduler);
   auto* kernel = &fmha_kernel<Scheduler, Config>;
   if (Status s = allow_shared_memory<Config, Scheduler>(); !s) return s;
-  const GridDim g = scheduler.grid_dim(summary);
+  const auto stream = static_cast<cudaStream_t>(a.stream);
+  const dim3 grid(plan.grid.x, plan.grid.y, plan.grid.z);
   if constexpr (Traits::kClusterM > 1) {
-    // Clusters of kClusterM CTAs along x (cluster_pairs_fit has checked the grid).
-    const ClusterLaunch<Config> launch(dim3(g.x, g.y, g.z), static_cast<cudaStream_t>(a.stream));
+    // Clusters of kClusterM CTAs along x (plan_kernel has checked the grid).
+    const ClusterLaunch<Config> launch(grid, stream);
     if (Status s = detail::cuda_status(cudaLaunchKernelEx(&launch.config, kernel, p),
                                        "launching the attention kernel (clusters)");
         !s)
       return s;
   } else {
-    kernel<<<dim3(g.x, g.y, g.z), Traits::kThreads, kSharedBytes<Config>,
-             static_cast<cudaStream_t>(a.stream)>>>(p);
+    kernel<<<grid, Traits::kThreads, kSharedBytes<Config>, stream>>>(p);
   }
   if (Status s = detail::cuda_status(cudaGetLastError(), "launching the attention kernel"); !s)
     return s;
-  // split_tail: the tail's split tiles are finished by a second kernel (combine_split_tiles).
   if constexpr (std::is_same_v<Scheduler, runtime::SplitTailScheduler>) {
     if (scheduler.tail_tiles() > 0) {
       combine_split_tiles<<<dim3(scheduler.tail_tiles(), Traits::kConsumerWarpgroups),
-                            Traits::kWarpgroupThreads, 0, static_cast<cudaStream_t>(a.stream)>>>(p);
+                            Traits::kWarpgroupThreads, 0, stream>>>(p);
       return detail::cuda_status(cudaGetLastError(), "launching split_tail's combine kernel");
     }
   }
   return Status::success();
 }
 
-// -1: by the rows (unset), 0: never, 1: wherever the rows allow.
-inline int cluster_switch() {
-  const char* env = std::getenv("TILESCHED_GPU_CLUSTER");
-  return env == nullptr ? -1 : (std::atoi(env) != 0 ? 1 : 0);
-}
-// num_ctas: the tile scheduler's C; tiles: a sequence's tiles (T); grid: the CTAs launched.
-template <class Config>  // the Cluster configuration
-bool cluster_pairs_fit(const Workload& w, u32 num_ctas, u32 tiles, u32 grid) {
-  const int wanted = cluster_switch();
-  if (wanted == 0 || w.mask != Mask::None || num_ctas % 2 != 0 || tiles % 2 != 0 || grid % 2 != 0)
-    return false;
-  if (wanted < 0 && w.key_len(0) < kClusterMinKeys) return false;
-  for (u32 b = 0; b < w.batch_size(); ++b)
-    if (w.q_lens[b] != w.q_lens[0] || w.key_len(b) != w.key_len(0)) return false;
-  // How many clusters the device holds at once (asked once per process).
-  static const int fit = [] {
-    using Cluster = Config;
-    auto* kernel = &fmha_kernel<runtime::TileScheduler, Cluster>;
-    if (!allow_shared_memory<Cluster, runtime::TileScheduler>()) return 0;
-    const ClusterLaunch<Cluster> launch(dim3(Cluster::kClusterM), nullptr);
-    int clusters = 0;
-    if (cudaOccupancyMaxActiveClusters(&clusters, kernel, &launch.config) != cudaSuccess) {
-      (void)cudaGetLastError();
-      return 0;
-    }
-    return clusters;
-  }();
-  return static_cast<u32>(fit) * 2 >= grid;
+// Whether kind K's kernel runs variant V (kKindKernels), and the shape has that configuration.
+template <class Set, SchedulerKind K, KernelVariant V>
+constexpr bool kind_runs() {
+  constexpr KindKernel k = kind_kernel(K);
+  if constexpr (V == KernelVariant::Cluster)
+    return k.clusters && !std::is_void_v<typename Set::Cluster>;
+  else
+    return k.variant == V || k.short_rows == V;
 }
 
-// The kernel each scheduler kind runs, from its shape's KernelSet (configs.hpp):
-//   kind                                  kernel                 configuration
-//   tile                                  its own                Dense; Cluster where the rows
-//   allow queued                                its own                Queued lpt_queued its own
-//   Queued where every sequence has at
-//                                                                most kNarrowMaxKeys keys, else
-//                                                                Causal
-//   split_tail                            its own                Dense (only at kernel_block_n's
-//   BN) transient, lpt, planned, ragged_queued  AnyScheduler's       Dense
-// A kind's own instantiation carries only its scheduler's code in the per-tile path ("A kernel per
-// scheduler kind").
-template <class Set>
-Status launch_config(const AttentionArgs& a, const runtime::AnyScheduler& scheduler,
-                     const TileSummary& summary) {
-  using Dense = typename Set::Dense;
-  const u32 start = scheduler.counter_start();
-  switch (scheduler.kind) {
-    case SchedulerKind::Tile:
-      if constexpr (!std::is_void_v<typename Set::Cluster>) {
-        if (cluster_pairs_fit<typename Set::Cluster>(a.workload, scheduler.tile.num_ctas,
-                                                     summary.max_num_prompt_tiles,
-                                                     scheduler.tile.grid_dim(summary).x))
-          return launch_with<typename Set::Cluster>(a, scheduler.tile, summary, start);
-      }
-      return launch_with<Dense>(a, scheduler.tile, summary, start);
-    case SchedulerKind::Queued:
-      return launch_with<typename Set::Queued>(a, scheduler.queued, summary, start);
-    case SchedulerKind::LptQueued:
-      if (a.workload.max_key_len() <= kNarrowMaxKeys)
-        return launch_with<typename Set::Queued>(a, scheduler.lpt_queued, summary, start);
-      return launch_with<typename Set::Causal>(a, scheduler.lpt_queued, summary, start);
-    // The AnyScheduler kernel's switch leaves split_tail out (any_scheduler.hpp). Only at
-    // kernel_block_n's BN (validate() refuses the others): no split kernel for the rest.
-    case SchedulerKind::SplitTail:
-      if constexpr (Dense::kBlockN == kernel_block_n(Dense::kHeadDim))
-        return launch_with<Dense>(a, scheduler.split_tail, summary, start);
+// Calls f(ConfigOf<Set, V>{}) for the plan's variant V, among those kind K's kernel runs (only
+// those are instantiated).
+template <class Set, SchedulerKind K, class F>
+Status with_kind_config(KernelVariant variant, F&& f) {
+  switch (variant) {
+    case KernelVariant::Dense:
+      if constexpr (kind_runs<Set, K, KernelVariant::Dense>()) return f(typename Set::Dense{});
+      break;
+    case KernelVariant::Causal:
+      if constexpr (kind_runs<Set, K, KernelVariant::Causal>()) return f(typename Set::Causal{});
+      break;
+    case KernelVariant::Queued:
+      if constexpr (kind_runs<Set, K, KernelVariant::Queued>()) return f(typename Set::Queued{});
+      break;
+    case KernelVariant::Cluster:
+      if constexpr (kind_runs<Set, K, KernelVariant::Cluster>()) return f(typename Set::Cluster{});
+      break;
+  }
+  return Status::error(fmt::format("the {} scheduler's kernel has no {} configuration here",
+                                   to_string(K), to_string(variant)));
+}
+
+// The kinds with a kernel of their own are exactly those the switches below name.
+static_assert(kind_kernel(SchedulerKind::Tile).own_kernel &&
+                  kind_kernel(SchedulerKind::Queued).own_kernel &&
+                  kind_kernel(SchedulerKind::LptQueued).own_kernel &&
+                  kind_kernel(SchedulerKind::SplitTail).own_kernel &&
+                  !kind_kernel(SchedulerKind::Transient).own_kernel &&
+                  !kind_kernel(SchedulerKind::Lpt).own_kernel &&
+                  !kind_kernel(SchedulerKind::Planned).own_kernel &&
+                  !kind_kernel(SchedulerKind::RaggedQueued).own_kernel,
+              "kKindKernels and the launch's dispatch agree on which kinds have their own kernel");
+
+// Calls f(config, scheduler) with the plan's configuration and the scheduler its kernel is
+// instantiated with (the kind's own type, or AnyScheduler).
+template <class Set, class F>
+Status with_planned_kernel(const LaunchPlan& plan, F&& f) {
+  const runtime::AnyScheduler& s = plan.scheduler;
+  const auto with = [&](auto kind, const auto& scheduler) {
+    return with_kind_config<Set, decltype(kind)::value>(
+        plan.variant, [&](auto config) { return f(config, scheduler); });
+  };
+  using K = SchedulerKind;
+  switch (s.kind) {
+    case K::Tile: return with(std::integral_constant<K, K::Tile>{}, s.tile);
+    case K::Queued: return with(std::integral_constant<K, K::Queued>{}, s.queued);
+    case K::LptQueued: return with(std::integral_constant<K, K::LptQueued>{}, s.lpt_queued);
+    case K::SplitTail:
+      // Only at kernel_block_n's BN (validate() refuses the others): no split kernel for the rest.
+      if constexpr (Set::Dense::kBlockN == kernel_block_n(Set::Dense::kHeadDim))
+        return with(std::integral_constant<K, K::SplitTail>{}, s.split_tail);
       else
         return Status::error(
             "split_tail runs only the kernel's K/V blocks of kernel_block_n(head_dim) keys");
-    default: return launch_with<Dense>(a, scheduler, summary, start);
+    default: return with(std::integral_constant<K, K::Transient>{}, s);  // the AnyScheduler kernel
   }
 }
 
-// The shape's configurations have tiles of BM rows and K/V blocks of BN keys (checked at compile
-// time), so the launch's scheduler and kernel agree on the tile.
 template <int D, int BM, int BN>
-struct CheckedKernels : Kernels<D, BM, BN> {
-  using Dense = typename Kernels<D, BM, BN>::Dense;
-  static_assert(FmhaTraits<Dense>::kBlockM == BM && Dense::kBlockN == BN && Dense::kHeadDim == D,
-                "the configuration's tiles are BM and its K/V blocks BN");
-};
-
-template <int D, int BM, int BN>
-Status launch(const AttentionArgs& a, const runtime::AnyScheduler& scheduler,
-              const TileSummary& summary) {
-  return launch_config<CheckedKernels<D, BM, BN>>(a, scheduler, summary);
+Status plan_kernel(const AttentionArgs& args, LaunchPlan& plan) {
+  using Set = CheckedKernels<D, BM, BN>;
+  const Workload& w = args.workload;
+  bool cluster_grid = false;
+  if constexpr (!std::is_void_v<typename Set::Cluster>) {
+    cluster_grid = kind_kernel(w.scheduler).clusters &&
+                   cluster_pairs_allowed(w, args.clusters, plan.summary.max_num_prompt_tiles,
+                                         plan.grid.x) &&
+                   cluster_grid_fits<typename Set::Cluster>(plan.grid.x);
+  }
+  plan.variant = kernel_variant(w.scheduler, w, cluster_grid);
+  plan.kind_kernel = kind_kernel(w.scheduler).own_kernel;
+  return with_planned_kernel<Set>(plan, [&](auto config, const auto&) {
+    using Config = decltype(config);
+    plan.config = Config::kName;
+    plan.threads = FmhaTraits<Config>::kThreads;
+    plan.shared_bytes = kSharedBytes<Config>;
+    plan.cluster_ctas = Config::kClusterM;
+    return Status::success();
+  });
 }
 
 template <int D, int BM, int BN>
-Status cluster_ctas(const Workload& w, u32& out) {
-  using Cluster = typename Kernels<D, BM, BN>::Cluster;
-  out = 1;
-  if constexpr (!std::is_void_v<Cluster>) {
-    if (w.scheduler != SchedulerKind::Tile) return Status::success();
-    // T and the tile scheduler's persistent grid, min(C, N), as the launch sees them.
-    const TileSummary summary = TileSummary::make(w.batch_size(), w.max_seq_len(), BM);
-    const u32 grid = std::min(w.num_ctas, summary.max_idx(w.num_q_heads));
-    if (cluster_pairs_fit<Cluster>(w, w.num_ctas, summary.max_num_prompt_tiles, grid))
-      out = Cluster::kClusterM;
-  }
-  return Status::success();
+Status launch(const AttentionArgs& args, const LaunchPlan& plan) {
+  return with_planned_kernel<CheckedKernels<D, BM, BN>>(
+      plan, [&](auto config, const auto& scheduler) {
+        return launch_with<decltype(config)>(args, plan, scheduler);
+      });
 }
 
 template <int D, int BM, int BN>
 Status resident_ctas_per_sm(int& out) {
   using Config = typename CheckedKernels<D, BM, BN>::Dense;
-  using Traits = FmhaTraits<Config>;
-  if (Status s = allow_shared_memory<Config>(); !s) return s;
-  return detail::cuda_status(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
-                                 &out, &fmha_kernel<runtime::AnyScheduler, Config>,
-                                 Traits::kThreads, kSharedBytes<Config>),
-                             "cudaOccupancyMaxActiveBlocksPerMultiprocessor");
+  // Asked once per process and device: the answer is the kernel's, not the workload's.
+  static std::mutex asked;
+  static int device_asked = -1, per_sm = 0;
+  const std::lock_guard<std::mutex> lock(asked);
+  int device = 0;
+  if (Status s = detail::cuda_status(cudaGetDevice(&device), "cudaGetDevice"); !s) return s;
+  if (device != device_asked) {
+    if (Status s = allow_shared_memory<Config, runtime::AnyScheduler>(); !s) return s;
+    if (Status s = detail::cuda_status(
+            cudaOccupancyMaxActiveBlocksPerMultiprocessor(
+                &per_sm, &fmha_kernel<runtime::AnyScheduler, Config>,
+                FmhaTraits<Config>::kThreads, kSharedBytes<Config>),
+            "cudaOccupancyMaxActiveBlocksPerMultiprocessor");
+        !s)
+      return s;
+    device_asked = device;
+  }
+  out = per_sm;
+  return Status::success();
 }
 
 }  // namespace tilesched::gpu::sm90

@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "tilesched/any_scheduler.hpp"
 #include "tilesched/trace.hpp"
 #include "tilesched/workload.hpp"
 
@@ -82,6 +83,15 @@ struct TraceBuffer {
   u32* last_count = nullptr;
 };
 
+// Whether the tile kind's kernel may run in clusters of two CTAs that share their K/V loads (TMA
+// multicast). It needs a cluster's two CTAs to run tiles of one head and the same keys at all
+// times: dense rows of one length, an even tile count per sequence and an even C, and the
+// device holding the whole grid's clusters at once. Auto takes it there from 8192 keys (where it
+// measured faster; docs/gpu-performance.md, "Clusters of two CTAs"), Always wherever the rows
+// allow it, Never nowhere. Only d = 128 has a cluster kernel.
+enum class ClusterPolicy : std::uint8_t { Auto, Never, Always };
+const char* to_string(ClusterPolicy c);
+
 struct AttentionArgs {
   Workload workload;  // shapes, mask, BM/BN, scheduler, schedule, num_ctas (validated per call)
   const void* q = nullptr;  // bf16, device
@@ -123,9 +133,59 @@ struct AttentionArgs {
   // The kernel's keys per K/V block: 0 runs recommended_block_n(workload); otherwise one of
   // kernel_block_ns(head_dim) (kernel_block_n's with split_tail).
   u32 kernel_block_n = 0;
+  ClusterPolicy clusters = ClusterPolicy::Auto;
   TraceBuffer trace;       // optional
   void* stream = nullptr;  // cudaStream_t; null is the legacy default stream
 };
+
+// Which configuration of the kernel's shape a launch runs (gpu/src/sm90/configs.hpp: one per
+// shipped kernel, and the table of which scheduler kind runs which in launch.hpp).
+enum class KernelVariant : std::uint8_t {
+  Dense,    // the tile kind, split_tail, and the kinds that run the AnyScheduler kernel
+  Causal,   // lpt_queued
+  Queued,   // queued, and lpt_queued where every sequence has at most 1024 keys
+  Cluster,  // the tile kind in clusters of two CTAs
+};
+const char* to_string(KernelVariant v);
+
+// The launch attention_forward makes for a set of arguments, decided once on the host by
+// plan_launch: the kernel (shape, configuration, and whether it is the scheduler kind's own
+// instantiation or the AnyScheduler one), the scheduler with its device words and plan, the grid,
+// the cluster size and the counter's start. A plan stays valid for arguments with the same
+// workload, scheduler words (queue_counter, plan), row offsets and cluster policy: only Q, K, V,
+// O, LSE, the trace and the stream may change from one launch of it to the next.
+struct LaunchPlan {
+  u32 head_dim = 0;
+  u32 block_m = 0;  // the kernel's tile height (the workload's BM)
+  u32 block_n = 0;  // the kernel's K/V block (its own BN)
+  KernelVariant variant = KernelVariant::Dense;
+  const char* config = "";     // the configuration's name (configs.hpp), e.g. "D128Cluster"
+  bool kind_kernel = false;    // the scheduler kind's own instantiation (else AnyScheduler's)
+  runtime::AnyScheduler scheduler;
+  TileSummary summary;         // with the device copy of the query row offsets
+  GridDim grid;
+  u32 cluster_ctas = 1;
+  u32 counter_start = 0;       // a counter scheduler's first index (AnyScheduler::counter_start)
+  u32 threads = 0;             // per CTA
+  u32 shared_bytes = 0;        // per CTA
+  // What it was planned for (launch_planned refuses other scheduler words).
+  const u32* queue_counter = nullptr;
+  const u32* q_row_offsets = nullptr;
+  std::uint64_t workload_tiles = 0;
+
+  // Two lines for people: the kernel, then the grid.
+  std::string describe() const;
+};
+
+// Validates `args` (as validate) and decides their launch. Touches the device only to ask whether
+// a cluster grid fits it (the tile kind at d = 128, where the rows allow clusters).
+Status plan_launch(const AttentionArgs& args, LaunchPlan& out);
+
+// Launches `plan` on `args`: resets the queue counter / trace count on the stream (unless
+// launch_ready) and launches the kernel (and split_tail's combine). `plan` must come from
+// plan_launch on arguments with the same workload and scheduler words; the buffers are checked,
+// the workload is not validated again.
+Status launch_planned(const AttentionArgs& args, const LaunchPlan& plan);
 
 // Whether the kernel runs this kind of workload at all: every scheduler, but no decode workload
 // (the kernel has no decode path; the simulator has). Needs no device, so a tool can refuse before
@@ -135,8 +195,8 @@ Status check_kernel_support(const Workload& w);
 // Checks everything attention_forward checks, without touching the device.
 Status validate(const AttentionArgs& args);
 
-// Validates, resets the queue counter / trace count on the stream and launches. Never launches on
-// bad arguments. Asynchronous: errors inside the kernel surface at the next synchronisation.
+// plan_launch, then launch_planned. Never launches on bad arguments. Asynchronous: errors inside
+// the kernel surface at the next synchronisation.
 Status attention_forward(const AttentionArgs& args);
 
 // Tiles the schedulers will process: sum over sequences of ceil(q_len / BM) * num_q_heads; for
@@ -159,12 +219,6 @@ inline std::size_t split_workspace_bytes(const Workload& w) {
 // A persistent CTA count that fills the device: SMs x CTAs of this kernel resident per SM.
 Status resident_ctas(const Workload& w, u32& out);
 
-// CTAs per cluster the launch of `w` (valid, its num_ctas set) runs in: 2 where d = 128's tile
-// kernel runs dense rows of one length from 8192 keys in pairs of CTAs that share each K/V load
-// (TMA multicast; TILESCHED_GPU_CLUSTER=0 turns that off, =1 takes it wherever the rows allow:
-// docs/gpu-kernel.md), else 1.
-Status cluster_ctas(const Workload& w, u32& out);
-
 // Name and multiprocessor count of the current device.
 Status device_info(std::string& name, int& multiprocessors);
 
@@ -181,17 +235,13 @@ class TraceRecorder {
   Status allocate(u32 capacity);
   TraceBuffer buffer() const { return buffer_; }
   // Synchronises the device, copies the events back and converts them; the trace's
-  // launched_ctas is the scheduler's grid size for `w` (and its schedule plan, if it has one).
-  Status download(const Workload& w, Trace& out, const PlanArrays& plan = {}) const;
+  // launched_ctas is the grid of `launch` (the plan of the recorded launch).
+  Status download(const Workload& w, const LaunchPlan& launch, Trace& out) const;
   // The raw events in slot order (for tests that look at duplicates).
   Status download_raw(std::vector<DeviceTraceEvent>& out) const;
 
  private:
   TraceBuffer buffer_{};
 };
-
-// The grid the kernel launches for a workload (the scheduler's grid_dim). A planned scheduler
-// needs its plan (only its tile count is read: device pointers are fine).
-GridDim launch_grid(const Workload& w, const PlanArrays& plan = {});
 
 }  // namespace tilesched::gpu

@@ -22,7 +22,9 @@ class DeviceProblem {
 
   // Allocates every buffer for `w` (validated first) and uploads its schedule plan, which a
   // planned scheduler needs (sim::plan_schedule builds the simulator's); inputs are left unset.
-  Status create(const Workload& w, bool record_trace, const SchedulePlan& plan = {});
+  // The launch is planned here, once (plan_launch), under `clusters`.
+  Status create(const Workload& w, bool record_trace, const SchedulePlan& plan = {},
+                ClusterPolicy clusters = ClusterPolicy::Auto);
   // The exact bf16 bits of Q, K, V in the layouts of attention.hpp.
   Status upload(const std::vector<std::uint16_t>& q, const std::vector<std::uint16_t>& k,
                 const std::vector<std::uint16_t>& v);
@@ -38,7 +40,10 @@ class DeviceProblem {
   void set_softmax_scale(float s) { scale_ = s; }
   void set_stream(void* stream) { stream_ = stream; }
   // The kernel's K/V block (AttentionArgs::kernel_block_n): 0, the default, lets the launch pick.
+  // Before create(), which plans the launch with it.
   void set_kernel_block_n(u32 bn) { kernel_block_n_ = bn; }
+  // The launch every run() makes (plan_launch's, from create()).
+  const LaunchPlan& launch_plan() const { return launch_plan_; }
   // Whether launches pass launch_done (the counter's second word), so that from the second on no
   // reset kernel runs (the default); off: every launch resets the counter and the trace's count,
   // as for a caller without launch_done (the benchmark's `--counter-reset every-launch`).
@@ -46,7 +51,7 @@ class DeviceProblem {
     launch_reuse_ = on;
     launch_ready_ = false;  // a launch without launch_done left its words where they ended
   }
-  Status run();          // attention_forward(args())
+  Status run();          // launch_planned(args(), launch_plan())
   Status synchronize();  // waits and reports any error from the kernel
 
   // Elements of O still holding the poison pattern, and LSE entries still NaN (counted on the
@@ -88,6 +93,8 @@ class DeviceProblem {
   bool launch_reuse_ = true;
   float scale_ = 0.f;
   u32 kernel_block_n_ = 0;
+  ClusterPolicy clusters_ = ClusterPolicy::Auto;
+  LaunchPlan launch_plan_;
   void* stream_ = nullptr;
 };
 
@@ -102,14 +109,16 @@ struct DeviceRun {
   std::vector<float> lse;
   std::uint64_t o_unwritten = 0, lse_unwritten = 0;  // outputs still holding the poison
   Trace trace;                                       // measured (TraceRecorder::download)
+  LaunchPlan launch;                                 // the launch that ran
 };
 
 // One run of `w` on `inputs`, recorded and checked for coverage: creates the buffers (with `plan`
 // for a planned scheduler), uploads the inputs, launches once unrecorded first when `warm_up`
 // (module load and first touches stay out of the measured trace), poisons the outputs, launches
 // with trace recording, counts the outputs never written and downloads O, LSE and the trace.
-// `kernel_block_n` as DeviceProblem::set_kernel_block_n.
+// `kernel_block_n` as DeviceProblem::set_kernel_block_n, `clusters` as create's.
 Status run_recorded(const Workload& w, const DeviceInputs& inputs, bool warm_up, DeviceRun& out,
-                    const SchedulePlan& plan = {}, u32 kernel_block_n = 0);
+                    const SchedulePlan& plan = {}, u32 kernel_block_n = 0,
+                    ClusterPolicy clusters = ClusterPolicy::Auto);
 
 }  // namespace tilesched::gpu
