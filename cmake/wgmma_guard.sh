@@ -2,8 +2,8 @@
 # Compiler launcher of the GPU kernels' translation units (gpu/CMakeLists.txt): runs the compile
 # it is given, passes its output on, and fails it when ptxas reports that it serialized wgmma
 # ("Potential Performance Loss: wgmma.mma_async instructions are serialized ...", C7510-C7520).
-# Such a kernel is correct but runs its GEMMs one at a time (0.54-0.79x of the shipped kernel in
-# one measured case, docs/gpu-performance.md), so the build stops instead of shipping it.
+# Such a kernel is correct but runs its GEMMs one at a time, so the build stops instead of shipping
+# it (docs/gpu-performance.md, "Design decisions", on the forms that answer it).
 out=$(mktemp) && err=$(mktemp) || exit 1
 "$@" >"$out" 2>"$err"
 rc=$?

@@ -57,7 +57,7 @@ struct BenchCommandOptions {
   SchedulerKind dense_scheduler = SchedulerKind::Tile;
   // Dense points with tile: the fewest CTAs that take as many waves as the device's CTA count
   // (C' = ceil(N / ceil(N / C)), e.g. 128 instead of 132 for 2048 tiles: the same 16 waves).
-  // Measured +0.3..+1.1 % on an NVIDIA H200, 2026-12-01 (docs/gpu-performance.md): a tile runs
+  // Measured +0.3..+1.1 % on an NVIDIA H200, 2026-12-01 (docs/gpu-performance.md, "Dense points on fewer CTAs"): a tile runs
   // faster with fewer SMs busy, and the waves take as many tile times. false: the device's C.
   bool dense_ctas_by_waves = true;
   // Tile height (BM) of every point; 0: per point, the one the simulator predicts fastest

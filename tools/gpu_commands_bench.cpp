@@ -129,7 +129,8 @@ double median_ms(const Workload& w, const BenchCommandOptions& options, gpu::Lau
 // pairs, one launch of each pair recording and one not, in a random order per pair, the ratio of
 // the two kinds' medians. (Rounds of several launches each, alternating, measured 4-6 % at one
 // point in one process and 0.1-0.4 % at the same point in the next, with the same binary: most
-// likely clock changes lining up with the rounds; docs/gpu-performance.md.)
+// likely clock changes lining up with the rounds; docs/gpu-performance.md, "How the two sides are
+// timed".)
 double trace_overhead_pct(const Workload& w, const BenchCommandOptions& options) {
   gpu::DeviceProblem dev;
   require(dev.create(w, /*record_trace=*/true, sim::plan_schedule(w)));

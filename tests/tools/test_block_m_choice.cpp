@@ -99,8 +99,8 @@ TEST_CASE("the simulator's tile height on the bench grid at d = 64") {
         w, {128, 192}, cost,
         [&](const Workload& x) { return x.block_m == 128 ? ctas128 : ctas192; }, true);
     REQUIRE(c.predicted_us.size() == 2);
-    // The seq 16384 dense points vary by up to 11 % between runs (docs/gpu-performance.md: the
-    // bimodal point), so they are held within 12 %.
+    // The seq 16384 dense points vary by up to 11 % between runs (docs/gpu-performance.md, "The
+    // benchmark grid": bimodal), so they are held within 12 %.
     CHECK(c.predicted_us[0].second ==
           doctest::Approx(measured128).epsilon(seq == 16384 ? 0.12 : 0.03));
     CHECK(c.predicted_us[1].second ==

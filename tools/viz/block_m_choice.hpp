@@ -22,7 +22,7 @@ struct BlockMChoice {
 
 // A later candidate must be predicted faster than the pick so far by more than this share to
 // replace it: closer predictions are a tie, within the replay's error (1-3 % on the H200's
-// measurements, docs/gpu-performance.md), and a tie keeps the earlier (shorter) tile, which wastes
+// measurements, docs/sim-cost-model.md), and a tie keeps the earlier (shorter) tile, which wastes
 // fewer rows where a sequence ends inside a tile.
 inline constexpr double kBlockMTieMargin = 0.005;
 

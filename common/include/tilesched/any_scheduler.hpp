@@ -33,7 +33,7 @@ class AnyScheduler {
       case SchedulerKind::Planned: return f(planned);
       case SchedulerKind::RaggedQueued: return f(ragged_queued);
 #if !TS_DEVICE_PASS
-      // Host only: the GPU runs split_tail in a kernel of its own (gpu/src/sm90/fmha_launch.cuh).
+      // Host only: the GPU runs split_tail in a kernel of its own (gpu/src/sm90/launch.cuh).
       // In the AnyScheduler kernel its walk made ptxas build the K/V loop's wgmma descriptors in
       // ordinary registers (48 R2UR per block at d = 128), so the device switch leaves it out.
       case SchedulerKind::SplitTail: return f(split_tail);

@@ -196,7 +196,7 @@ class LptQueuedScheduler : public detail::CountedPlannedScheduler<LptQueuedSched
   // runs one tile, so the lines of [idx + C/2, idx + 3C) go to L1, one per producer thread. A hint
   // only: where the next index falls elsewhere, the read goes to L2 as before. Measured on an
   // NVIDIA H200, 2026-12-01: +2.1-2.5 % at d = 64 causal 2048-16384, neutral elsewhere
-  // (docs/gpu-performance.md).
+  // (docs/gpu-performance.md, "Early hand-off at d = 256").
   template <bool producer = true, SchedulerSync sync = SchedulerSync::Default>
   TS_HOST_DEVICE Optional<SeqInfo> advance(const TileSummary& s, TileState& st,
                                            u32 pipeline_idx = 0) const {

@@ -9,7 +9,7 @@
 // tiles that range crosses, in position order. A piece is a SeqInfo whose KV block range is part
 // of its tile's. A tile cut into pieces is finished from their running softmax states (max, sum,
 // unscaled O), combined in KV-block order: the simulator does it once all are computed, the GPU
-// in a second kernel after the attention kernel (gpu/src/sm90/fmha_kernel.cuh). No CTA waits for
+// in a second kernel after the attention kernel (gpu/src/sm90/combine.cuh). No CTA waits for
 // another.
 //
 // What a kernel needs besides the walk: split_of(idx, kv_block_begin) names a piece's tile among

@@ -29,7 +29,7 @@ inline constexpr std::uint64_t kDefaultL2Bytes = 50ull << 20;
 // The fewest rounds of num_ctas tiles an L2 section holds unless a workload says otherwise
 // (schedule_plan.hpp's l2_sections). With one round a CTA gets one tile of each section and longest
 // first balances nothing inside it. Measured on an NVIDIA H200, 2026-12-02
-// (docs/gpu-performance.md): at d = 256 causal, where one round's K and V (16.5 MiB at every grid
+// (docs/schedulers.md, "Longest first, L2 sections"): at d = 256 causal, where one round's K and V (16.5 MiB at every grid
 // length) already filled the 25 MB budget, two rounds made lpt_queued 0.8-1.6 % faster from seq
 // 512 to 16384; three lost 6 % at seq 512. Workload files without the field read as 1, the rule
 // before.

@@ -32,7 +32,8 @@ static_assert(kSchedulerBarrierId < kIssueBarrier0,
               "the kernel's named barriers start after the scheduler's");
 // Written as a choice between constants for two warpgroups (the ids then stay immediates, as
 // the two-consumer kernels had them before the three-consumer one existed: computing them as
-// 2 + w measured 1-2 % slower at d = 128, docs/gpu-performance.md).
+// 2 + w measured 1-2 % slower at d = 128; docs/gpu-performance.md, "Warp specialization and
+// GEMM turns").
 template <int N>
 __device__ __forceinline__ NamedBarrier epilogue_barrier(int warpgroup) {
   if constexpr (N == 2) return NamedBarrier(warpgroup == 0 ? 4u : 5u);

@@ -32,8 +32,8 @@ struct Status {
 
 // The kernel's tile sizes. BM is the workload's block_m (the scheduler's tile shape): the kernel
 // runs tiles of 128 query rows at every head dim and of 192 at d = 64 (kernel_block_ms; none for
-// an unsupported head dim). recommended_block_m picks the faster for a workload (measured,
-// docs/gpu-performance.md): 192 at d = 64 when a query row sees 1536 keys or more on average
+// an unsupported head dim). recommended_block_m picks the faster for a workload (measured:
+// docs/gpu-performance.md, "192-row tiles at d = 64"): 192 at d = 64 when a query row sees 1536 keys or more on average
 // over the batch (a causal row only those up to its diagonal), else 128; 0 for an unsupported
 // head dim. (`tilesched run` and `bench` ask the simulator instead where the cost profile has
 // coefficients for each tile height: it also sees the scheduler, docs/gpu-kernel.md.)
@@ -42,8 +42,8 @@ u32 recommended_block_m(const Workload& w);
 // BN, the keys of one shared-memory K/V block, is the kernel's own: 128 at d = 64 and 128; 80 or
 // 64 at d = 256 (kernel_block_ns). kernel_block_n is the long rows' BN, the one split_tail runs
 // (its pieces count the kernel's blocks, so its workload's block_n must be that). Which one a
-// launch runs is AttentionArgs::kernel_block_n, by default recommended_block_n (measured,
-// docs/gpu-performance.md): at d = 256, 64 when a query row sees fewer than 1024 keys on average
+// launch runs is AttentionArgs::kernel_block_n, by default recommended_block_n (measured:
+// docs/gpu-performance.md, "K/V blocks at d = 256"): at d = 256, 64 when a query row sees fewer than 1024 keys on average
 // over the batch (as for recommended_block_m), else 80. A trace still counts KV blocks with the
 // workload's block_n, so GPU and simulator traces speak of the same cost whatever BN the kernel
 // uses.
@@ -117,8 +117,8 @@ struct AttentionArgs {
   // counter_start(), launch_done at 0, and while recording trace.count at 0; as the last launch on
   // them left them when it had launch_done (and trace.last_count while recording), the same
   // counter_start() (the scheduler's CTA count, C for queued and lpt_queued) and ran to completion.
-  // attention_forward then launches no reset kernel before the attention kernel (about 2 us a call
-  // on the H200: docs/gpu-performance.md). Needs launch_done, and trace.last_count while recording.
+  // launch_planned then launches no reset kernel before the attention kernel (about 2 us a call
+  // on the H200: docs/gpu-performance.md, "No reset kernel"). Needs launch_done, and trace.last_count while recording.
   // A wrong word is a wrong schedule (tiles skipped or done twice) or a wrong trace.
   // DeviceProblem sets it from its second launch on.
   bool launch_ready = false;
