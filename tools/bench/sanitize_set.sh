@@ -3,7 +3,9 @@
 # device machine: memcheck, racecheck and synccheck of each kind (tile, queued, transient, lpt,
 # lpt_queued, planned, ragged_queued) on a ragged causal batch (a sequence of length 1, an empty
 # one, keys != queries), the head dim rotating over 64, 128 and 256; split_tail (mask none only)
-# on a padded dense batch; lpt_queued at d = 64 BM 192; initcheck of the tile kernel at d = 256.
+# on a padded dense batch; lpt_queued at d = 64 BM 192; d = 128's tile kernel in clusters of two
+# CTAs (--clusters always) and its queued configuration under lpt_queued (short rows); initcheck
+# of the tile kernel at d = 256.
 # Each run is `tilesched run` (checked against the simulator) under the tool; it counts as clean
 # when the tool exits 0, its summary says "0 errors" (racecheck: "0 hazards displayed") and the run
 # prints `run: OK`.
@@ -54,6 +56,11 @@ for tool in memcheck racecheck synccheck; do
 done
 check "racecheck_lpt_queued_d64_bm192" racecheck "${ragged[@]}" --head-dim 64 --bm 192 \
   --scheduler lpt_queued
+for tool in memcheck racecheck synccheck; do
+  check "${tool}_tile_clusters_d128" "$tool" --batch 2 --seq-len 512 --heads 4 --head-dim 128 \
+    --mask none --ctas 8 --scheduler tile --clusters always
+done
+check "racecheck_lpt_queued_d128" racecheck "${ragged[@]}" --head-dim 128 --scheduler lpt_queued
 check "initcheck_tile_d256" initcheck "${ragged[@]}" --head-dim 256 --scheduler tile
 echo "clean: $clean of $runs"
 [ "$clean" -eq "$runs" ]
