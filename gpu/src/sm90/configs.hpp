@@ -44,41 +44,37 @@ struct KernelDefaults {
   static constexpr int kClusterM = 1;
 };
 
+// A tile shape: head dim, keys per K/V block (BN) and K/V pipeline stages.
+template <int D, int BN, int StagesKV>
+struct TileShape : KernelDefaults {
+  static constexpr int kHeadDim = D;
+  static constexpr int kBlockN = BN;
+  static constexpr int kStagesKV = StagesKV;
+};
+
 // d = 64, BM 128: BN 128, three K/V stages; 128 KB of tiles + 16 KB of O staging.
-struct D64 : KernelDefaults {
+struct D64 : TileShape<64, 128, 3> {
   static constexpr const char* kName = "D64";
-  static constexpr int kHeadDim = 64;
-  static constexpr int kBlockN = 128;
-  static constexpr int kStagesKV = 3;
   static constexpr bool kNarrowFirst = true;
 };
 // d = 64, BM 192: three consumer warpgroups at 160 registers, the producer 32 ("192-row tiles at
 // d = 64"); 96 KB of K/V + 48 KB Q + 24 KB O staging.
-struct D64Bm192 : KernelDefaults {
+struct D64Bm192 : TileShape<64, 128, 3> {
   static constexpr const char* kName = "D64Bm192";
-  static constexpr int kHeadDim = 64;
-  static constexpr int kBlockN = 128;
-  static constexpr int kStagesKV = 3;
   static constexpr int kConsumerWarpgroups = 3;
   static constexpr int kConsumerRegisters = 160;
 };
 // d = 128: BN 128, two K/V stages; 192 KB of tiles + 32 KB of O staging.
-struct D128 : KernelDefaults {
+struct D128 : TileShape<128, 128, 2> {
   static constexpr const char* kName = "D128";
-  static constexpr int kHeadDim = 128;
-  static constexpr int kBlockN = 128;
-  static constexpr int kStagesKV = 2;
   static constexpr int kConsumerRegisters = 224;
   static constexpr bool kPrefetchTile = true;
   static constexpr int kRescaleThreshold = 8;
 };
 // d = 256: BN 80, two K/V stages and one Q buffer (224 KB of tiles: a second Q buffer does not
 // fit), O staged in V ("K/V blocks at d = 256", "Early hand-off at d = 256").
-struct D256 : KernelDefaults {
+struct D256 : TileShape<256, 80, 2> {
   static constexpr const char* kName = "D256";
-  static constexpr int kHeadDim = 256;
-  static constexpr int kBlockN = 80;
-  static constexpr int kStagesKV = 2;
   static constexpr int kStagesQ = 1;
   static constexpr bool kSkipUnitRescale = true;
   static constexpr bool kRebuildQOperand = true;
@@ -94,21 +90,21 @@ struct D256Bn64 : D256 {
 // The counter-fed kinds' kernels (queued, lpt_queued: the causal rows' schedulers) receive their
 // next tile under the last PV everywhere; d = 256 BN 64's also stages warpgroup 0's O outside the
 // V ring (its 192 KB of tiles leave room for one buffer).
-struct D64Causal : D64 {
+template <class Config>
+struct NextTileUnderLastPv : Config {
+  static constexpr bool kPrefetchTile = true;
+};
+struct D64Causal : NextTileUnderLastPv<D64> {
   static constexpr const char* kName = "D64Causal";
-  static constexpr bool kPrefetchTile = true;
 };
-struct D64Bm192Causal : D64Bm192 {
+struct D64Bm192Causal : NextTileUnderLastPv<D64Bm192> {
   static constexpr const char* kName = "D64Bm192Causal";
-  static constexpr bool kPrefetchTile = true;
 };
-struct D256Causal : D256 {
+struct D256Causal : NextTileUnderLastPv<D256> {
   static constexpr const char* kName = "D256Causal";
-  static constexpr bool kPrefetchTile = true;
 };
-struct D256Bn64Causal : D256Bn64 {
+struct D256Bn64Causal : NextTileUnderLastPv<D256Bn64> {
   static constexpr const char* kName = "D256Bn64Causal";
-  static constexpr bool kPrefetchTile = true;
   static constexpr OStaging kOStaging = OStaging::SplitInV;
 };
 // d = 128's queued kernel (and lpt_queued's on short rows): the narrow first block, and the LSE

@@ -170,8 +170,8 @@ __device__ __forceinline__ void store_tile_outputs_tma(const Params& p, Element*
 template <class Params>
 class EpilogueConsumer {
   using Traits = typename Params::Traits;
-  static constexpr int D = Traits::kHeadDim;
-  static constexpr int kBlockN = Traits::kBlockN;
+  // A V stage's elements (the staging buffer where O is staged in V), a warpgroup's rows.
+  static constexpr int kStageElements = Traits::kBlockN * Traits::kHeadDim;
   static constexpr int kRows = Traits::kWarpgroupRows;
 
  public:
@@ -214,7 +214,7 @@ class EpilogueConsumer {
       // arrives on that stage's o_released_v (release).
       if (warpgroup_ == 0) return smem.epilogue_buffers.o.data();
       barrier_wait(v_empty[v_last.index()], v_last.phase(), "V stage for O (consumer)");
-      return v_stages + v_last.index() * kBlockN * D;
+      return v_stages + v_last.index() * kStageElements;
     } else if constexpr (Traits::kStageOInV) {
       // Warpgroup w stages O in the V stage filled W - 1 - w fills before V(0)'s (V(0)'s for the
       // last): the turns run warpgroup 0 first, so the stage it takes was released earliest.
@@ -228,7 +228,7 @@ class EpilogueConsumer {
         barrier_wait(smem.epilogue_barriers.o_released, (tiles_stored_ - 1) % 2,
                      "O staged in V (consumer)");
       barrier_wait(v_empty[stage], phase, "V stage for O (consumer)");
-      return v_stages + stage * kBlockN * D;
+      return v_stages + stage * kStageElements;
     } else {
       return smem.epilogue_buffers.o.data() + warpgroup_ * cosize(typename Traits::SmemLayoutO{});
     }

@@ -188,24 +188,29 @@ constexpr bool kind_runs() {
     return k.variant == V || k.short_rows == V;
 }
 
-// Calls f(ConfigOf<Set, V>{}) for the plan's variant V, among those kind K's kernel runs (only
-// those are instantiated).
+// Sets `out` to f(ConfigOf<Set, V>{}) when the plan's variant is V and kind K's kernel runs V
+// (only those configurations are instantiated); whether it did.
+template <class Set, SchedulerKind K, KernelVariant V, class F>
+bool call_if_variant(KernelVariant variant, F& f, Status& out) {
+  if constexpr (kind_runs<Set, K, V>()) {
+    if (variant == V) {
+      out = f(ConfigOf<Set, V>{});
+      return true;
+    }
+  }
+  return false;
+}
+
+// Calls f(ConfigOf<Set, V>{}) for the plan's variant V, among those kind K's kernel runs.
 template <class Set, SchedulerKind K, class F>
 Status with_kind_config(KernelVariant variant, F&& f) {
-  switch (variant) {
-    case KernelVariant::Dense:
-      if constexpr (kind_runs<Set, K, KernelVariant::Dense>()) return f(typename Set::Dense{});
-      break;
-    case KernelVariant::Causal:
-      if constexpr (kind_runs<Set, K, KernelVariant::Causal>()) return f(typename Set::Causal{});
-      break;
-    case KernelVariant::Queued:
-      if constexpr (kind_runs<Set, K, KernelVariant::Queued>()) return f(typename Set::Queued{});
-      break;
-    case KernelVariant::Cluster:
-      if constexpr (kind_runs<Set, K, KernelVariant::Cluster>()) return f(typename Set::Cluster{});
-      break;
-  }
+  using V = KernelVariant;
+  Status out;
+  if (call_if_variant<Set, K, V::Dense>(variant, f, out) ||
+      call_if_variant<Set, K, V::Causal>(variant, f, out) ||
+      call_if_variant<Set, K, V::Queued>(variant, f, out) ||
+      call_if_variant<Set, K, V::Cluster>(variant, f, out))
+    return out;
   return Status::error(fmt::format("the {} scheduler's kernel has no {} configuration here",
                                    to_string(K), to_string(variant)));
 }

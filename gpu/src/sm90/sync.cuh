@@ -108,23 +108,33 @@ __device__ __forceinline__ void wait_or_trap(Ready&& ready, const char* what) {
 }
 #endif
 
-// The pipeline calls the kernel makes, each wait guarded in hang-trap builds.
-template <class Pipeline, class State>
-__device__ __forceinline__ void consumer_wait(Pipeline& pipe, State state, const char* what) {
+// A wait the kernel makes: hang-trap builds poll `ready` (a try-wait) under a time limit, the
+// others block in `wait`.
+template <class Ready, class Wait>
+__device__ __forceinline__ void guarded_wait([[maybe_unused]] Ready&& ready,
+                                             [[maybe_unused]] Wait&& wait,
+                                             [[maybe_unused]] const char* what) {
 #if TILESCHED_GPU_HANG_TRAP
-  wait_or_trap([&] { return pipe.consumer_try_wait(state) == cutlass::BarrierStatus::WaitDone; },
-               what);
+  wait_or_trap(ready, what);
 #else
-  (void)what;
-  pipe.consumer_wait(state);
+  wait();
 #endif
 }
 
 template <class Pipeline, class State>
+__device__ __forceinline__ void consumer_wait(Pipeline& pipe, State state, const char* what) {
+  guarded_wait([&] { return pipe.consumer_try_wait(state) == cutlass::BarrierStatus::WaitDone; },
+               [&] { pipe.consumer_wait(state); }, what);
+}
+
+// In hang-trap builds the producer's acquire waits first, then arrives with the transaction bytes
+// (a token that says the wait is done).
+template <class Pipeline, class State>
 __device__ __forceinline__ void producer_acquire(Pipeline& pipe, State state, const char* what) {
 #if TILESCHED_GPU_HANG_TRAP
-  wait_or_trap([&] { return pipe.producer_try_acquire(state) == cutlass::BarrierStatus::WaitDone; },
-               what);
+  guarded_wait(
+      [&] { return pipe.producer_try_acquire(state) == cutlass::BarrierStatus::WaitDone; }, [] {},
+      what);
   pipe.producer_acquire(state, cutlass::ProducerToken(cutlass::BarrierStatus::WaitDone));
 #else
   (void)what;
@@ -135,12 +145,7 @@ __device__ __forceinline__ void producer_acquire(Pipeline& pipe, State state, co
 // A wait on one mbarrier's phase parity (a pipeline's empty barrier, or o_released).
 __device__ __forceinline__ void barrier_wait(const cutlass::arch::ClusterBarrier& barrier,
                                              std::uint32_t phase, const char* what) {
-#if TILESCHED_GPU_HANG_TRAP
-  wait_or_trap([&] { return barrier.test_wait(phase); }, what);
-#else
-  (void)what;
-  barrier.wait(phase);
-#endif
+  guarded_wait([&] { return barrier.test_wait(phase); }, [&] { barrier.wait(phase); }, what);
 }
 
 // The (stage, phase) of the fill `back` fills before the fill at (stage, phase) of a ring of
