@@ -57,7 +57,7 @@ done
 check "racecheck_lpt_queued_d64_bm192" racecheck "${ragged[@]}" --head-dim 64 --bm 192 \
   --scheduler lpt_queued
 for tool in memcheck racecheck synccheck; do
-  check "${tool}_tile_clusters_d128" "$tool" --batch 2 --seq-len 512 --heads 4 --head-dim 128 \
+  check "${tool}_tile_clusters_d128" "$tool" --batch 2 --seq-len 512 --heads 4 --kv-heads 4 --head-dim 128 \
     --mask none --ctas 8 --scheduler tile --clusters always
 done
 check "racecheck_lpt_queued_d128" racecheck "${ragged[@]}" --head-dim 128 --scheduler lpt_queued
