@@ -111,8 +111,6 @@ class MainloopProducer {
   using Traits = typename Params::Traits;
   static constexpr int D = Traits::kHeadDim;
   static constexpr int kCluster = Traits::kClusterM;
-  using PipelineQ = typename Traits::PipelineQ;
-  using PipelineKV = typename Traits::PipelineKV;
   using SmemQ = decltype(cute::make_tensor(cute::make_smem_ptr(std::declval<Element*>()),
                                            typename Traits::SmemLayoutQ{}));
   using SmemKV = decltype(cute::make_tensor(cute::make_smem_ptr(std::declval<Element*>()),
@@ -286,7 +284,6 @@ class MainloopConsumer {
   static constexpr int kBlockN = Traits::kBlockN;
   static constexpr int kRows = Traits::kWarpgroupRows;
   static constexpr int kNarrowN = Traits::kNarrowN;
-  using PipelineQ = typename Traits::PipelineQ;
   using PipelineKV = typename Traits::PipelineKV;
   using TiledMmaQK = typename Traits::TiledMmaQK;
   using TiledMmaPV = typename Traits::TiledMmaPV;
