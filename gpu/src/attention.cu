@@ -190,6 +190,44 @@ Status validate_split_tail(const AttentionArgs& a) {
   return Status::success();
 }
 
+// A paged KV cache: pages of whole K/V blocks, and a page table that covers every sequence.
+Status validate_pages(const AttentionArgs& a) {
+  const Workload& w = a.workload;
+  const KvPages& p = a.pages;
+  if (w.page_size == 0) {
+    if (p.page_table != nullptr)
+      return Status::error(
+          "pages.page_table is given but the workload's page_size is 0 (no paging): give the page "
+          "size");
+    return Status::success();
+  }
+  const u32 block_n = launch_block_n(a);
+  if (w.page_size % block_n != 0)
+    return Status::error(fmt::format(
+        "page size {} is not a multiple of the kernel's K/V block ({} keys at head dim {}): the "
+        "kernel loads each block from one page, so it takes pages of {} keys or a multiple",
+        w.page_size, block_n, w.head_dim, block_n));
+  if (p.page_table == nullptr)
+    return Status::error("a paged KV cache needs a device page table (pages.page_table is null)");
+  if (reinterpret_cast<std::uintptr_t>(p.page_table) % alignof(std::int32_t) != 0)
+    return Status::error("pages.page_table must be 4-byte aligned");
+  if (p.max_pages_per_seq < w.max_pages_per_seq())
+    return Status::error(fmt::format(
+        "the page table's rows hold {} pages (pages.max_pages_per_seq) but a sequence of {} keys "
+        "needs {} pages of {}",
+        p.max_pages_per_seq, w.max_key_len(), w.max_pages_per_seq(), w.page_size));
+  if (p.num_pages == 0) return Status::error("a paged KV cache needs at least one page");
+  if (std::uint64_t(p.num_pages) * w.page_size >= (1ull << 31))
+    return Status::error(
+        fmt::format("{} pages of {} keys exceed the kernel's 2^31 rows of K and V", p.num_pages,
+                    w.page_size));
+  if (a.clusters == ClusterPolicy::Always)
+    return Status::error(
+        "clusters of two CTAs share K/V blocks of contiguous keys; a paged KV cache runs without "
+        "them (clusters auto or never)");
+  return Status::success();
+}
+
 // The counter, launch_done and the trace's words.
 Status validate_words(const AttentionArgs& a) {
   const Workload& w = a.workload;
@@ -266,7 +304,7 @@ Status reset_launch_words(const AttentionArgs& a, const LaunchPlan& plan) {
 // Every check but the scheduler's grid (plan_schedule).
 Status validate_arguments(const AttentionArgs& a) {
   for (Status (*check)(const AttentionArgs&) :
-       {validate_workload, validate_tensors, validate_split_tail, validate_words})
+       {validate_workload, validate_tensors, validate_split_tail, validate_pages, validate_words})
     if (Status s = check(a); !s) return s;
   return Status::success();
 }
@@ -367,7 +405,8 @@ KernelVariant kernel_variant(SchedulerKind kind, const Workload& w, bool cluster
 }
 
 bool cluster_pairs_allowed(const Workload& w, ClusterPolicy policy, u32 tiles, u32 grid) {
-  if (policy == ClusterPolicy::Never || w.mask != Mask::None || w.num_ctas % 2 != 0 ||
+  if (policy == ClusterPolicy::Never || w.mask != Mask::None || w.page_size != 0 ||
+      w.num_ctas % 2 != 0 ||
       tiles % 2 != 0 || grid % 2 != 0)
     return false;
   if (policy == ClusterPolicy::Auto && w.key_len(0) < kClusterMinKeys) return false;
@@ -417,7 +456,10 @@ u32 recommended_block_n(const Workload& w) {
   const u32 bn = kernel_block_n(w.head_dim);
   if (w.head_dim != 256 || w.scheduler == SchedulerKind::SplitTail) return bn;
   const VisibleKeys v = visible_keys(w);
-  return v.rows > 0 && v.keys < 1024 * v.rows ? 64 : bn;
+  const u32 choice = v.rows > 0 && v.keys < 1024 * v.rows ? 64 : bn;
+  // A paged cache's blocks must not cross pages: the other BN where only it divides the page.
+  if (w.page_size != 0 && w.page_size % choice != 0) return choice == 64 ? bn : 64;
+  return choice;
 }
 
 Status resident_ctas(const Workload& w, u32& out) {

@@ -56,6 +56,7 @@ struct DeviceProblem::Buffers {
   thrust::device_vector<float> lse;
   thrust::device_vector<u32> q_offsets, kv_offsets, counter;
   thrust::device_vector<float> split;  // split_tail's workspace (empty otherwise)
+  thrust::device_vector<std::int32_t> page_table;  // a paged KV cache's (empty otherwise)
   // The schedule plan's arrays (planned schedulers only; empty otherwise).
   thrust::device_vector<u32> order, list_offsets, list_tiles, sequence_tiles;
 };
@@ -64,6 +65,45 @@ namespace {
 
 const u32* device_data(const thrust::device_vector<u32>& v) {
   return v.empty() ? nullptr : thrust::raw_pointer_cast(v.data());
+}
+
+// A paged cache's pages in a shuffled order: sequence b's pages are the next pages_of(b) entries
+// of a permutation of [0, pages) drawn from a fixed seed, so that no sequence's pages are
+// consecutive or in key order and a kernel that ignored the table would read the wrong keys.
+// Rows [b][pages_of(b), stride) stay 0, a valid page the kernel never reads for b.
+std::vector<std::int32_t> shuffled_page_table(const Workload& w, u32 pages, u32 stride) {
+  std::vector<std::int32_t> order(pages);
+  for (u32 i = 0; i < pages; ++i) order[i] = static_cast<std::int32_t>(i);
+  for (u32 i = pages; i > 1; --i)
+    std::swap(order[i - 1], order[splitmix64_at(0x9A6E5ull, i) % i]);
+  std::vector<std::int32_t> table(std::size_t(w.batch_size()) * stride, 0);
+  u32 next = 0;
+  for (u32 b = 0; b < w.batch_size(); ++b)
+    for (u32 p = 0; p < w.pages_of(b); ++p) table[std::size_t(b) * stride + p] = order[next++];
+  return table;
+}
+
+u32 total_pages(const Workload& w) {
+  u32 pages = 0;
+  for (u32 b = 0; b < w.batch_size(); ++b) pages += w.pages_of(b);
+  return std::max<u32>(pages, 1);
+}
+
+// K or V of the layouts of attention.hpp (rows of each sequence from its row offset) scattered
+// into a paged cache of `table`.
+std::vector<std::uint16_t> to_pages(const Workload& w, const std::vector<std::uint16_t>& rows,
+                                    const std::vector<std::int32_t>& table, u32 stride, u32 pages) {
+  const std::size_t row = std::size_t(w.num_kv_heads) * w.head_dim;
+  // Unused rows of the last pages hold finite values, as a zero-initialised cache does.
+  std::vector<std::uint16_t> cache(std::size_t(pages) * w.page_size * row, 0);
+  const std::vector<u32> offsets = w.kv_row_offsets();
+  for (u32 b = 0; b < w.batch_size(); ++b)
+    for (u32 j = 0; j < w.key_len(b); ++j) {
+      const std::size_t page = static_cast<std::size_t>(table[std::size_t(b) * stride + j / w.page_size]);
+      std::copy_n(rows.begin() + std::ptrdiff_t((offsets[b] + j) * row), row,
+                  cache.begin() + std::ptrdiff_t((page * w.page_size + j % w.page_size) * row));
+    }
+  return cache;
 }
 
 }  // namespace
@@ -85,7 +125,10 @@ Status DeviceProblem::create(const Workload& w, bool record_trace, const Schedul
   clusters_ = clusters;
   // At least one element each: an empty batch still gets valid device pointers.
   const std::size_t q_elems = std::max<std::size_t>(w.q_elements(), 1);
-  const std::size_t kv_elems = std::max<std::size_t>(w.kv_elements(), 1);
+  const std::size_t kv_elems = std::max<std::size_t>(
+      w.page_size == 0 ? w.kv_elements()
+                       : std::size_t(total_pages(w)) * w.page_size * w.num_kv_heads * w.head_dim,
+      1);
   const std::size_t lse_elems = std::max<std::size_t>(w.lse_elements(), 1);
   if (Status s = guarded(
           "allocating device buffers",
@@ -105,6 +148,11 @@ Status DeviceProblem::create(const Workload& w, bool record_trace, const Schedul
             buffers_->list_offsets.assign(plan.list_offsets.begin(), plan.list_offsets.end());
             buffers_->list_tiles.assign(plan.list_tiles.begin(), plan.list_tiles.end());
             buffers_->sequence_tiles.assign(plan.sequence_tiles.begin(), plan.sequence_tiles.end());
+            if (w.page_size != 0) {
+              const std::vector<std::int32_t> table =
+                  shuffled_page_table(w, total_pages(w), page_stride());
+              buffers_->page_table.assign(table.begin(), table.end());
+            }
           });
       !s)
     return s;
@@ -123,8 +171,18 @@ Status DeviceProblem::upload(const std::vector<std::uint16_t>& q,
                     q.size(), q_elems, k.size(), v.size(), kv_elems));
   return guarded("uploading Q, K, V", [&] {
     thrust::copy(q.begin(), q.end(), buffers_->q.begin());
-    thrust::copy(k.begin(), k.end(), buffers_->k.begin());
-    thrust::copy(v.begin(), v.end(), buffers_->v.begin());
+    if (workload_.page_size == 0) {
+      thrust::copy(k.begin(), k.end(), buffers_->k.begin());
+      thrust::copy(v.begin(), v.end(), buffers_->v.begin());
+      return;
+    }
+    std::vector<std::int32_t> table(buffers_->page_table.size());
+    thrust::copy(buffers_->page_table.begin(), buffers_->page_table.end(), table.begin());
+    const u32 pages = total_pages(workload_);
+    const std::vector<std::uint16_t> kp = to_pages(workload_, k, table, page_stride(), pages);
+    const std::vector<std::uint16_t> vp = to_pages(workload_, v, table, page_stride(), pages);
+    thrust::copy(kp.begin(), kp.end(), buffers_->k.begin());
+    thrust::copy(vp.begin(), vp.end(), buffers_->v.begin());
   });
 }
 
@@ -170,6 +228,9 @@ AttentionArgs DeviceProblem::args() const {
   if (record_trace_ && tracing_) a.trace = recorder_.buffer();
   a.softmax_scale = scale_;
   a.kernel_block_n = kernel_block_n_;
+  if (workload_.page_size != 0)
+    a.pages = KvPages{thrust::raw_pointer_cast(buffers_->page_table.data()), page_stride(),
+                      total_pages(workload_)};
   a.clusters = clusters_;
   a.stream = stream_;
   return a;

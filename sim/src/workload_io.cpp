@@ -52,6 +52,7 @@ json workload_to_json(const Workload& w) {
   j["decoding"] = w.decoding;
   j["l2_bytes"] = w.l2_bytes;
   j["l2_min_rounds"] = w.l2_min_rounds;
+  if (w.page_size != 0) j["page_size"] = w.page_size;
   return j;
 }
 
@@ -137,7 +138,8 @@ Workload workload_from_json_at(const json& j, const std::string& prefix) {
                          "num_q_heads",     "num_kv_heads",   "head_dim",      "mask",
                          "block_m",         "block_n",        "scheduler",     "schedule",
                          "flip_prompt_idx", "num_ctas",       "resident_ctas", "ragged_mode",
-                         "cost_profile",    "decoding",       "l2_bytes",      "l2_min_rounds"},
+                         "cost_profile",    "decoding",       "l2_bytes",      "l2_min_rounds",
+                         "page_size"},
                      prefix);
   Workload w;
   const std::string P = prefix;
@@ -171,6 +173,7 @@ Workload workload_from_json_at(const json& j, const std::string& prefix) {
   // Absent: the sections of files written before the field, one round at least.
   w.l2_min_rounds =
       j.contains("l2_min_rounds") ? as_u32(j["l2_min_rounds"], P + "l2_min_rounds") : 1;
+  if (j.contains("page_size")) w.page_size = as_u32(j["page_size"], P + "page_size");
   if (j.contains("cost_profile")) {
     w.cost_profile = as_string(j["cost_profile"], P + "cost_profile");
     if (w.cost_profile.empty()) fail(P + "cost_profile", "must not be empty");

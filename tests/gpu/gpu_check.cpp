@@ -32,7 +32,8 @@ std::string describe(const Workload& w, u32 kernel_block_n) {
                          w.num_q_heads, w.num_kv_heads, w.head_dim, to_string(w.mask), w.block_m,
                          w.block_n,
                          kernel_block_n != 0 ? kernel_block_n : gpu::recommended_block_n(w),
-                         strategy_name(w), w.num_ctas);
+                         strategy_name(w), w.num_ctas) +
+         (w.page_size != 0 ? fmt::format(" pages of {} keys", w.page_size) : "");
 }
 
 CheckOutcome check_workload(const Workload& w, std::uint64_t seed, bool warm_up,

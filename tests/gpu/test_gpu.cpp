@@ -320,6 +320,15 @@ TEST_CASE("random problems") {
     // The planned orders group heads into L2 sections: none, a few heads, or the default L2.
     const std::uint64_t l2_choices[] = {0, 64 * 1024, w.l2_bytes};
     w.l2_bytes = l2_choices[pick(3)];
+    // One problem in four reads K and V from a paged cache, in pages of whole K/V blocks of the
+    // launch (at d = 256 multiples of 320 suit BN 80 and 64 alike).
+    if (pick(4) == 0) {
+      const u32 pages_bn128[] = {128, 256, 384}, pages_bn64[] = {64, 128, 256},
+                pages_d256[] = {320, 640};
+      w.page_size = w.head_dim != 256  ? pages_bn128[pick(3)]
+                    : kernel_bn == 64 ? pages_bn64[pick(3)]
+                                      : pages_d256[pick(2)];
+    }
     if (!w.validate().empty()) {
       --i;  // e.g. every sequence empty: draw again
       continue;

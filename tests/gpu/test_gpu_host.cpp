@@ -258,3 +258,51 @@ TEST_CASE("plan_launch: what a plan says of itself, and a plan refused for other
   CHECK_FALSE(s.ok);
   CHECK(s.message == "the launch plan is empty (plan_launch makes one)");
 }
+
+TEST_CASE("validate: a paged KV cache's page size, table and clusters") {
+  PlaceholderArgs p(128, 300, SchedulerKind::Tile, Mask::Causal);
+  gpu::AttentionArgs& a = p.args;
+  const std::int32_t* table = reinterpret_cast<const std::int32_t*>(p.memory.data() + 2);
+  a.workload.page_size = 256;  // 300 keys: two pages per sequence
+  gpu::Status s = gpu::validate(a);
+  CHECK(s.message == "a paged KV cache needs a device page table (pages.page_table is null)");
+  a.pages = gpu::KvPages{table, 2, 4};
+  s = gpu::validate(a);
+  INFO(s.message);
+  CHECK(s.ok);
+  a.pages.max_pages_per_seq = 1;
+  CHECK(gpu::validate(a).message ==
+        "the page table's rows hold 1 pages (pages.max_pages_per_seq) but a sequence of 300 keys "
+        "needs 2 pages of 256");
+  a.pages.max_pages_per_seq = 2;
+  a.pages.num_pages = 0;
+  CHECK(gpu::validate(a).message == "a paged KV cache needs at least one page");
+  a.pages.num_pages = 4;
+  a.workload.page_size = 16;
+  CHECK(gpu::validate(a).message ==
+        "page size 16 is not a multiple of the kernel's K/V block (128 keys at head dim 128): the "
+        "kernel loads each block from one page, so it takes pages of 128 keys or a multiple");
+  a.workload.page_size = 128;
+  a.pages.max_pages_per_seq = 3;
+  a.clusters = gpu::ClusterPolicy::Always;
+  CHECK(gpu::validate(a).message.find("a paged KV cache runs without them") != std::string::npos);
+  a.clusters = gpu::ClusterPolicy::Auto;
+  CHECK(gpu::validate(a).ok);
+  a.workload.page_size = 0;
+  CHECK(gpu::validate(a).message.find("page_table is given but the workload's page_size is 0") !=
+        std::string::npos);
+  // At d = 256 the page decides BN where only one of 80 and 64 divides it.
+  Workload w;
+  w.head_dim = 256;
+  w.q_lens = {4096};
+  w.mask = Mask::None;
+  CHECK(gpu::recommended_block_n(w) == 80);
+  w.page_size = 128;
+  CHECK(gpu::recommended_block_n(w) == 64);
+  w.page_size = 320;
+  CHECK(gpu::recommended_block_n(w) == 80);
+  w.q_lens = {300};
+  CHECK(gpu::recommended_block_n(w) == 64);
+  w.page_size = 400;
+  CHECK(gpu::recommended_block_n(w) == 80);
+}

@@ -62,6 +62,10 @@ void add_workload_flags(CLI::App& command, WorkloadFlags& f, WorkloadFlagSet set
                   "Fewest rounds of C tiles in one L2 section of the planned schedulers (default "
                   "2; a workload file without the field: 1)",
                   /*min=*/1);
+  add_number_flag(command, "--page-size", f.page_size,
+                  "Keys per page of a paged KV cache (0: no paging; the GPU kernel takes "
+                  "multiples of its K/V block)",
+                  /*min=*/0, Workload::kMaxPageSize);
   CLI::Option* profile = add_cost_profile_flag(command, "--cost-profile", f.cost_profile,
                                                "Built-in cost coefficients");
   if (set.cost_model) {
@@ -142,6 +146,7 @@ Workload resolve_workload(const WorkloadFlags& f, viz::CtaOrigin* origin) {
   override_with(f.ragged, w.ragged_mode);
   override_with(f.l2_bytes, w.l2_bytes);
   override_with(f.l2_min_rounds, w.l2_min_rounds);
+  override_with(f.page_size, w.page_size);
   if (!f.cost_profile.empty()) w.cost_profile = f.cost_profile;
 
   // One of --heads / --kv-heads given and the other from the base workload: validate()'s heads

@@ -25,7 +25,7 @@ struct WorkloadFlags {
   std::optional<Schedule> schedule;
   std::optional<RaggedMode> ragged;
   std::optional<std::uint64_t> l2_bytes;
-  std::optional<u32> l2_min_rounds;
+  std::optional<u32> l2_min_rounds, page_size;
   std::string cost_profile, cost_model_file;
   bool flip = false;
   bool decode = false;

@@ -72,6 +72,13 @@ struct Workload {
   std::uint64_t l2_bytes = kDefaultL2Bytes;
   // The fewest rounds of num_ctas tiles a section holds, even when their K and V exceed the budget.
   u32 l2_min_rounds = kDefaultL2MinRounds;
+  // Paged KV cache (vLLM's and FlashAttention's layout): 0 keeps each sequence's keys in rows of
+  // K and V (kv_row_offsets); otherwise K and V are [pages][page_size][kv heads][head_dim] and a
+  // page table names the pages of each sequence, key j of sequence b in page
+  // table[b][j / page_size] at row j % page_size. kv_lens are the sequences' cache lengths. The
+  // schedulers and the attention are the same; only where keys live changes.
+  u32 page_size = 0;
+  static constexpr u32 kMaxPageSize = 1u << 20;
 
   u32 batch_size() const { return static_cast<u32>(q_lens.size()); }
   u32 max_seq_len() const {
@@ -168,6 +175,9 @@ struct Workload {
     if (block_n == 0 || block_n > 4096)
       return fmt::format("BN must be in 1..4096, got {}", block_n);
     if (num_ctas == 0) return "number of CTAs must be at least 1";
+    if (page_size > kMaxPageSize)
+      return fmt::format("page size must be at most {} keys (0: no paging), got {}", kMaxPageSize,
+                         page_size);
     std::uint64_t q_total = 0, kv_total = 0;
     for (u32 b = 0; b < batch_size(); ++b) {
       const u32 q = q_lens[b], k = key_len(b);
@@ -203,6 +213,15 @@ struct Workload {
       return "total rows of the batch do not fit in 32 bits";
     return validate_schedule(
         ScheduleProblem{batch_size(), max_seq_len(), tile_shape(), scheduled_heads(), num_ctas});
+  }
+
+  // Pages sequence b's keys fill (paged KV cache; 0 without paging).
+  u32 pages_of(u32 b) const { return page_size == 0 ? 0 : ceil_div(key_len(b), page_size); }
+  // The page table's row length a paged batch needs: the most pages of any sequence.
+  u32 max_pages_per_seq() const {
+    u32 m = 0;
+    for (u32 b = 0; b < batch_size(); ++b) m = std::max(m, pages_of(b));
+    return m;
   }
 
   // split_tail's KV blocks per tile (every tile has the same; validate() checks it).

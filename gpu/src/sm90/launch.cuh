@@ -114,6 +114,13 @@ FmhaParams<Scheduler, Config> make_params(const AttentionArgs& a, const LaunchPl
   problem.num_kv_heads = w.num_kv_heads;
   problem.group = w.group_size();
   problem.kv = w.kv_layout(a.kv_row_offsets);
+  if (w.page_size != 0) {
+    // The tensor maps see the cache as its rows; each block's row comes from the page table.
+    problem.kv_rows = static_cast<std::int32_t>(std::int64_t(a.pages.num_pages) * w.page_size);
+    problem.page_table = a.pages.page_table;
+    problem.page_stride = a.pages.max_pages_per_seq;
+    problem.page_blocks = w.page_size / plan.block_n;
+  }
   p.mainloop.tma_q = make_tma_copy(SM90_TMA_LOAD{}, gmem(a.q, problem.q_rows, w.num_q_heads),
                                    typename Traits::SmemLayoutQ{}(_, _, _0{}));
   p.mainloop.tma_k =

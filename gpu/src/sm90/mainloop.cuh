@@ -174,16 +174,16 @@ class MainloopProducer {
       copy(p_.mainloop.tma_q.with(*pipes.q.producer_get_barrier(writes_.q)), tQg,
            tQs(_, writes_.q.index()));
       ++writes_.q;
-      load_k(pipes, k_parts, block);
+      load_k(pipes, k_parts, cached(work, block));
     }
     between();
     if (loads) {
       for (; block > begin; --block) {
-        load_k(pipes, k_parts, block - 1);
-        load_v(pipes, release, v_parts, block, wait_o && block == last);
+        load_k(pipes, k_parts, cached(work, block - 1));
+        load_v(pipes, release, v_parts, cached(work, block), wait_o && block == last);
       }
       const u32 o_stage = static_cast<u32>(writes_.v.index());  // V(0)'s
-      load_v(pipes, release, v_parts, begin, wait_o && begin == last);
+      load_v(pipes, release, v_parts, cached(work, begin), wait_o && begin == last);
       release.after_tile(o_stage);
     }
   }
@@ -215,22 +215,32 @@ class MainloopProducer {
     return tma_partition(p_.mainloop.tma_q, group_modes<0, 2>(sQ_), group_modes<0, 2>(gQ));
   }
 
-  // K/V blocks of the sequence, (BN, d, block), as the TMA copies them into the stages. Keys past
-  // the sequence's end may belong to the next sequence: consumers mask them (scores -inf, so
-  // P = 0 whatever V holds).
+  // K/V blocks of the sequence, (BN, d, block), as the TMA copies them into the stages; in a paged
+  // cache the blocks of the whole cache, from its first row (cached() names a tile's). Keys past
+  // the sequence's end may belong to the next sequence or be a page's unused rows: consumers mask
+  // them (scores -inf, so P = 0 whatever V holds).
   template <class Tma, class Gmem>
   __device__ __forceinline__ auto kv_partition(const Tma& tma, const SmemKV& s, const Gmem& m,
                                                int kv_head, const TileGeometry& g,
                                                [[maybe_unused]] int rank) const {
     using namespace cute;
     Tensor blocks =
-        local_tile(domain_offset(make_coord(static_cast<int>(g.kv_start), _0{}), m(_, _, kv_head)),
+        local_tile(domain_offset(make_coord(p_.problem.page_table == nullptr
+                                                ? static_cast<int>(g.kv_start)
+                                                : 0,
+                                            _0{}),
+                                 m(_, _, kv_head)),
                    Shape<Int<Traits::kBlockN>, Int<D>>{}, make_coord(_, _0{}));
     if constexpr (kCluster > 1)
       return tma_partition(tma, rank, Layout<Int<kCluster>>{}, group_modes<0, 2>(s),
                            group_modes<0, 2>(blocks));
     else
       return tma_partition(tma, group_modes<0, 2>(s), group_modes<0, 2>(blocks));
+  }
+
+  // Where a tile's K/V block is among kv_partition's blocks (a paged cache's page).
+  __device__ __forceinline__ int cached(const SeqInfo& work, int block) const {
+    return kv_block_in_cache(p_.problem, work.prompt_idx, block);
   }
 
   // The copy of one stage, multicast to the cluster's CTAs where there is one.

@@ -19,8 +19,25 @@ struct Problem {
   u32 num_q_heads = 0;
   u32 num_kv_heads = 0;
   u32 group = 1;  // query heads per KV head
-  RowLayout kv;   // where each sequence's keys are in K and V
+  RowLayout kv;   // where each sequence's keys are in K and V (paged: only how many)
+  // A paged KV cache (attention.hpp's KvPages): sequence b's K/V block j lies in page
+  // page_table[b * page_stride + j / page_blocks], which holds page_blocks blocks. Null: the
+  // keys are rows of K and V from kv.start(b).
+  const std::int32_t* page_table = nullptr;
+  u32 page_stride = 0;
+  u32 page_blocks = 1;  // page_size / BN
 };
+
+// The block of K/V (counted in BN-row blocks from row 0) that holds a tile's K/V block `block`:
+// in a paged cache, block `block` of the sequence's pages; otherwise the sequence's own, from its
+// first row (kv_partition offsets the view to it).
+__device__ __forceinline__ int kv_block_in_cache(const Problem& p, u32 prompt, int block) {
+  if (p.page_table == nullptr) return block;
+  const u32 b = static_cast<u32>(block);
+  const std::int32_t page = __ldg(p.page_table + std::size_t(prompt) * p.page_stride +
+                                  b / p.page_blocks);
+  return static_cast<int>(static_cast<u32>(page) * p.page_blocks + b % p.page_blocks);
+}
 
 struct Outputs {
   __nv_bfloat16* o = nullptr;

@@ -44,7 +44,8 @@ u32 recommended_block_m(const Workload& w);
 // (its pieces count the kernel's blocks, so its workload's block_n must be that). Which one a
 // launch runs is AttentionArgs::kernel_block_n, by default recommended_block_n (measured:
 // docs/gpu-performance.md, "K/V blocks at d = 256"): at d = 256, 64 when a query row sees fewer than 1024 keys on average
-// over the batch (as for recommended_block_m), else 80. A trace still counts KV blocks with the
+// over the batch (as for recommended_block_m), else 80; with a paged cache, the other of the two
+// where only it divides the page size. A trace still counts KV blocks with the
 // workload's block_n, so GPU and simulator traces speak of the same cost whatever BN the kernel
 // uses.
 std::vector<u32> kernel_block_ns(u32 head_dim);
@@ -90,6 +91,20 @@ struct TraceBuffer {
 // measured faster; docs/gpu-performance.md, "Clusters of two CTAs"), Always wherever the rows
 // allow it, Never nowhere. Only d = 128 has a cluster kernel.
 enum class ClusterPolicy : std::uint8_t { Auto, Never, Always };
+
+// A paged KV cache (Workload::page_size > 0): K and V are [num_pages][page_size][num_kv_heads]
+// [head_dim] and row b of the page table names sequence b's pages in key order, as vLLM and
+// FlashAttention lay them out. kv_row_offsets still gives each sequence's key count (B+1 prefix
+// sums of the cache lengths, e.g. FlashAttention's cu_seqlens_k); a padded batch has
+// max_key_len keys in every sequence. The kernel loads a K/V block with one TMA copy from one
+// page, so page_size must be a multiple of the launch's K/V block (kernel_block_ns; at d = 256
+// that makes a multiple of 64 run BN 64). Entries must lie in [0, num_pages): the kernel does not
+// read the table on the host, and a page past the cache reads as zeros.
+struct KvPages {
+  const std::int32_t* page_table = nullptr;  // device, [batch][max_pages_per_seq]
+  u32 max_pages_per_seq = 0;                 // the table's row length (its stride)
+  u32 num_pages = 0;                         // pages in K and in V
+};
 const char* to_string(ClusterPolicy c);
 
 struct AttentionArgs {
@@ -133,6 +148,7 @@ struct AttentionArgs {
   // The kernel's keys per K/V block: 0 runs recommended_block_n(workload); otherwise one of
   // kernel_block_ns(head_dim) (kernel_block_n's with split_tail).
   u32 kernel_block_n = 0;
+  KvPages pages;  // paged KV cache only (workload.page_size > 0)
   ClusterPolicy clusters = ClusterPolicy::Auto;
   TraceBuffer trace;       // optional
   void* stream = nullptr;  // cudaStream_t; null is the legacy default stream

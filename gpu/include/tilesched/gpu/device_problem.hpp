@@ -4,6 +4,7 @@
 // run_recorded() is the sequence every check of the GPU against the model uses.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <vector>
@@ -22,6 +23,8 @@ class DeviceProblem {
 
   // Allocates every buffer for `w` (validated first) and uploads its schedule plan, which a
   // planned scheduler needs (sim::plan_schedule builds the simulator's); inputs are left unset.
+  // A paged workload (page_size > 0) gets a cache of exactly the pages its sequences fill, in
+  // a shuffled order (upload scatters K and V into them).
   // The launch is planned here, once (plan_launch), under `clusters`.
   Status create(const Workload& w, bool record_trace, const SchedulePlan& plan = {},
                 ClusterPolicy clusters = ClusterPolicy::Auto);
@@ -78,6 +81,8 @@ class DeviceProblem {
   // `launches` launches back to back, each between two CUDA events, with recording set per launch
   // from `tracing` when given; the per-launch milliseconds.
   Status time_launches(int launches, const std::vector<bool>* tracing, std::vector<float>& ms);
+  // A paged cache's page-table row length: the most pages of a sequence (at least 1).
+  u32 page_stride() const { return std::max<u32>(workload_.max_pages_per_seq(), 1); }
 
   struct Buffers;
   std::unique_ptr<Buffers> buffers_;
