@@ -519,3 +519,33 @@ TEST_CASE("write_schedule_outputs: --pictures none writes the trace only; gzip f
   const nlohmann::json perfetto = nlohmann::json::parse(sim::read_file(packed.perfetto_path));
   CHECK(perfetto.contains("traceEvents"));
 }
+
+TEST_CASE("the pieces of a split tile are outlined, named and joined in the chart") {
+  // 4 x 8192 rows, 16 heads: 4096 tiles, 31 full waves of 132 and 4 tiles split over every CTA.
+  Workload w;
+  w.q_lens.assign(4, 8192);
+  w.padded = true;
+  w.num_q_heads = w.num_kv_heads = 16;
+  w.mask = Mask::None;
+  w.scheduler = SchedulerKind::SplitTail;
+  const Trace trace = sim::replay(w);
+  std::map<u32, std::size_t> pieces_of;  // tile idx -> pieces
+  for (const TraceEvent& e : trace.events)
+    if (e.kv_block_begin != 0 || e.kv_blocks < 64) ++pieces_of[e.linear_idx];
+  REQUIRE(!pieces_of.empty());
+  const std::string svg = viz::render_gantt_svg(trace, {});
+  CHECK(xml_problem(svg) == "");
+  CHECK(count_elements(svg, "polyline", "piece-link", "title") == pieces_of.size());
+  std::size_t pieces = 0;
+  for (const auto& [idx, n] : pieces_of) {
+    pieces += n;
+    CHECK_MESSAGE(svg.find(fmt::format("piece 1 of {} of tile idx {}: KV blocks 0-", n, idx)) !=
+                      std::string::npos,
+                  idx);
+  }
+  CHECK(count_text(svg, "stroke-dasharray:3 2") == pieces);
+  // A whole tile is not a piece.
+  const std::string whole = viz::render_gantt_svg(test::small_trace(), {});
+  CHECK(count_text(whole, "piece 1 of") == 0);
+  CHECK(count_elements(whole, "polyline", "piece-link") == 0);
+}
