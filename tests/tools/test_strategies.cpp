@@ -6,6 +6,7 @@
 #include <set>
 #include <utility>
 
+#include "cli/l2_search.hpp"
 #include "cli/strategies.hpp"
 #include "test_support.hpp"
 #include "tilesched/sim/cost_model.hpp"
@@ -102,4 +103,84 @@ TEST_CASE("compare runs decode workloads too") {
     CAPTURE(r.name);
     CHECK(r.metrics.tile_count == w.batch_size() * w.num_kv_heads);
   }
+}
+
+namespace {
+
+// A short-query, long-KV causal batch (a chunk of 128 or 256 new rows over 32k-128k cached keys
+// per sequence): 448 tiles, about 3.4 per CTA, the longest (128k keys) four times the shortest.
+// Each (sequence, KV head) unit reads 16-64 MiB of K and V, so the default L2 sections exceed
+// their 25 MiB budget and are only as large as l2_min_rounds makes them; they hold the longest
+// tiles back until the previous section's are handed out.
+Workload short_query_long_kv() {
+  Workload w;
+  w.q_lens = {128, 128, 256, 128, 128, 128, 128, 128, 256, 128, 128, 128};
+  w.kv_lens = {32768, 32768, 131072, 98304, 65536, 98304,
+               98304, 65536, 131072, 98304, 98304, 131072};
+  w.mask = Mask::Causal;
+  return w;  // 32 query / 8 KV heads, d 128, C = 132, l2_bytes 50 MiB
+}
+
+}  // namespace
+
+TEST_CASE("L2 sections: the search replays each size whose sections differ, and no others") {
+  Workload w = short_query_long_kv();
+  const std::vector<std::uint64_t> sizes = cli::l2_bytes_to_search(w);
+  REQUIRE(!sizes.empty());
+  CHECK(sizes.front() == w.l2_bytes);  // the workload's own first
+  CHECK(std::find(sizes.begin(), sizes.end(), 0u) != sizes.end());
+  // The default sections exceed their budget: two of them, at least two rounds each.
+  const cli::L2SectionSizes own = cli::l2_section_sizes(w);
+  CHECK(own.sections == 2);
+  CHECK(own.budget_bytes == w.l2_bytes / 2);
+  CHECK(own.over_budget == 2);
+  CHECK(own.largest_bytes > own.budget_bytes);
+  // A workload whose K and V all fit one section: every size gives that section, so only the
+  // workload's own is replayed.
+  const Workload small = test::small_workload();
+  CHECK(cli::l2_bytes_to_search(small) == std::vector<std::uint64_t>{small.l2_bytes});
+  // Already without sections: nothing else to try.
+  w.l2_bytes = 0;
+  CHECK(cli::l2_bytes_to_search(w) == std::vector<std::uint64_t>{0});
+}
+
+TEST_CASE("recommend turns L2 sections off where the workload's own only restrict the order") {
+  const Workload w = short_query_long_kv();
+  const sim::CostModel cost = sim::CostModel::builtin("h200");
+  const auto ranked = cli::compare_strategies(w, cost);
+  const std::size_t chosen = cli::recommended_index(ranked);
+  REQUIRE(chosen < ranked.size());
+  const cli::StrategyResult& r = ranked[chosen];
+  CHECK(r.name == "lpt_queued");
+  CHECK(r.searched_l2);
+  CHECK(r.trace.workload.l2_bytes == 0);
+  CHECK(cli::run_name(r) == "lpt_queued --l2-bytes 0");
+  // It reaches the ideal bound (the total tile time over C), where the best with the workload's
+  // own sections stops about 20 % above it.
+  CHECK(r.metrics.makespan_us <= r.metrics.bound_us * 1.01);
+  const cli::StrategyResult& own = ranked[cli::recommended_own_l2_index(ranked)];
+  CHECK(!own.searched_l2);
+  CHECK(own.trace.workload.l2_bytes == w.l2_bytes);
+  CHECK(own.metrics.makespan_us >= own.metrics.bound_us * 1.15);
+}
+
+TEST_CASE("a searched L2 size wins only by more than the tolerance") {
+  auto result = [&](SchedulerKind kind, double makespan, bool searched_l2) {
+    cli::StrategyResult r;
+    r.name = to_string(kind);
+    r.trace.workload.scheduler = kind;
+    r.metrics.makespan_us = makespan;
+    r.searched_l2 = searched_l2;
+    return r;
+  };
+  // 0.5 % faster without sections: the replay cannot see what the sections save, so they stay.
+  CHECK(cli::recommended_index({result(SchedulerKind::LptQueued, 99.5, true),
+                                result(SchedulerKind::LptQueued, 100.0, false)}) == 1);
+  // 5 % faster: the searched size.
+  CHECK(cli::recommended_index({result(SchedulerKind::LptQueued, 95.0, true),
+                                result(SchedulerKind::LptQueued, 100.0, false)}) == 0);
+  // Among the searched runs, a counter scheduler within the tolerance is still preferred.
+  CHECK(cli::recommended_index({result(SchedulerKind::Planned, 94.8, true),
+                                result(SchedulerKind::LptQueued, 95.0, true),
+                                result(SchedulerKind::LptQueued, 100.0, false)}) == 1);
 }

@@ -43,6 +43,12 @@ std::size_t count_lines_starting(const std::string& text, const std::string& pre
   return n;
 }
 
+std::size_t count_text(const std::string& text, const std::string& part) {
+  std::size_t n = 0;
+  for (std::size_t at = text.find(part); at != std::string::npos; at = text.find(part, at + 1)) ++n;
+  return n;
+}
+
 std::string svg_part(const std::string& html, std::size_t which = 0) {
   std::size_t begin = 0;
   for (std::size_t k = 0; k <= which; ++k) {
@@ -123,16 +129,73 @@ TEST_CASE("colour by head or by batch changes the tile colours") {
   CHECK(viz::to_hex(viz::category_color(0)) != viz::to_hex(viz::category_color(1)));
 }
 
-TEST_CASE("schedule.html has the metrics at the top and one chart") {
+TEST_CASE("schedule.html: metrics, the Gantt chart, busy CTAs over time, the last wave zoomed") {
   const Trace trace = test::small_trace();
   const sim::Metrics m = sim::compute_metrics(trace);
   const std::string html = viz::render_schedule_html(trace, m, {});
+  CHECK(xml_problem(html) == "");
   const std::size_t metrics_at = html.find("makespan");
-  const std::size_t svg_at = html.find("<svg");
+  const std::size_t gantt_at =
+      html.find("<svg xmlns=\"http://www.w3.org/2000/svg\" class=\"gantt\"");
+  const std::size_t busy_at = html.find("class=\"busy\"");
+  const std::size_t wave_at = html.find("class=\"last-wave\"");
   CHECK(metrics_at != std::string::npos);
-  CHECK(metrics_at < svg_at);
-  CHECK(html.find("<svg", svg_at + 1) == std::string::npos);
-  CHECK(count_elements(html, "rect", "tile") == trace.events.size());
+  CHECK(metrics_at < gantt_at);
+  CHECK(gantt_at < busy_at);
+  REQUIRE(wave_at != std::string::npos);
+  CHECK(busy_at < wave_at);
+  CHECK(count_text(html, "<svg") == 3);
+  CHECK(count_elements(svg_part(html, 0), "rect", "tile") == trace.events.size());
+  CHECK(count_elements(svg_part(html, 1), "rect", "bin", "title") == viz::kBusyBins);
+  // The zoom draws the tiles that run in the last wave, no others.
+  const viz::LastWave wave = viz::last_wave(trace, m.unit);
+  CHECK(wave.begin_us < wave.end_us);
+  std::size_t in_wave = 0;
+  for (const TraceEvent& e : trace.events) in_wave += e.end_us > wave.begin_us ? 1 : 0;
+  CHECK(wave.tiles == in_wave);
+  CHECK(count_elements(svg_part(html, 2), "rect", "tile") == in_wave);
+  CHECK(in_wave < trace.events.size());
+}
+
+TEST_CASE("the last wave: from the first unit idle for good to the makespan") {
+  Trace t;
+  t.launched_ctas = 3;
+  auto tile = [&](u32 cta, double start, double end) {
+    TraceEvent e;
+    e.cta = cta;
+    e.start_us = start;
+    e.end_us = end;
+    t.events.push_back(e);
+  };
+  tile(0, 0, 10);
+  tile(0, 10, 30);
+  tile(1, 0, 25);
+  tile(2, 0, 12);
+  tile(2, 12, 40);
+  const viz::LastWave wave = viz::last_wave(t, sim::ExecutionUnit::Cta);
+  CHECK(wave.begin_us == 25);
+  CHECK(wave.end_us == 40);
+  CHECK(wave.first_idle_unit == 1);
+  CHECK(wave.units == 3);
+  CHECK(wave.tiles == 2);                                // CTA 0's second tile and CTA 2's
+  CHECK(wave.busy_units == doctest::Approx(20.0 / 15));  // 5 + 15 us of busy time over 15 us
+  // Busy CTAs per bin: the mean over each 10 us bin of [0, 40].
+  const std::vector<double> busy = viz::busy_units_per_bin(t, 4);
+  REQUIRE(busy.size() == 4);
+  CHECK(busy[0] == doctest::Approx(3.0));
+  CHECK(busy[1] == doctest::Approx(3.0));
+  CHECK(busy[2] == doctest::Approx(2.5));  // CTA 1 stops at 25
+  CHECK(busy[3] == doctest::Approx(1.0));
+  // All ending together: no last wave; and an empty trace has none either.
+  Trace even;
+  even.events = {t.events[0], t.events[2]};
+  even.events[1].end_us = 10;
+  CHECK(viz::last_wave(even, sim::ExecutionUnit::Cta).begin_us == 10);
+  CHECK(viz::last_wave(even, sim::ExecutionUnit::Cta).end_us == 10);
+  const std::string page = viz::render_schedule_html(even, sim::compute_metrics(even), {});
+  CHECK(page.find("no last wave") != std::string::npos);
+  CHECK(page.find("class=\"last-wave\"") == std::string::npos);
+  CHECK(viz::last_wave(Trace{}, sim::ExecutionUnit::Cta).tiles == 0);
 }
 
 TEST_CASE("the comparison page has one well-formed chart per strategy") {
@@ -218,7 +281,8 @@ TEST_CASE("write_schedule_outputs writes the three files, creating the directory
   CHECK(std::filesystem::exists(paths.perfetto_path));
   const Trace back = sim::read_trace(paths.trace_path);
   CHECK(back.events.size() == trace.events.size());
-  CHECK(count_elements(test::read_text(paths.html_path), "rect", "tile") == trace.events.size());
+  CHECK(count_elements(svg_part(test::read_text(paths.html_path), 0), "rect", "tile") ==
+        trace.events.size());
   // No temporary files left behind by the atomic writes.
   std::size_t files = 0;
   for ([[maybe_unused]] const auto& entry : std::filesystem::directory_iterator(out)) ++files;
@@ -283,12 +347,6 @@ Trace transient_on_5_slots() {
   return sim::replay(w);
 }
 
-std::size_t count_text(const std::string& text, const std::string& part) {
-  std::size_t n = 0;
-  for (std::size_t at = text.find(part); at != std::string::npos; at = text.find(part, at + 1)) ++n;
-  return n;
-}
-
 }  // namespace
 
 TEST_CASE("a chart of 262144 tiles stays small: narrow tiles are shaded per row, boxes are few") {
@@ -297,18 +355,24 @@ TEST_CASE("a chart of 262144 tiles stays small: narrow tiles are shaded per row,
   const sim::Metrics m = sim::compute_metrics(trace);
   const std::string html = viz::render_schedule_html(trace, m, {});
   CHECK(xml_problem(html) == "");
-  CHECK(html.size() < 1000000);  // 256 bytes a box would be 67 MB
-  CHECK(count_elements(html, "rect", "tile") <= viz::kMaxBoxes);
+  // 256 bytes a box would be 67 MB; the Gantt chart, the busy chart and the zoom stay small.
+  const std::string gantt = svg_part(html, 0), busy = svg_part(html, 1), wave = svg_part(html, 2);
+  CHECK(gantt.size() < 1000000);
+  CHECK(busy.size() < 150000);
+  CHECK(wave.size() < 1700000);
+  CHECK(html.size() < 3000000);
+  CHECK(count_elements(gantt, "rect", "tile") <= viz::kMaxBoxes);
+  CHECK(count_elements(wave, "rect", "tile") <= viz::kMaxZoomBoxes);
   // One shaded group per CTA row, each saying how many tiles it holds; together all of them.
-  CHECK(count_elements(html, "g", "shade", "title") == 132);
+  CHECK(count_elements(gantt, "g", "shade", "title") == 132);
   std::size_t shaded = 0;
-  for (std::size_t at = html.find("tiles shaded"); at != std::string::npos;
-       at = html.find("tiles shaded", at + 1)) {
-    const std::size_t colon = html.rfind(": ", at);
-    shaded += std::stoull(html.substr(colon + 2, at - colon - 3));
+  for (std::size_t at = gantt.find("tiles shaded"); at != std::string::npos;
+       at = gantt.find("tiles shaded", at + 1)) {
+    const std::size_t colon = gantt.rfind(": ", at);
+    shaded += std::stoull(gantt.substr(colon + 2, at - colon - 3));
   }
-  CHECK(shaded + count_elements(html, "rect", "tile") == trace.events.size());
-  CHECK(html.find("narrow tiles") != std::string::npos);  // the legend says what shading means
+  CHECK(shaded + count_elements(gantt, "rect", "tile") == trace.events.size());
+  CHECK(gantt.find("narrow tiles") != std::string::npos);  // the legend says what shading means
 
   // Full detail draws every tile as a box, however thin.
   viz::ChartOptions full;
@@ -454,4 +518,34 @@ TEST_CASE("write_schedule_outputs: --pictures none writes the trace only; gzip f
   CHECK(sim::read_trace(packed.trace_path).events.size() == trace.events.size());
   const nlohmann::json perfetto = nlohmann::json::parse(sim::read_file(packed.perfetto_path));
   CHECK(perfetto.contains("traceEvents"));
+}
+
+TEST_CASE("the pieces of a split tile are outlined, named and joined in the chart") {
+  // 4 x 8192 rows, 16 heads: 4096 tiles, 31 full waves of 132 and 4 tiles split over every CTA.
+  Workload w;
+  w.q_lens.assign(4, 8192);
+  w.padded = true;
+  w.num_q_heads = w.num_kv_heads = 16;
+  w.mask = Mask::None;
+  w.scheduler = SchedulerKind::SplitTail;
+  const Trace trace = sim::replay(w);
+  std::map<u32, std::size_t> pieces_of;  // tile idx -> pieces
+  for (const TraceEvent& e : trace.events)
+    if (e.kv_block_begin != 0 || e.kv_blocks < 64) ++pieces_of[e.linear_idx];
+  REQUIRE(!pieces_of.empty());
+  const std::string svg = viz::render_gantt_svg(trace, {});
+  CHECK(xml_problem(svg) == "");
+  CHECK(count_elements(svg, "polyline", "piece-link", "title") == pieces_of.size());
+  std::size_t pieces = 0;
+  for (const auto& [idx, n] : pieces_of) {
+    pieces += n;
+    CHECK_MESSAGE(svg.find(fmt::format("piece 1 of {} of tile idx {}: KV blocks 0-", n, idx)) !=
+                      std::string::npos,
+                  idx);
+  }
+  CHECK(count_text(svg, "stroke-dasharray:3 2") == pieces);
+  // A whole tile is not a piece.
+  const std::string whole = viz::render_gantt_svg(test::small_trace(), {});
+  CHECK(count_text(whole, "piece 1 of") == 0);
+  CHECK(count_elements(whole, "polyline", "piece-link") == 0);
 }

@@ -38,8 +38,7 @@ int run_compare(const CompareOptions& o) {
   const Workload& base = s.workload;
   const sim::CostModel& cost = s.cost;
   // Every strategy's trace at every candidate C is held until the ranking is known.
-  check_run_size(base, o.max_tiles,
-                 all_strategies(base).size() * candidate_cta_counts(base, cost).size(), nullptr);
+  check_run_size(base, o.max_tiles, max_strategy_runs(base, cost), nullptr);
 
   const std::vector<StrategyResult> results = compare_strategies(base, cost);
   const std::size_t chosen = recommended_index(results);
@@ -50,7 +49,7 @@ int run_compare(const CompareOptions& o) {
              s.ctas_note);
   std::vector<viz::ChartSection> sections;
   for (const StrategyResult& r : results)
-    sections.push_back({r.name, &r.trace, r.metrics, r.num_ctas});
+    sections.push_back({run_name(r), &r.trace, r.metrics, r.num_ctas});
   viz::RankingMarks marks;
   marks.recommended = chosen;
   if (seed) marks.seed = static_cast<std::size_t>(seed - results.data());
@@ -74,8 +73,8 @@ void add_compare_command(CLI::App& app, Action& action) {
   CLI::App* cmd = app.add_subcommand(
       "compare",
       "Simulate every strategy (tile, queued; default and prompt_rotate; transient, flip; lpt, "
-      "lpt_queued, planned, ragged_queued) at C = SMs and C = the workload's CTAs, rank them and "
-      "mark the recommended one");
+      "lpt_queued, planned, ragged_queued) at C = SMs and C = the workload's CTAs, lpt, lpt_queued "
+      "and planned also with larger L2 sections and none; rank them and mark the recommended one");
   add_workload_flags(*cmd, options->workload, WorkloadFlagSet{/*strategy=*/false, true});
   add_output_file_flag(*cmd, "--html", options->html_file,
                        "Write one page with the ranking and a Gantt chart per strategy (folders "

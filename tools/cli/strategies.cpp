@@ -1,8 +1,11 @@
 #include "cli/strategies.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 
 #include "cli/console.hpp"
+#include "cli/l2_search.hpp"
 #include "tilesched/sim/replay.hpp"
 
 namespace tilesched::cli {
@@ -50,21 +53,46 @@ std::vector<u32> candidate_cta_counts(const Workload& base, const sim::CostModel
   return counts;
 }
 
-std::vector<StrategyResult> compare_strategies(const Workload& base, const sim::CostModel& cost) {
+std::vector<Workload> strategy_runs(const Workload& base, const sim::CostModel& cost) {
   std::vector<Workload> workloads;
-  for (const u32 ctas : candidate_cta_counts(base, cost))
-    for (Workload w : all_strategies(base)) {
-      w.num_ctas = w.resident_ctas = ctas;
-      workloads.push_back(w);
+  for (const u32 ctas : candidate_cta_counts(base, cost)) {
+    Workload at_c = base;
+    at_c.num_ctas = at_c.resident_ctas = ctas;
+    const std::vector<std::uint64_t> l2_sizes = l2_bytes_to_search(at_c);
+    for (Workload w : all_strategies(at_c)) {
+      if (!walks_l2_sections(w.scheduler)) {
+        workloads.push_back(w);
+        continue;
+      }
+      for (const std::uint64_t l2_bytes : l2_sizes) {
+        w.l2_bytes = l2_bytes;
+        workloads.push_back(w);
+      }
     }
+  }
+  return workloads;
+}
+
+std::size_t max_strategy_runs(const Workload& base, const sim::CostModel& cost) {
+  std::size_t per_c = 0;
+  for (const Workload& w : all_strategies(base))
+    per_c += walks_l2_sections(w.scheduler) ? kMaxL2SizesSearched : 1;
+  return per_c * candidate_cta_counts(base, cost).size();
+}
+
+std::vector<StrategyResult> compare_strategies(const Workload& base, const sim::CostModel& cost) {
+  const std::vector<Workload> workloads = strategy_runs(base, cost);
   std::vector<StrategyResult> results;
   {
     Progress progress("compare", workloads.size());
     for (const Workload& w : workloads) {
-      progress.step(strategy_name(w));
+      const bool searched_l2 = w.l2_bytes != base.l2_bytes;
+      progress.step(searched_l2 ? fmt::format("{} --l2-bytes {}", strategy_name(w), w.l2_bytes)
+                                : strategy_name(w));
       Trace trace = sim::replay(w, cost);
       const sim::Metrics metrics = sim::compute_metrics(trace);
-      results.push_back(StrategyResult{strategy_name(w), w.num_ctas, std::move(trace), metrics});
+      results.push_back(
+          StrategyResult{strategy_name(w), w.num_ctas, std::move(trace), metrics, searched_l2});
     }
   }
   std::stable_sort(results.begin(), results.end(),
@@ -74,12 +102,46 @@ std::vector<StrategyResult> compare_strategies(const Workload& base, const sim::
   return results;
 }
 
+std::string run_name(const StrategyResult& r) {
+  if (!r.searched_l2) return r.name;
+  return fmt::format("{} --l2-bytes {}", r.name, r.trace.workload.l2_bytes);
+}
+
+namespace {
+
+// The fastest of the runs `among` accepts, or a counter scheduler within the tolerance of it;
+// ranked.size() when it accepts none.
+template <class Accept>
+std::size_t recommended_among(const std::vector<StrategyResult>& ranked, Accept among) {
+  std::size_t fastest = ranked.size();
+  for (std::size_t i = 0; i < ranked.size(); ++i)
+    if (among(ranked[i])) {
+      fastest = i;
+      break;
+    }
+  if (fastest == ranked.size()) return fastest;
+  const double limit = ranked[fastest].metrics.makespan_us * (1.0 + kRecommendTolerance);
+  for (std::size_t i = fastest; i < ranked.size() && ranked[i].metrics.makespan_us <= limit; ++i)
+    if (among(ranked[i]) && takes_from_counter(ranked[i].trace.workload.scheduler)) return i;
+  return fastest;
+}
+
+}  // namespace
+
+std::size_t recommended_own_l2_index(const std::vector<StrategyResult>& ranked) {
+  return recommended_among(ranked, [](const StrategyResult& r) { return !r.searched_l2; });
+}
+
 std::size_t recommended_index(const std::vector<StrategyResult>& ranked) {
   if (ranked.empty()) return 0;
-  const double limit = ranked.front().metrics.makespan_us * (1.0 + kRecommendTolerance);
-  for (std::size_t i = 0; i < ranked.size() && ranked[i].metrics.makespan_us <= limit; ++i)
-    if (takes_from_counter(ranked[i].trace.workload.scheduler)) return i;
-  return 0;
+  const std::size_t any = recommended_among(ranked, [](const StrategyResult&) { return true; });
+  const std::size_t own = recommended_own_l2_index(ranked);
+  if (own == ranked.size()) return any;
+  const double own_makespan = ranked[own].metrics.makespan_us;
+  if (ranked[any].searched_l2 &&
+      ranked[any].metrics.makespan_us < own_makespan * (1.0 - kRecommendTolerance))
+    return any;
+  return own;
 }
 
 const StrategyResult* seed_default(const std::vector<StrategyResult>& ranked, u32 sms) {

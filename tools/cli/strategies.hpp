@@ -47,12 +47,26 @@ struct StrategyResult {
   u32 num_ctas = 0;  // C (for transient: the resident slots)
   Trace trace;
   sim::Metrics metrics;
+  // The trace's l2_bytes is one the L2 search tried (l2_search.hpp), not the workload's own.
+  bool searched_l2 = false;
 };
 
-// Replays every strategy at every candidate CTA count (both num_ctas and resident_ctas set to
-// it); best (smallest makespan) first, ties in the documented order, smaller C first. Shows
-// progress on stderr when it is a terminal.
+// The workloads compare_strategies replays: every strategy at every candidate CTA count (both
+// num_ctas and resident_ctas set to it), and each strategy that walks L2 sections also at every
+// other size of l2_bytes_to_search (l2_search.hpp). In the documented order, smaller C first.
+std::vector<Workload> strategy_runs(const Workload& base, const sim::CostModel& cost);
+
+// The most runs strategy_runs gives `base`, known without building its L2 sections: for
+// check_run_size, before any work.
+std::size_t max_strategy_runs(const Workload& base, const sim::CostModel& cost);
+
+// Replays strategy_runs; best (smallest makespan) first, ties in the documented order, smaller C
+// first. Shows progress on stderr when it is a terminal.
 std::vector<StrategyResult> compare_strategies(const Workload& base, const sim::CostModel& cost);
+
+// How a run is named in tables: its strategy, and the L2 size where the search chose it
+// ("lpt_queued --l2-bytes 0").
+std::string run_name(const StrategyResult& r);
 
 // Predictions closer than this (relative makespan) are a tie to the recommendation: the cost
 // model's own error on a makespan is about this large (docs/sim-cost-model.md).
@@ -60,8 +74,14 @@ inline constexpr double kRecommendTolerance = 0.01;
 
 // The index in `ranked` (compare_strategies' order) of the strategy to recommend: the fastest
 // predicted, except that a counter scheduler within kRecommendTolerance of it is preferred, as
-// it absorbs the error of the predicted tile times while it runs; a static plan cannot.
+// it absorbs the error of the predicted tile times while it runs; a static plan cannot. A run of
+// an L2 size the search tried is recommended only when it is predicted faster than the
+// recommendation among the workload's own sizes by more than kRecommendTolerance: the replay has
+// no L2, so it cannot see what the workload's own sections save (l2_search.hpp).
 std::size_t recommended_index(const std::vector<StrategyResult>& ranked);
+
+// The recommendation among the runs at the workload's own l2_bytes (searched_l2 false).
+std::size_t recommended_own_l2_index(const std::vector<StrategyResult>& ranked);
 
 // The seed's DEFAULT (tile/default) at C = sms (one CTA per SM), or null when `ranked` lacks it.
 const StrategyResult* seed_default(const std::vector<StrategyResult>& ranked, u32 sms);
