@@ -52,6 +52,7 @@ json workload_to_json(const Workload& w) {
   j["decoding"] = w.decoding;
   j["l2_bytes"] = w.l2_bytes;
   j["l2_min_rounds"] = w.l2_min_rounds;
+  j["split_kv_blocks"] = w.split_kv_blocks;
   return j;
 }
 
@@ -137,7 +138,8 @@ Workload workload_from_json_at(const json& j, const std::string& prefix) {
                          "num_q_heads",     "num_kv_heads",   "head_dim",      "mask",
                          "block_m",         "block_n",        "scheduler",     "schedule",
                          "flip_prompt_idx", "num_ctas",       "resident_ctas", "ragged_mode",
-                         "cost_profile",    "decoding",       "l2_bytes",      "l2_min_rounds"},
+                         "cost_profile",    "decoding",       "l2_bytes",      "l2_min_rounds",
+                         "split_kv_blocks"},
                      prefix);
   Workload w;
   const std::string P = prefix;
@@ -171,6 +173,8 @@ Workload workload_from_json_at(const json& j, const std::string& prefix) {
   // Absent: the sections of files written before the field, one round at least.
   w.l2_min_rounds =
       j.contains("l2_min_rounds") ? as_u32(j["l2_min_rounds"], P + "l2_min_rounds") : 1;
+  if (j.contains("split_kv_blocks"))
+    w.split_kv_blocks = as_u32(j["split_kv_blocks"], P + "split_kv_blocks");
   if (j.contains("cost_profile")) {
     w.cost_profile = as_string(j["cost_profile"], P + "cost_profile");
     if (w.cost_profile.empty()) fail(P + "cost_profile", "must not be empty");
