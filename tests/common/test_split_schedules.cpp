@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "random_problem.hpp"
+#include "scheduler_walk.hpp"
 #include "tilesched/any_scheduler.hpp"
 #include "tilesched/schedule_plan.hpp"
 
@@ -131,13 +132,7 @@ TEST_CASE(
     REQUIRE(by_tile.size() == w.valid_tile_count());
     std::set<u32> split_tiles;
     for (auto& [idx, ranges] : by_tile) {
-      std::sort(ranges.begin(), ranges.end());
-      u32 next = 0;
-      for (const auto& [b, e] : ranges) {
-        CHECK(b == next);
-        next = e;
-      }
-      CHECK(next == base.tile_blocks(idx));
+      tilesched::testing::check_blocks_once(ranges, base.tile_blocks(idx));
       CHECK(split_of(s, idx, 0).pieces == ranges.size());
       for (std::size_t k = 0; k < ranges.size(); ++k)
         CHECK(split_of(s, idx, ranges[k].first).rank == k);
@@ -228,12 +223,22 @@ TEST_CASE("split_kv: a sequence's pieces are the same in any batch (batch-invari
   }
 }
 
-TEST_CASE("split_kv: a one-token decode of 8k keys makes 8 chunks per KV head by default") {
+namespace {
+
+// A split_kv decode workload of these new tokens and cache lengths.
+Workload split_kv_decode(std::vector<u32> new_tokens, std::vector<u32> keys) {
   Workload w;
   w.decoding = true;
-  w.q_lens = {1};
-  w.kv_lens = {8192};
+  w.q_lens = std::move(new_tokens);
+  w.kv_lens = std::move(keys);
   w.scheduler = SchedulerKind::SplitKv;
+  return w;
+}
+
+}  // namespace
+
+TEST_CASE("split_kv: a one-token decode of 8k keys makes 8 chunks per KV head by default") {
+  const Workload w = split_kv_decode({1}, {8192});
   REQUIRE(w.validate().empty());
   const SchedulePlan plan = build_schedule_plan(w, test_cost);
   CHECK(plan.split.piece_start.back() == 8 * w.num_kv_heads);
@@ -241,11 +246,7 @@ TEST_CASE("split_kv: a one-token decode of 8k keys makes 8 chunks per KV head by
 }
 
 TEST_CASE("split schedules: bad chunk sizes and plans of another workload are named") {
-  Workload w;
-  w.decoding = true;
-  w.q_lens = {1, 4};
-  w.kv_lens = {300, 9000};
-  w.scheduler = SchedulerKind::SplitKv;
+  Workload w = split_kv_decode({1, 4}, {300, 9000});
   w.split_kv_blocks = 0;
   CHECK(w.validate().find("split_kv_blocks is 0") != std::string::npos);
   w.split_kv_blocks = 2;
