@@ -39,7 +39,7 @@ int run_compare(const CompareOptions& o) {
   const sim::CostModel& cost = s.cost;
   // Every strategy's trace at every candidate C is held until the ranking is known.
   check_run_size(base, o.max_tiles,
-                 all_strategies(base).size() * candidate_cta_counts(base, cost).size(), nullptr);
+                 compared_runs(base, cost).size(), nullptr);
 
   const std::vector<StrategyResult> results = compare_strategies(base, cost);
   const std::size_t chosen = recommended_index(results);

@@ -52,7 +52,7 @@ int run_recommend(const RecommendOptions& o) {
   const sim::CostModel cost = resolve_cost_model(o.workload, base);
   // Like compare: every strategy's trace at every candidate C is held until the ranking is known.
   check_run_size(base, o.max_tiles,
-                 all_strategies(base).size() * candidate_cta_counts(base, cost).size(), nullptr);
+                 compared_runs(base, cost).size(), nullptr);
   const std::vector<StrategyResult> results = compare_strategies(base, cost);
   const std::size_t chosen = recommended_index(results);
   const StrategyResult& r = results.at(chosen);

@@ -36,6 +36,16 @@ std::vector<Workload> all_strategies(const Workload& base) {
   return workloads;
 }
 
+std::vector<Workload> compared_strategies(const Workload& base) {
+  std::vector<Workload> workloads = all_strategies(base);
+  if (base.valid_tile_count() >= std::uint64_t(kSplitCandidateRounds) * base.num_ctas)
+    return workloads;
+  for (const SchedulerKind split : {SchedulerKind::SplitKv, SchedulerKind::StreamK})
+    if (Workload w = with_strategy(base, Strategy{split}); w.validate().empty())
+      workloads.push_back(std::move(w));
+  return workloads;
+}
+
 bool is_seed_strategy(const std::string& name) {
   return std::any_of(strategies().begin(), strategies().end(), [&](const Strategy& s) {
     return s.seed && strategy_name(with_strategy(Workload{}, s)) == name;
@@ -50,13 +60,18 @@ std::vector<u32> candidate_cta_counts(const Workload& base, const sim::CostModel
   return counts;
 }
 
-std::vector<StrategyResult> compare_strategies(const Workload& base, const sim::CostModel& cost) {
+std::vector<Workload> compared_runs(const Workload& base, const sim::CostModel& cost) {
   std::vector<Workload> workloads;
-  for (const u32 ctas : candidate_cta_counts(base, cost))
-    for (Workload w : all_strategies(base)) {
-      w.num_ctas = w.resident_ctas = ctas;
-      workloads.push_back(w);
-    }
+  for (const u32 ctas : candidate_cta_counts(base, cost)) {
+    Workload at_ctas = base;
+    at_ctas.num_ctas = at_ctas.resident_ctas = ctas;
+    for (Workload& w : compared_strategies(at_ctas)) workloads.push_back(std::move(w));
+  }
+  return workloads;
+}
+
+std::vector<StrategyResult> compare_strategies(const Workload& base, const sim::CostModel& cost) {
+  const std::vector<Workload> workloads = compared_runs(base, cost);
   std::vector<StrategyResult> results;
   {
     Progress progress("compare", workloads.size());

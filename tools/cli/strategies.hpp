@@ -32,6 +32,18 @@ Workload with_strategy(Workload w, const Strategy& s);
 // `base` under each of strategies(), in its order.
 std::vector<Workload> all_strategies(const Workload& base);
 
+// The split schedules are worth ranking for workloads of fewer tiles than this many rounds of
+// num_ctas: those leave SMs idle (decoding, a short chunk over a long cache), while more tiles
+// already fill every SM and their pieces would multiply the replay's events (split_kv's up to
+// KV blocks / split_kv_blocks per tile).
+inline constexpr u32 kSplitCandidateRounds = 4;
+
+// What `compare` and `recommend` rank: all_strategies, then the split schedules (split_kv,
+// stream_k) where the workload allows them (Workload::validate) and has fewer than
+// kSplitCandidateRounds rounds of tiles. The simulator runs them; the GPU kernel does not yet, so
+// `suite-run` and the GPU tests keep to all_strategies.
+std::vector<Workload> compared_strategies(const Workload& base);
+
 // Whether a strategy (strategy_name) is one of the seed's own.
 bool is_seed_strategy(const std::string& name);
 
@@ -41,6 +53,10 @@ inline constexpr const char* kSeedDefaultStrategy = "tile/default";
 // The CTA counts worth comparing, ascending and distinct: C = SMs (one CTA per SM), C = SMs x
 // CTAs per SM (every resident slot), both from the cost profile, and the workload's num_ctas.
 std::vector<u32> candidate_cta_counts(const Workload& base, const sim::CostModel& cost);
+
+// Every run `compare` and `recommend` make: compared_strategies at each candidate CTA count (both
+// num_ctas and resident_ctas set to it).
+std::vector<Workload> compared_runs(const Workload& base, const sim::CostModel& cost);
 
 struct StrategyResult {
   std::string name;  // strategy_name() of the workload
