@@ -113,6 +113,11 @@ Status check_kernel_support(const Workload& w) {
     return Status::error(
         "decode workloads are not supported by the GPU kernel (it has no decode path); simulate "
         "them with `tilesched sim --decode`");
+  if (w.scheduler == SchedulerKind::SplitKv || w.scheduler == SchedulerKind::StreamK)
+    return Status::error(fmt::format(
+        "the {} scheduler is not run by the GPU kernel yet (its pieces need the kernel's partial "
+        "outputs and combine); simulate it with `tilesched sim --scheduler {}`",
+        to_string(w.scheduler), to_string(w.scheduler)));
   return Status::success();
 }
 

@@ -148,20 +148,64 @@ void write_rows(const Layout& L, const TilePiece& p, const Acc& acc, const Vec& 
   }
 }
 
-// A piece's state once its blocks are done, for split tiles: the running max, sum and
-// unnormalised O of its rows.
-struct PartialState {
-  MatrixRM acc;
-  Eigen::VectorXf row_max, row_sum;
+// The partial state of some rows over part of their keys (docs/context-parallel.md): O the rows'
+// attention over those keys alone, fp32, and LSE the natural log of their sum of exp(scores);
+// O 0 and LSE -inf for a row that sees none of them.
+struct PartialRows {
+  MatrixRM o;
+  Eigen::VectorXf lse;
 };
 
+// Keys [begin, end) of a sequence.
+struct KeyRange {
+  std::uint64_t begin = 0, end = kAllKvBlocks;
+};
+
+// The rows' partial state from their running softmax state (unnormalised O, max, sum).
+template <class Acc, class Vec>
+PartialRows to_partial(const Acc& acc, const Vec& m, const Vec& l) {
+  PartialRows p{MatrixRM::Zero(acc.rows(), acc.cols()),
+                Eigen::VectorXf::Constant(m.size(), kNegInf)};
+  for (Eigen::Index r = 0; r < m.size(); ++r)
+    if (l(r) > 0) {
+      p.o.row(r) = acc.row(r) / l(r);
+      p.lse(r) = m(r) + std::log(l(r));
+    }
+  return p;
+}
+
+// Merges partial states of the same rows, in the order given (a split tile's pieces in KV
+// order): LSE = log sum_i exp(LSE_i), O = sum_i exp(LSE_i - LSE) O_i, shifted by the largest LSE_i
+// so that no exp() overflows. The order is fixed, so the result never depends on which piece was
+// computed first. A row no part saw keeps O 0 and LSE -inf.
+template <class Part>
+PartialRows merge_rows(const std::vector<Part>& parts, Eigen::Index rows, Eigen::Index cols) {
+  Eigen::VectorXf m = Eigen::VectorXf::Constant(rows, kNegInf);
+  for (const Part& part : parts) m = m.cwiseMax(part.lse);
+  const Eigen::VectorXf shift = (m.array() == kNegInf).select(0.0f, m);
+  Eigen::VectorXf sum = Eigen::VectorXf::Zero(rows);
+  MatrixRM o = MatrixRM::Zero(rows, cols);
+  for (const Part& part : parts) {
+    const Eigen::VectorXf weight = (part.lse - shift).array().exp().matrix();
+    sum += weight;
+    o += weight.asDiagonal() * part.o;
+  }
+  PartialRows merged{std::move(o), Eigen::VectorXf::Constant(rows, kNegInf)};
+  for (Eigen::Index r = 0; r < rows; ++r)
+    if (sum(r) > 0) {
+      merged.o.row(r) /= sum(r);
+      merged.lse(r) = shift(r) + std::log(sum(r));
+    }
+  return merged;
+}
+
 // The blockwise online softmax of one tile (FlashAttention's forward recurrence) in fp32 against
-// its sequence's keys in BN-wide blocks; writes the piece's rows of O and LSE. Only KV blocks
-// [block_begin, block_end) of the tile (all of them by default); with `partial` the piece's
-// running state is stored there instead of O and LSE.
+// its sequence's keys in BN-wide blocks from the range's first key; writes the piece's rows of O
+// and LSE. Only the keys of `range` that the rows see (all of them by default); with `partial`
+// the rows' partial state is stored there instead of O and LSE.
 void attend_tile(const Workload& w, const Layout& L, const AttentionInputs& in, float scale,
-                 const TilePiece& p, AttentionResult& out, Workspace& ws, u32 block_begin = 0,
-                 u32 block_end = kAllKvBlocks, PartialState* partial = nullptr) {
+                 const TilePiece& p, AttentionResult& out, Workspace& ws, KeyRange range = {},
+                 PartialRows* partial = nullptr) {
   const RowSpan kv = L.keys.sequence(p.prompt);
   const u32 q_len = w.q_lens[p.prompt];
   const u32 kv_head = p.head / L.group;
@@ -177,12 +221,11 @@ void attend_tile(const Workload& w, const Layout& L, const AttentionInputs& in, 
   m.setConstant(kNegInf);
   l.setZero();
 
-  const std::uint64_t range_end = std::min<std::uint64_t>(
-      key_end, std::uint64_t(std::min(block_end, ceil_div(key_end, w.block_n))) * w.block_n);
-  for (std::uint64_t kv0_64 = std::uint64_t(block_begin) * w.block_n; kv0_64 < range_end;
-       kv0_64 += w.block_n) {
+  const std::uint64_t range_end = std::min<std::uint64_t>(key_end, range.end);
+  for (std::uint64_t kv0_64 = range.begin; kv0_64 < range_end; kv0_64 += w.block_n) {
     const u32 kv0 = static_cast<u32>(kv0_64);
-    const u32 n = std::min(w.block_n, kv.length - kv0);
+    const u32 n = static_cast<u32>(
+        std::min<std::uint64_t>(std::min(w.block_n, kv.length - kv0), range.end - kv0));
     const ConstRowsView K = L.kv_rows(in.k.data(), std::size_t(kv.start) + kv0, n, kv_head);
     const ConstRowsView V = L.kv_rows(in.v.data(), std::size_t(kv.start) + kv0, n, kv_head);
     auto S = ws.scores.topLeftCorner(p.rows, n);
@@ -202,12 +245,15 @@ void attend_tile(const Workload& w, const Layout& L, const AttentionInputs& in, 
   }
 
   if (partial != nullptr) {
-    partial->acc = acc;
-    partial->row_max = m;
-    partial->row_sum = l;
+    *partial = to_partial(acc, m, l);
     return;
   }
   write_rows(L, p, acc, m, l, out);
+}
+
+// The keys of KV blocks [begin, begin + count).
+KeyRange block_keys(const Workload& w, u32 begin, u32 count) {
+  return KeyRange{std::uint64_t(begin) * w.block_n, std::uint64_t(begin + count) * w.block_n};
 }
 
 void add_problem(std::vector<CoverageProblem>& ps, CoverageProblem::Kind kind, u32 row, u32 head,
@@ -338,12 +384,12 @@ std::vector<bool> piece_events(const Workload& w, const Trace& trace) {
   return piece;
 }
 
-// Combines each split tile's pieces in KV-block order (the max of the maxima, the sums and
-// accumulators rescaled to it) and writes its rows once. A tile whose pieces do not cover its
-// blocks exactly once (or disagree on the tile) is reported and left unwritten.
+// Combines each split tile's pieces in KV-block order (merge_rows) and writes its rows once. A tile
+// whose pieces do not cover its blocks exactly once (or disagree on the tile) is reported and left
+// unwritten.
 void combine_pieces(const Workload& w, const Layout& L, const Trace& trace,
                     const std::vector<TileWrite>& plan, const std::vector<bool>& piece,
-                    std::vector<std::vector<PartialState>>& partials, AttentionResult& out) {
+                    std::vector<std::vector<PartialRows>>& partials, AttentionResult& out) {
   std::map<u32, std::vector<std::size_t>> by_tile;
   for (std::size_t i = 0; i < trace.events.size(); ++i)
     if (piece[i]) by_tile[trace.events[i].linear_idx].push_back(i);
@@ -379,19 +425,11 @@ void combine_pieces(const Workload& w, const Layout& L, const Trace& trace,
       for (u32 done = 0; done < rows.rows; done += bm, ++part) {
         const TilePiece p{rows.first_row + done, std::min(bm, rows.rows - done),
                           first.prompt_offset + done, first.prompt_idx, head};
-        Eigen::VectorXf m = partials[events[0]][part].row_max;
-        for (const std::size_t i : events) m = m.cwiseMax(partials[i][part].row_max);
-        // Rows that saw no key in any piece keep max -inf; shift by 0 so exp() stays 0.
-        const Eigen::VectorXf shift = (m.array() == kNegInf).select(0.0f, m);
-        MatrixRM acc = MatrixRM::Zero(p.rows, L.d);
-        Eigen::VectorXf l = Eigen::VectorXf::Zero(p.rows);
-        for (const std::size_t i : events) {
-          const PartialState& s = partials[i][part];
-          const Eigen::VectorXf a = (s.row_max - shift).array().exp().matrix();
-          l += a.cwiseProduct(s.row_sum);
-          acc += a.asDiagonal() * s.acc;
-        }
-        write_rows(L, p, acc, m, l, out);
+        std::vector<PartialRows> pieces;
+        for (const std::size_t i : events) pieces.push_back(std::move(partials[i][part]));
+        const PartialRows merged = merge_rows(pieces, p.rows, L.d);
+        L.o_rows(out.o.data(), p.first_row, p.rows, p.head) = merged.o;
+        for (u32 r = 0; r < p.rows; ++r) out.lse[(p.first_row + r) * L.hq + p.head] = merged.lse(r);
       }
   }
 }
@@ -407,7 +445,7 @@ void attend_tiles(const Workload& w, const Layout& L, const AttentionInputs& in,
   const u32 bm = w.tile_shape();
   for (unsigned t = 0; t < threads; ++t) spaces.emplace_back(bm, w.block_n, L.d);
   // A split tile's pieces keep their states here (one per head and BM rows), by event.
-  std::vector<std::vector<PartialState>> partials(trace.events.size());
+  std::vector<std::vector<PartialRows>> partials(trace.events.size());
   const std::vector<bool> piece = piece_events(w, trace);
   parallel_for(order.size(), threads, [&](std::size_t k, unsigned id) {
     const std::size_t i = order[k];
@@ -422,8 +460,8 @@ void attend_tiles(const Workload& w, const Layout& L, const AttentionInputs& in,
           continue;
         }
         partials[i].emplace_back();
-        attend_tile(w, L, in, scale, rows, out, spaces[id], e.kv_block_begin,
-                    e.kv_block_begin + e.kv_blocks, &partials[i].back());
+        attend_tile(w, L, in, scale, rows, out, spaces[id],
+                    block_keys(w, e.kv_block_begin, e.kv_blocks), &partials[i].back());
       }
     const std::size_t done = ++tiles_done;
     if (progress) progress(done, order.size());
@@ -531,6 +569,69 @@ AttentionResult tiled_attention(const Workload& w, const AttentionInputs& in, co
   const unsigned threads = overlapping || faithful ? 1u : thread_count(num_threads);
   attend_tiles(w, L, in, softmax_scale_for(w, softmax_scale), trace, order, plan, threads, progress,
                out);
+  return out;
+}
+
+PartialAttention partial_attention(const Workload& w, const AttentionInputs& in,
+                                   const std::vector<KvRange>& ranges, float softmax_scale,
+                                   unsigned num_threads) {
+  check_inputs(w, in);
+  if (ranges.size() != w.batch_size())
+    throw std::invalid_argument(
+        fmt::format("partial_attention: {} KV ranges for {} sequences: give one per sequence",
+                    ranges.size(), w.batch_size()));
+  for (u32 b = 0; b < w.batch_size(); ++b)
+    if (ranges[b].begin > ranges[b].end || ranges[b].end > w.key_len(b))
+      throw std::invalid_argument(fmt::format(
+          "partial_attention: sequence {} has {} keys, so its KV range [{}, {}) does not fit it", b,
+          w.key_len(b), ranges[b].begin, ranges[b].end));
+  const Layout L(w);
+  const float scale = softmax_scale_for(w, softmax_scale);
+  PartialAttention out;
+  out.o.assign(w.q_elements(), 0.0f);
+  out.lse.assign(w.lse_elements(), kNegInf);
+  const u32 bm = w.block_m;
+  const unsigned threads = thread_count(num_threads);
+  std::vector<Workspace> spaces;
+  for (unsigned t = 0; t < threads; ++t) spaces.emplace_back(bm, w.block_n, L.d);
+  AttentionResult unused;  // attend_tile writes its partial state instead
+  parallel_for(std::size_t(w.batch_size()) * L.hq, threads, [&](std::size_t job, unsigned id) {
+    const u32 b = u32(job / L.hq), head = u32(job % L.hq);
+    const KeyRange keys{ranges[b].begin, ranges[b].end};
+    for (u32 done = 0; done < w.q_lens[b]; done += bm) {
+      const TilePiece rows{std::size_t(L.queries.start(b)) + done, std::min(bm, w.q_lens[b] - done),
+                           done, b, head};
+      PartialRows part;
+      attend_tile(w, L, in, scale, rows, unused, spaces[id], keys, &part);
+      L.o_rows(out.o.data(), rows.first_row, rows.rows, head) = part.o;
+      for (u32 r = 0; r < rows.rows; ++r) out.lse[(rows.first_row + r) * L.hq + head] = part.lse(r);
+    }
+  });
+  return out;
+}
+
+PartialAttention merge_partials(const std::vector<PartialAttention>& parts, u32 head_dim) {
+  if (parts.empty()) throw std::invalid_argument("merge_partials: no partial results to merge");
+  const std::size_t n = parts[0].lse.size();
+  for (std::size_t i = 0; i < parts.size(); ++i)
+    if (parts[i].lse.size() != n || parts[i].o.size() != n * head_dim)
+      throw std::invalid_argument(fmt::format(
+          "merge_partials: part {} has {} LSE and {} O values, part 0 {} LSE: every part needs "
+          "the same rows and {} O values per LSE entry",
+          i, parts[i].lse.size(), parts[i].o.size(), n, head_dim));
+  struct PartView {
+    Eigen::Map<const MatrixRM> o;
+    Eigen::Map<const Eigen::VectorXf> lse;
+  };
+  std::vector<PartView> views;
+  const auto rows = Eigen::Index(n);
+  for (const PartialAttention& p : parts)
+    views.push_back(PartView{Eigen::Map<const MatrixRM>(p.o.data(), rows, head_dim),
+                             Eigen::Map<const Eigen::VectorXf>(p.lse.data(), rows)});
+  const PartialRows merged = merge_rows(views, rows, head_dim);
+  PartialAttention out;
+  out.o.assign(merged.o.data(), merged.o.data() + merged.o.size());
+  out.lse.assign(merged.lse.data(), merged.lse.data() + merged.lse.size());
   return out;
 }
 

@@ -441,6 +441,24 @@ CostModel CostModel::load(const std::string& path) {
   return detail::read_json_file(path, from_json);
 }
 
+double CostModel::combine_time_us(const Workload& w, const std::vector<TraceEvent>& events) const {
+  std::map<u32, std::pair<u32, u32>> split;  // tile -> (pieces, rows)
+  for (const TraceEvent& e : events)
+    if (processes_part(e, whole_tile_cost(w, e))) {
+      auto& [pieces, rows] = split[e.linear_idx];
+      ++pieces;
+      rows = e.query_rows * w.tile_heads(e.head_idx).count;
+    }
+  if (split.empty()) return 0;
+  double bytes = 0;
+  for (const auto& [tile, counts] : split) {
+    const double rows = counts.second;
+    bytes += rows * counts.first * (w.head_dim + 1) * 4.0;  // the pieces' partial O and LSE
+    bytes += rows * (w.head_dim * 2.0 + 4.0);               // the tile's O and LSE
+  }
+  return cta_launch_us(w.head_dim) + bytes / combine_bytes_per_us;
+}
+
 TileCost event_tile_cost(const Workload& w, const TraceEvent& e) {
   const TileCost whole = whole_tile_cost(w, e);
   if (!processes_part(e, whole)) return whole;

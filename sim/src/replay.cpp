@@ -47,6 +47,16 @@ auto reset_counter(const Sched& sched, u32& counter_value, int)
 template <class Sched>
 void reset_counter(const Sched&, u32&, long) {}
 
+// The events a replay of `sched` records: its own count where it hands out pieces.
+template <class Sched>
+auto work_items(const Sched& sched, const Workload&, int) -> decltype(sched.work_items()) {
+  return sched.work_items();
+}
+template <class Sched>
+std::uint64_t work_items(const Sched&, const Workload& w, long) {
+  return replayed_tile_count(w);
+}
+
 // Every scheduler the same way: the grid's CTAs run the common/ scheduler loop (initial_state,
 // first_work, advance) one call per tile, in the order the placement asks them (tile ends in
 // time order, ties to the lower CTA id), so a dynamic scheduler's counter hands out indices in
@@ -94,14 +104,17 @@ Trace replay(const Workload& w, const CostModel& cost) {
   t.source = "sim";
   t.device = cost.device;
   t.workload = w;
-  t.workload.resident_ctas = layout.slots;   // the trace says what ran, whoever chose it
-  t.events.reserve(replayed_tile_count(w));  // exactly: no growth, no slack
+  t.workload.resident_ctas = layout.slots;  // the trace says what ran, whoever chose it
   u32 counter_value = 0;
   const SchedulerInputs inputs{AtomicCounter{&counter_value}, plan.arrays()};
   with_scheduler(w, inputs, [&](const auto& sched) {
+    // Exactly: no growth, no slack. The split schedules' pieces are those of this cost model's
+    // plan (stream_k's ranges follow its costs).
+    t.events.reserve(work_items(sched, w, 0));
     reset_counter(sched, counter_value, 0);
     replay_grid(ctx, sched, layout, t);
   });
+  t.combine_us = cost.combine_time_us(w, t.events);
   return t;
 }
 
@@ -142,6 +155,13 @@ std::uint64_t replayed_tile_count(const Workload& w) {
   }
   // split_tail: the full waves' tiles and the tail's pieces.
   if (w.scheduler == SchedulerKind::SplitTail) return split_tail_scheduler(w).work_items();
+  // split_kv and stream_k: the pieces of their plan (stream_k's with the built-in costs).
+  if (w.scheduler == SchedulerKind::SplitKv || w.scheduler == SchedulerKind::StreamK) {
+    const SchedulePlan plan = plan_schedule(w);
+    u32 counter_value = 0;
+    return with_scheduler(w, SchedulerInputs{AtomicCounter{&counter_value}, plan.arrays()},
+                          [&](const auto& sched) { return work_items(sched, w, 0); });
+  }
   // Every other scheduler, and safe mode, skip the tiles past a sequence's end.
   return w.valid_tile_count();
 }

@@ -38,13 +38,16 @@ json event_to_json(const TraceEvent& e) {
 }
 
 json header_to_json(const Trace& t) {
-  return json{{"format", kTraceFormatName},
-              {"version", Trace::kFormatVersion},
-              {"source", t.source},
-              {"device", t.device},
-              {"created", t.created},
-              {"workload", workload_to_json(t.workload)},
-              {"launched_ctas", t.launched_ctas}};
+  json j{{"format", kTraceFormatName},
+         {"version", Trace::kFormatVersion},
+         {"source", t.source},
+         {"device", t.device},
+         {"created", t.created},
+         {"workload", workload_to_json(t.workload)},
+         {"launched_ctas", t.launched_ctas}};
+  // The combine's time only where the trace has one, so traces without splits read as before.
+  if (t.combine_us > 0) j["combine_us"] = t.combine_us;
+  return j;
 }
 
 TraceEvent event_from_json(const json& j, const std::string& prefix) {
@@ -91,15 +94,16 @@ void check_event_values(const TraceEvent& e, const Trace& t, u32 work_tiles,
     fail(prefix + "linear_idx",
          fmt::format("work index {} is not below the workload's {} work tiles (T*H*B)",
                      e.linear_idx, work_tiles));
-  const std::uint64_t tiles_per_prompt = ceil_div(w.max_seq_len(), w.block_m);
-  if (e.prompt_offset % w.block_m != 0 || e.prompt_offset / w.block_m >= tiles_per_prompt)
+  const u32 bm = w.tile_shape();  // a decode tile holds every new token of its sequence
+  const std::uint64_t tiles_per_prompt = ceil_div(w.max_seq_len(), bm);
+  if (e.prompt_offset % bm != 0 || e.prompt_offset / bm >= tiles_per_prompt)
     fail(prefix + "prompt_offset",
          fmt::format("{} is not the start of a tile: a multiple of BM ({}) below the longest "
                      "sequence's {} rows",
-                     e.prompt_offset, w.block_m, tiles_per_prompt * w.block_m));
-  if (e.query_rows > w.block_m)
+                     e.prompt_offset, bm, tiles_per_prompt * bm));
+  if (e.query_rows > bm)
     fail(prefix + "query_rows",
-         fmt::format("{} rows are more than BM ({}) a tile holds", e.query_rows, w.block_m));
+         fmt::format("{} rows are more than BM ({}) a tile holds", e.query_rows, bm));
   const u32 key_blocks = ceil_div(w.key_len(e.prompt_idx), w.block_n);
   if (e.kv_blocks > key_blocks)
     fail(prefix + "kv_blocks",
@@ -136,10 +140,10 @@ json trace_to_json(const Trace& t) {
 Trace trace_from_json(const json& j) {
   using namespace detail;
   require_object(j, "a trace");
-  check_known_fields(
-      j,
-      {"format", "version", "source", "device", "created", "workload", "launched_ctas", "events"},
-      "");
+  check_known_fields(j,
+                     {"format", "version", "source", "device", "created", "workload",
+                      "launched_ctas", "events", "combine_us"},
+                     "");
   const std::string format = as_string(require(j, "format", ""), "format");
   if (format != kTraceFormatName)
     fail("format", "expected \"" + std::string(kTraceFormatName) + "\", got \"" + format + "\"");
@@ -155,10 +159,16 @@ Trace trace_from_json(const json& j) {
   if (j.contains("created")) t.created = as_string(j["created"], "created");
   t.workload = workload_from_json_at(require(j, "workload", ""), "workload.");
   t.launched_ctas = as_u32(require(j, "launched_ctas", ""), "launched_ctas");
+  if (j.contains("combine_us")) {
+    t.combine_us = as_double(j["combine_us"], "combine_us");
+    if (t.combine_us < 0) fail("combine_us", "must be a time of at least 0 µs");
+  }
 
-  // Every launch is at most one CTA per work tile (min(C, N) persistent, N transient).
+  // Every launch is at most one CTA per work tile (min(C, N) persistent, N transient), or, for
+  // the schedulers that split tiles into pieces, at most C.
   const u32 work_tiles = t.workload.summary(nullptr).max_idx(t.workload.scheduled_heads());
-  if (t.launched_ctas > work_tiles)
+  if (t.launched_ctas > work_tiles &&
+      !(splits_tiles(t.workload.scheduler) && t.launched_ctas <= t.workload.num_ctas))
     fail("launched_ctas",
          fmt::format("{} CTAs are more than the workload's {} work tiles (T*H*B): no scheduler "
                      "launches more",

@@ -53,6 +53,7 @@ json workload_to_json(const Workload& w) {
   j["l2_bytes"] = w.l2_bytes;
   j["l2_min_rounds"] = w.l2_min_rounds;
   if (w.page_size != 0) j["page_size"] = w.page_size;
+  j["split_kv_blocks"] = w.split_kv_blocks;
   return j;
 }
 
@@ -139,7 +140,7 @@ Workload workload_from_json_at(const json& j, const std::string& prefix) {
                          "block_m",         "block_n",        "scheduler",     "schedule",
                          "flip_prompt_idx", "num_ctas",       "resident_ctas", "ragged_mode",
                          "cost_profile",    "decoding",       "l2_bytes",      "l2_min_rounds",
-                         "page_size"},
+                         "page_size",       "split_kv_blocks"},
                      prefix);
   Workload w;
   const std::string P = prefix;
@@ -174,6 +175,8 @@ Workload workload_from_json_at(const json& j, const std::string& prefix) {
   w.l2_min_rounds =
       j.contains("l2_min_rounds") ? as_u32(j["l2_min_rounds"], P + "l2_min_rounds") : 1;
   if (j.contains("page_size")) w.page_size = as_u32(j["page_size"], P + "page_size");
+  if (j.contains("split_kv_blocks"))
+    w.split_kv_blocks = as_u32(j["split_kv_blocks"], P + "split_kv_blocks");
   if (j.contains("cost_profile")) {
     w.cost_profile = as_string(j["cost_profile"], P + "cost_profile");
     if (w.cost_profile.empty()) fail(P + "cost_profile", "must not be empty");

@@ -49,6 +49,13 @@ template __global__ void walk_kernel<runtime::LptQueuedScheduler, false, Schedul
     runtime::LptQueuedScheduler, TileSummary, u32*, u32);
 template __global__ void walk_kernel<runtime::SplitTailScheduler, true, SchedulerSync::Producer>(
     runtime::SplitTailScheduler, TileSummary, u32*, u32);
+// The split schedules: the counter one on both sides of the producer hand-off, and the static one.
+template __global__ void walk_kernel<runtime::SplitKvScheduler, true, SchedulerSync::Producer>(
+    runtime::SplitKvScheduler, TileSummary, u32*, u32);
+template __global__ void walk_kernel<runtime::SplitKvScheduler, false, SchedulerSync::Producer>(
+    runtime::SplitKvScheduler, TileSummary, u32*, u32);
+template __global__ void walk_kernel<runtime::StreamKScheduler, true, SchedulerSync::Default>(
+    runtime::StreamKScheduler, TileSummary, u32*, u32);
 template __global__ void walk_kernel<runtime::RaggedQueuedScheduler, true, SchedulerSync::All>(
     runtime::RaggedQueuedScheduler, TileSummary, u32*, u32);
 template __global__ void walk_kernel<runtime::RaggedQueuedScheduler, true, SchedulerSync::None>(

@@ -7,12 +7,26 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <utility>
 #include <vector>
 
 #include "random_problem.hpp"
 #include "tilesched/scheduler.hpp"
 
 namespace tilesched::testing {
+
+// Checks that the KV block ranges [begin, end) a tile's pieces cover, sorted in place, are its
+// blocks [0, blocks) exactly once: no gap, no overlap.
+inline void check_blocks_once(std::vector<std::pair<u32, u32>>& ranges, u32 blocks) {
+  std::sort(ranges.begin(), ranges.end());
+  u32 next = 0;
+  for (const auto& [begin, end] : ranges) {
+    CHECK(begin == next);
+    next = end;
+  }
+  CHECK(next == blocks);
+}
+
 
 // Each CTA's processed indices (state.idx), in order, CTA by CTA of the grid, alternating the
 // pipeline slot as the kernel does and checking that get_current_work_info agrees with the tile

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "random_problem.hpp"
+#include "scheduler_walk.hpp"
 #include "tilesched/any_scheduler.hpp"
 #include "tilesched/workload.hpp"
 
@@ -113,13 +114,7 @@ TEST_CASE("split_tail: every KV block of every tile exactly once, pieces and slo
     }
     REQUIRE(by_tile.size() == n);
     for (auto& [idx, ranges] : by_tile) {
-      std::sort(ranges.begin(), ranges.end());
-      u32 next = 0;
-      for (const auto& [b, e] : ranges) {
-        CHECK(b == next);
-        next = e;
-      }
-      CHECK(next == nb);
+      tilesched::testing::check_blocks_once(ranges, nb);
       if (ranges.size() > 1) {
         CHECK(s.split_of(idx, ranges[0].first).pieces == ranges.size());
         for (std::size_t k = 0; k < ranges.size(); ++k)

@@ -348,7 +348,8 @@ TEST_CASE("version 6 cost tables: a scheduler kind's own kernel") {
   CHECK(contains(error([&](json& j) { kinds(j) = 3; }), "head_dims.128.schedulers"));
   CHECK(contains(error([&](json& j) { kinds(j)["queue"] = kinds(j)["queued"]; }),
                  "'head_dims.128.schedulers.queue': key must be a scheduler kind (tile, queued, "
-                 "transient, lpt, lpt_queued, planned, ragged_queued, split_tail)"));
+                 "transient, lpt, lpt_queued, planned, ragged_queued, split_tail, split_kv, "
+                 "stream_k)"));
   CHECK(contains(error([&](json& j) { kinds(j)["queued"].erase("us_per_block"); }),
                  "'head_dims.128.schedulers.queued.us_per_block': required field is missing"));
   CHECK(contains(error([&](json& j) { kinds(j)["queued"]["us_per_masked_block"] = -1.0; }),

@@ -169,7 +169,7 @@ TEST_CASE("workload JSON: each bad input has its own message naming the field") 
   CHECK(contains(m, "'scheduler'"));
   CHECK(contains(m,
                  "unknown name \"dynamic\" (accepted: tile, queued, transient, lpt, "
-                 "lpt_queued, planned, ragged_queued, split_tail)"));
+                 "lpt_queued, planned, ragged_queued, split_tail, split_kv, stream_k)"));
   m = workload_error(with("mask", "sliding"));
   CHECK(contains(m, "'mask'"));
   CHECK(contains(m, "unknown name \"sliding\""));
@@ -213,7 +213,8 @@ TEST_CASE("workload JSON: bad row offsets, lengths given twice or not at all, ba
   CHECK(contains(m, "'decoding'"));
   CHECK(contains(m, "expected true or false"));
   m = workload_error(with("decoding", true));
-  CHECK(contains(m, "one new token per sequence, but sequence 0 has 100 query rows"));
+  CHECK(contains(m, "1 to 16 new tokens per sequence (1 to decode, more to verify speculated "
+                    "tokens), but sequence 0 has 100"));
   m = workload_error(with("l2_bytes", -1));
   CHECK(contains(m, "'l2_bytes'"));
   m = workload_error(with("l2_min_rounds", 0));
@@ -223,19 +224,23 @@ TEST_CASE("workload JSON: bad row offsets, lengths given twice or not at all, ba
 }
 
 TEST_CASE("workload JSON: a decode workload, and the L2 sections the planned schedulers use") {
-  const Workload w = sim::workload_from_json(json{{"q_lens", {1, 1, 1}},
+  const Workload w = sim::workload_from_json(json{{"q_lens", {1, 16, 3}},
                                                   {"kv_lens", {4096, 100, 70000}},
                                                   {"decoding", true},
                                                   {"scheduler", "planned"},
                                                   {"l2_bytes", 1000000},
-                                                  {"l2_min_rounds", 3}});
+                                                  {"l2_min_rounds", 3},
+                                                  {"split_kv_blocks", 5}});
   CHECK(w.decoding);
   CHECK(w.l2_bytes == 1000000);
   CHECK(w.l2_min_rounds == 3);
   CHECK(w.scheduler == SchedulerKind::Planned);
-  CHECK(w.tile_shape() == 1);
+  CHECK(w.q_lens == std::vector<u32>{1, 16, 3});  // speculative verify: up to 16 new tokens
+  CHECK(w.split_kv_blocks == 5);
+  CHECK(w.tile_shape() == kMaxDecodeTokens);  // one tile holds every new token of a sequence
   CHECK(w.scheduled_heads() == w.num_kv_heads);
   const json j = sim::workload_to_json(w);
+  CHECK(j.at("split_kv_blocks") == 5);
   CHECK(j.at("decoding") == true);
   CHECK(j.at("l2_bytes") == 1000000);
   CHECK(j.at("l2_min_rounds") == 3);

@@ -160,6 +160,7 @@ TEST_CASE("decoding: every scheduler hands out each (sequence, KV head) once and
   for (const auto& row : kSchedulerKindNames) {
     const SchedulerKind kind = row.value;
     if (kind == SchedulerKind::SplitTail) continue;  // prefill only (validate refuses decoding)
+    if (splits_tiles(kind)) continue;  // pieces of tiles: test_split_attention.cpp
     const Workload w = decode_workload(kind);
     CAPTURE(std::string(row.name));
     const Trace t = sim::replay(w, cost);

@@ -159,13 +159,16 @@ def main():
     root = ET.parse(page).getroot()
     rankings = [t for t in root.iter("table") if t.get("class") == "ranking"]
     # 10 strategies, each at every distinct one of the workload's own C, C = SMs and C = SMs x CTAs
-    # per SM at its head dim (from the cost profile): a header and a row per run.
+    # per SM at its head dim (from the cost profile), and split_kv and stream_k at each C where the
+    # workload's tiles are fewer than 4 rounds of C: a header and a row per run.
     with open(workload) as f:
         w = json.load(f)
     with open(cost_file) as f:
         cost = json.load(f)
     per_sm = cost["head_dims"][str(w["head_dim"])]["ctas_per_sm"]
-    runs = 10 * len({w["num_ctas"], cost["sms"], cost["sms"] * per_sm})
+    tiles = sum(-(-q // w["block_m"]) for q in w["q_lens"]) * w["num_q_heads"]
+    runs = sum(10 + (2 if tiles < 4 * c else 0)
+               for c in {w["num_ctas"], cost["sms"], cost["sms"] * per_sm})
     if len(rankings) != 1 or len(list(rankings[0].iter("tr"))) != 1 + runs:
         sys.exit(f"the comparison page lacks the ranking table (a header and {runs} runs)")
     svgs = list(root.iter(SVG + "svg"))

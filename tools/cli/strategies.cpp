@@ -39,6 +39,16 @@ std::vector<Workload> all_strategies(const Workload& base) {
   return workloads;
 }
 
+std::vector<Workload> compared_strategies(const Workload& base) {
+  std::vector<Workload> workloads = all_strategies(base);
+  if (base.valid_tile_count() >= std::uint64_t(kSplitCandidateRounds) * base.num_ctas)
+    return workloads;
+  for (const SchedulerKind split : {SchedulerKind::SplitKv, SchedulerKind::StreamK})
+    if (Workload w = with_strategy(base, Strategy{split}); w.validate().empty())
+      workloads.push_back(std::move(w));
+  return workloads;
+}
+
 bool is_seed_strategy(const std::string& name) {
   return std::any_of(strategies().begin(), strategies().end(), [&](const Strategy& s) {
     return s.seed && strategy_name(with_strategy(Workload{}, s)) == name;
@@ -59,7 +69,7 @@ std::vector<Workload> strategy_runs(const Workload& base, const sim::CostModel& 
     Workload at_c = base;
     at_c.num_ctas = at_c.resident_ctas = ctas;
     const std::vector<std::uint64_t> l2_sizes = l2_bytes_to_search(at_c);
-    for (Workload w : all_strategies(at_c)) {
+    for (Workload w : compared_strategies(at_c)) {
       if (!walks_l2_sections(w.scheduler)) {
         workloads.push_back(w);
         continue;
@@ -75,7 +85,7 @@ std::vector<Workload> strategy_runs(const Workload& base, const sim::CostModel& 
 
 std::size_t max_strategy_runs(const Workload& base, const sim::CostModel& cost) {
   std::size_t per_c = 0;
-  for (const Workload& w : all_strategies(base))
+  for (const Workload& w : compared_strategies(base))
     per_c += walks_l2_sections(w.scheduler) ? kMaxL2SizesSearched : 1;
   return per_c * candidate_cta_counts(base, cost).size();
 }

@@ -32,6 +32,18 @@ Workload with_strategy(Workload w, const Strategy& s);
 // `base` under each of strategies(), in its order.
 std::vector<Workload> all_strategies(const Workload& base);
 
+// The split schedules are worth ranking for workloads of fewer tiles than this many rounds of
+// num_ctas: those leave SMs idle (decoding, a short chunk over a long cache), while more tiles
+// already fill every SM and their pieces would multiply the replay's events (split_kv's up to
+// KV blocks / split_kv_blocks per tile).
+inline constexpr u32 kSplitCandidateRounds = 4;
+
+// What `compare` and `recommend` rank: all_strategies, then the split schedules (split_kv,
+// stream_k) where the workload allows them (Workload::validate) and has fewer than
+// kSplitCandidateRounds rounds of tiles. The simulator runs them; the GPU kernel does not yet, so
+// `suite-run` and the GPU tests keep to all_strategies.
+std::vector<Workload> compared_strategies(const Workload& base);
+
 // Whether a strategy (strategy_name) is one of the seed's own.
 bool is_seed_strategy(const std::string& name);
 
@@ -51,7 +63,7 @@ struct StrategyResult {
   bool searched_l2 = false;
 };
 
-// The workloads compare_strategies replays: every strategy at every candidate CTA count (both
+// The workloads compare_strategies replays: compared_strategies at every candidate CTA count (both
 // num_ctas and resident_ctas set to it), and each strategy that walks L2 sections also at every
 // other size of l2_bytes_to_search (l2_search.hpp). In the documented order, smaller C first.
 std::vector<Workload> strategy_runs(const Workload& base, const sim::CostModel& cost);

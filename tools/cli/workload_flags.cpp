@@ -45,9 +45,18 @@ void add_workload_flags(CLI::App& command, WorkloadFlags& f, WorkloadFlagSet set
   add_choice_flag(command, "--mask", f.mask, "Attention mask")->type_name("MASK");
   add_number_flag(command, "--bm", f.block_m, "BM: query rows per tile");
   add_number_flag(command, "--bn", f.block_n, "BN: keys per KV block");
-  command.add_flag("--decode", f.decode,
-                   "Decoding: one new token per sequence; the sequence lengths given become the "
-                   "KV lengths unless --kv-lens (or the file's kv_lens) gives them");
+  CLI::Option* decode =
+      command.add_flag("--decode", f.decode,
+                       "Decoding: new tokens per sequence (--new-tokens, default 1); the sequence "
+                       "lengths given become the KV lengths unless --kv-lens (or the file's "
+                       "kv_lens) gives them");
+  std::vector<u32> token_counts(kMaxDecodeTokens);
+  for (u32 t = 0; t < kMaxDecodeTokens; ++t) token_counts[t] = t + 1;
+  add_u32_list_flag(command, "--new-tokens", f.new_tokens,
+                    "With --decode: new tokens per sequence, one value for every sequence or one "
+                    "per sequence (1 decodes; up to 16 verify speculated tokens)",
+                    token_counts, fmt::format("1 to {} new tokens", kMaxDecodeTokens))
+      ->needs(decode);
   if (set.strategy) add_strategy_flags(command, f);
   add_number_flag(command, "--ctas", f.ctas,
                   "C: persistent CTAs (tile, queued; default: SMs x CTAs per SM of the device), "
@@ -66,6 +75,9 @@ void add_workload_flags(CLI::App& command, WorkloadFlags& f, WorkloadFlagSet set
                   "Keys per page of a paged KV cache (0: no paging; the GPU kernel takes "
                   "multiples of its K/V block)",
                   /*min=*/0, Workload::kMaxPageSize);
+  add_number_flag(command, "--split-kv-blocks", f.split_kv_blocks,
+                  fmt::format("split_kv: KV blocks per chunk (default {})", kDefaultSplitKvBlocks),
+                  /*min=*/1);
   CLI::Option* profile = add_cost_profile_flag(command, "--cost-profile", f.cost_profile,
                                                "Built-in cost coefficients");
   if (set.cost_model) {
@@ -82,11 +94,21 @@ void override_with(const std::optional<T>& flag, T& field) {
   if (flag) field = *flag;
 }
 
-// SPEC §6: one new token per sequence against the cache. The lengths given so far are the cache
-// lengths, unless KV lengths were given.
-void make_decode(Workload& w) {
+// SPEC §6: 1 to 16 new tokens per sequence against the cache (`new_tokens`: one count for every
+// sequence or one per sequence; none given: 1). The lengths given so far are the cache lengths,
+// unless KV lengths were given.
+void make_decode(Workload& w, const std::vector<u32>& new_tokens) {
   if (w.kv_lens.empty()) w.kv_lens = w.q_lens;
-  w.q_lens.assign(w.q_lens.size(), 1);
+  if (new_tokens.size() > 1 && new_tokens.size() != w.q_lens.size())
+    throw UsageError(fmt::format(
+        "--new-tokens has {} values but the batch has {} sequences: give one for every sequence "
+        "or one per sequence",
+        new_tokens.size(), w.q_lens.size()));
+  if (new_tokens.size() > 1)
+    w.q_lens = new_tokens;
+  else
+    w.q_lens.assign(w.q_lens.size(), new_tokens.empty() ? 1u : new_tokens[0]);
+  w.padded = w.padded && new_tokens.size() <= 1;
   w.decoding = true;
 }
 
@@ -106,7 +128,7 @@ void apply_sequence_flags(const WorkloadFlags& f, Workload& w) {
     // A padded batch has one KV length; let it be given once.
     if (w.padded && w.kv_lens.size() == 1) w.kv_lens.assign(w.q_lens.size(), w.kv_lens[0]);
   }
-  if (f.decode) make_decode(w);
+  if (f.decode) make_decode(w, f.new_tokens);
 }
 
 }  // namespace
@@ -147,6 +169,7 @@ Workload resolve_workload(const WorkloadFlags& f, viz::CtaOrigin* origin) {
   override_with(f.l2_bytes, w.l2_bytes);
   override_with(f.l2_min_rounds, w.l2_min_rounds);
   override_with(f.page_size, w.page_size);
+  override_with(f.split_kv_blocks, w.split_kv_blocks);
   if (!f.cost_profile.empty()) w.cost_profile = f.cost_profile;
 
   // One of --heads / --kv-heads given and the other from the base workload: validate()'s heads

@@ -26,9 +26,11 @@ struct WorkloadFlags {
   std::optional<RaggedMode> ragged;
   std::optional<std::uint64_t> l2_bytes;
   std::optional<u32> l2_min_rounds, page_size;
+  std::optional<u32> split_kv_blocks;
   std::string cost_profile, cost_model_file;
   bool flip = false;
   bool decode = false;
+  std::vector<u32> new_tokens;  // --decode: one for every sequence, or one per sequence
 };
 
 struct WorkloadFlagSet {

@@ -16,6 +16,7 @@
 
 #include "tilesched/planned_schedulers.hpp"
 #include "tilesched/scheduler.hpp"
+#include "tilesched/split_schedules.hpp"
 #include "tilesched/split_tail.hpp"
 
 namespace tilesched::runtime {
@@ -37,6 +38,9 @@ class AnyScheduler {
       // In the AnyScheduler kernel its walk made ptxas build the K/V loop's wgmma descriptors in
       // ordinary registers (48 R2UR per block at d = 128), so the device switch leaves it out.
       case SchedulerKind::SplitTail: return f(split_tail);
+      // Host only until the kernel runs them (gpu::attention_forward refuses them).
+      case SchedulerKind::SplitKv: return f(split_kv);
+      case SchedulerKind::StreamK: return f(stream_k);
 #endif
       case SchedulerKind::Tile: break;
     }
@@ -53,6 +57,8 @@ class AnyScheduler {
   PlannedListScheduler planned{};
   RaggedQueuedScheduler ragged_queued{};
   SplitTailScheduler split_tail{};
+  SplitKvScheduler split_kv{};
+  StreamKScheduler stream_k{};
 
   constexpr AnyScheduler() = default;
   TS_HOST_DEVICE constexpr AnyScheduler(const TileScheduler& s)  // NOLINT: implicit by design
@@ -71,6 +77,10 @@ class AnyScheduler {
       : kind(SchedulerKind::RaggedQueued), ragged_queued(s) {}
   TS_HOST_DEVICE constexpr AnyScheduler(const SplitTailScheduler& s)  // NOLINT
       : kind(SchedulerKind::SplitTail), split_tail(s) {}
+  TS_HOST_DEVICE constexpr AnyScheduler(const SplitKvScheduler& s)  // NOLINT
+      : kind(SchedulerKind::SplitKv), split_kv(s) {}
+  TS_HOST_DEVICE constexpr AnyScheduler(const StreamKScheduler& s)  // NOLINT
+      : kind(SchedulerKind::StreamK), stream_k(s) {}
 
   // Whether a CTA can get more than one tile (the concrete schedulers' may_advance).
   TS_HOST_DEVICE constexpr bool may_advance() const {
@@ -84,6 +94,7 @@ class AnyScheduler {
       case SchedulerKind::Queued: return queued.counter_start();
       case SchedulerKind::LptQueued: return lpt_queued.counter_start();
       case SchedulerKind::RaggedQueued: return ragged_queued.counter_start();
+      case SchedulerKind::SplitKv: return split_kv.counter_start();
       default: return 0u;
     }
   }

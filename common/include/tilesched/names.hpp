@@ -40,6 +40,8 @@ inline constexpr EnumName<SchedulerKind> kSchedulerKindNames[] = {
     {SchedulerKind::Planned, "planned"},
     {SchedulerKind::RaggedQueued, "ragged_queued"},
     {SchedulerKind::SplitTail, "split_tail"},
+    {SchedulerKind::SplitKv, "split_kv"},
+    {SchedulerKind::StreamK, "stream_k"},
 };
 inline constexpr EnumName<RaggedMode> kRaggedModeNames[] = {
     {RaggedMode::Safe, "safe"},

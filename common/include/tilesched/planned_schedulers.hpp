@@ -21,6 +21,7 @@
 #include <cstdint>
 
 #include "tilesched/scheduler.hpp"
+#include "tilesched/split_schedules.hpp"
 
 namespace tilesched {
 
@@ -32,6 +33,7 @@ struct PlanArrays {
   const u32* list_offsets = nullptr;    // planned: min(C, M) + 1 offsets into list_tiles
   const u32* list_tiles = nullptr;      // planned: M tile ids, CTA c's at [off[c], off[c + 1])
   const u32* sequence_tiles = nullptr;  // ragged_queued: B+1 prefix sums of tiles per sequence
+  SplitArrays split{};                  // split_kv, stream_k (split_schedules.hpp)
 
   // Whether the arrays scheduler `kind` walks are set (true for kinds that walk none).
   TS_HOST_DEVICE constexpr bool has_arrays_for(SchedulerKind kind) const {
@@ -40,6 +42,8 @@ struct PlanArrays {
       case SchedulerKind::LptQueued: return order != nullptr;
       case SchedulerKind::Planned: return list_offsets != nullptr && list_tiles != nullptr;
       case SchedulerKind::RaggedQueued: return sequence_tiles != nullptr;
+      case SchedulerKind::SplitKv: return split.has_arrays(false);
+      case SchedulerKind::StreamK: return split.has_arrays(true);
       default: return true;
     }
   }

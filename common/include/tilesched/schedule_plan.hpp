@@ -14,6 +14,9 @@
 // - balanced_lists (planned): the same order, each tile onto the CTA with the least planned load
 //   (greedy list scheduling), one list per CTA in CSR form.
 // - sequence_tile_prefix (ragged_queued): B+1 prefix sums of the tiles of each sequence.
+// - split_plan (split_kv, stream_k): the valid tiles in DEFAULT order with their KV blocks laid
+//   end to end, each tile's pieces (fixed chunks, or the stream cut into C ranges of equal
+//   predicted cost) and the workspace slots of the tiles cut into several (split_schedules.hpp).
 //
 // The cost of a tile is the caller's: a function of its KV-block counts (the simulator passes its
 // fitted cost model), so common/ does not depend on the simulator.
@@ -182,6 +185,106 @@ inline std::vector<u32> sequence_tile_prefix(const Workload& w) {
   return prefix;
 }
 
+// The predicted cost of one KV block of a tile in the split stream, from a tile cost function:
+// the marginal cost of an unmasked or a masked block, and a tile's fixed cost carried by its
+// first block (so that a range of many short tiles, as in decoding, pays for each of them).
+struct StreamBlockCosts {
+  double fixed = 0, unmasked = 0, masked = 0;
+
+  explicit StreamBlockCosts(const TileCostFn& cost)
+      : fixed(cost(TileCost{0, 0})),
+        unmasked(cost(TileCost{1, 0}) - fixed),
+        masked(cost(TileCost{1, 1}) - fixed) {}
+
+  // Block j of a tile of cost c: the masked blocks are a tile's last ones (geometry.hpp).
+  double of(const TileCost& c, u32 j) const {
+    return (j == 0 ? fixed : 0.0) + (j >= c.kv_blocks - c.masked_blocks ? masked : unmasked);
+  }
+};
+
+// The arrays of split_kv and stream_k (SplitArrays in split_schedules.hpp describes each).
+struct SplitPlan {
+  std::vector<u32> tiles;         // M tile ids, DEFAULT order
+  std::vector<u32> block_start;   // M+1
+  std::vector<u32> piece_start;   // M+1 (split_kv)
+  std::vector<u32> slot_start;    // M+1
+  std::vector<u32> split_tiles;   // S ordinals
+  std::vector<u32> range_bounds;  // R+1 (stream_k)
+};
+
+// stream_k's ranges: R = min(C, P) bounds over the P blocks of `costs` (each tile's TileCost, in
+// stream order), bound c the block boundary whose prefix cost is nearest to c / R of the total,
+// kept strictly increasing so that every CTA has at least one block. Where no block costs more
+// than an even share, each range's predicted cost is within one block's of that share.
+inline std::vector<u32> stream_k_bounds(const Workload& w, const std::vector<TileCost>& costs,
+                                        const StreamBlockCosts& block) {
+  std::uint64_t blocks = 0;
+  double total = 0;
+  for (const TileCost& c : costs) {
+    blocks += c.kv_blocks;
+    for (u32 j = 0; j < c.kv_blocks; ++j) total += block.of(c, j);
+  }
+  const u32 ranges = static_cast<u32>(std::min<std::uint64_t>(w.num_ctas, blocks));
+  std::vector<u32> bounds(1, 0);
+  if (ranges == 0) return bounds;
+  u32 position = 0;   // blocks before (tile, j)
+  double before = 0;  // their cost
+  std::size_t tile = 0;
+  u32 j = 0;
+  for (u32 c = 1; c < ranges; ++c) {
+    const double target = total * c / ranges;
+    // Walk while the next block still ends at or below the target, then round to the nearer of
+    // the two boundaries around it.
+    for (;;) {
+      while (tile < costs.size() && j >= costs[tile].kv_blocks) ++tile, j = 0;
+      if (tile == costs.size()) break;  // rounding left the target at the very end
+      const double next = block.of(costs[tile], j);
+      if (before + next > target) {
+        if (before + next - target < target - before) ++position, before += next, ++j;
+        break;
+      }
+      ++position, before += next, ++j;
+    }
+    const u32 lowest = bounds.back() + 1, highest = static_cast<u32>(blocks) - (ranges - c);
+    bounds.push_back(std::min(std::max(position, lowest), highest));
+  }
+  bounds.push_back(static_cast<u32>(blocks));
+  return bounds;
+}
+
+// The split schedules' arrays for w (valid, scheduler split_kv or stream_k), with block costs from
+// `cost` (stream_k's ranges).
+inline SplitPlan split_plan(const Workload& w, const TileCostFn& cost) {
+  SplitPlan plan;
+  std::vector<TileCost> costs;
+  for (const PlannedTile& t : valid_tiles(w, [](const TileCost&) { return 0.0; })) {
+    plan.tiles.push_back(t.id);
+    costs.push_back(w.tile_cost(t.prompt, t.prompt_offset));
+  }
+  const bool stream_k = w.scheduler == SchedulerKind::StreamK;
+  plan.block_start.assign(1, 0);
+  for (const TileCost& c : costs) plan.block_start.push_back(plan.block_start.back() + c.kv_blocks);
+  if (stream_k) plan.range_bounds = stream_k_bounds(w, costs, StreamBlockCosts(cost));
+  // The range holding block position x.
+  const auto range_of = [&](u32 x) {
+    return static_cast<u32>(
+        std::upper_bound(plan.range_bounds.begin(), plan.range_bounds.end() - 1, x) -
+        plan.range_bounds.begin() - 1);
+  };
+  plan.piece_start.assign(1, 0);
+  plan.slot_start.assign(1, 0);
+  for (std::size_t o = 0; o < costs.size(); ++o) {
+    const u32 pieces =
+        stream_k ? range_of(plan.block_start[o + 1] - 1) - range_of(plan.block_start[o]) + 1
+                 : ceil_div(costs[o].kv_blocks, w.split_kv_blocks);
+    plan.piece_start.push_back(plan.piece_start.back() + pieces);
+    plan.slot_start.push_back(plan.slot_start.back() + (pieces > 1 ? pieces : 0));
+    if (pieces > 1) plan.split_tiles.push_back(static_cast<u32>(o));
+  }
+  if (stream_k) plan.piece_start.clear();  // stream_k walks ranges, not piece numbers
+  return plan;
+}
+
 // The arrays a workload's scheduler walks (empty for the seed's schedulers, which need none).
 struct SchedulePlan {
   u32 tile_count = 0;               // M: valid tiles
@@ -189,12 +292,22 @@ struct SchedulePlan {
   std::vector<u32> list_offsets;    // planned
   std::vector<u32> list_tiles;      // planned
   std::vector<u32> sequence_tiles;  // ragged_queued
+  SplitPlan split;                  // split_kv, stream_k
 
   // Pointers into this plan's vectors (host memory): valid while the plan lives unchanged.
   PlanArrays arrays() const {
     const auto data = [](const std::vector<u32>& v) { return v.empty() ? nullptr : v.data(); };
-    return PlanArrays{tile_count, data(order), data(list_offsets), data(list_tiles),
-                      data(sequence_tiles)};
+    PlanArrays a{tile_count, data(order), data(list_offsets), data(list_tiles),
+                 data(sequence_tiles)};
+    a.split.split_tile_count = static_cast<u32>(split.split_tiles.size());
+    a.split.tiles = data(split.tiles);
+    a.split.block_start = data(split.block_start);
+    a.split.piece_start = data(split.piece_start);
+    a.split.slot_start = data(split.slot_start);
+    a.split.split_tiles = data(split.split_tiles);
+    a.split.range_bounds = data(split.range_bounds);
+    a.split.ranges = split.range_bounds.empty() ? 0u : u32(split.range_bounds.size() - 1);
+    return a;
   }
 };
 
@@ -227,6 +340,21 @@ inline std::string schedule_plan_mismatch(const Workload& w, const SchedulePlan&
       if (plan.sequence_tiles.size() != w.batch_size() + 1u)
         return wrong("sequence_tiles", plan.sequence_tiles.size(), w.batch_size() + 1u);
       break;
+    case SchedulerKind::SplitKv:
+    case SchedulerKind::StreamK: {
+      const SplitPlan& s = plan.split;
+      if (s.tiles.size() != tiles) return wrong("tiles", s.tiles.size(), tiles);
+      if (s.block_start.size() != tiles + 1)
+        return wrong("block_start", s.block_start.size(), tiles + 1);
+      if (s.slot_start.size() != tiles + 1)
+        return wrong("slot_start", s.slot_start.size(), tiles + 1);
+      if (w.scheduler == SchedulerKind::SplitKv && s.piece_start.size() != tiles + 1)
+        return wrong("piece_start", s.piece_start.size(), tiles + 1);
+      const std::uint64_t ranges = std::min<std::uint64_t>(w.num_ctas, s.block_start.back()) + 1;
+      if (w.scheduler == SchedulerKind::StreamK && s.range_bounds.size() != ranges)
+        return wrong("range_bounds", s.range_bounds.size(), ranges);
+      break;
+    }
     default: break;
   }
   return {};
@@ -247,6 +375,8 @@ inline SchedulePlan build_schedule_plan(const Workload& w, const TileCostFn& cos
       break;
     }
     case SchedulerKind::RaggedQueued: plan.sequence_tiles = sequence_tile_prefix(w); break;
+    case SchedulerKind::SplitKv:
+    case SchedulerKind::StreamK: plan.split = split_plan(w, cost); break;
     default: break;
   }
   return plan;

@@ -25,9 +25,11 @@
 
 namespace tilesched {
 
-// Where a piece of a split tile is, and its siblings (split_tail).
+// Where a piece of a split tile is, and its siblings (split_tail; split_kv and stream_k,
+// split_schedules.hpp).
 struct SplitPiece {
-  u32 tail_tile = 0;   // the tile's position among the tail's R tiles
+  u32 tail_tile = 0;   // the tile's position among the tail's R tiles (split_kv, stream_k: its
+                       // place in the stream)
   u32 pieces = 1;      // how many pieces the tile is cut into (1: not split)
   u32 rank = 0;        // this piece's place among them, in KV block order
   u32 first_slot = 0;  // workspace slot of piece 0; piece k's is first_slot + k

@@ -36,6 +36,9 @@ struct Trace {
   std::string created;  // ISO 8601 UTC
   Workload workload;
   u32 launched_ctas = 0;           // grid size actually launched
+  // Predicted time of the combine that finishes the split tiles after the kernel (sim, a
+  // splitting scheduler; CostModel::combine_time_us), µs. 0: nothing to combine, or not modelled.
+  double combine_us = 0;
   std::vector<TraceEvent> events;  // ordered by (cta, step)
 };
 

@@ -36,19 +36,31 @@ enum class SchedulerKind : u32 {
   RaggedQueued = 6,  // persistent, dynamic: a counter over the valid tiles only
   SplitTail = 7,     // persistent, static: tile's stride for the full waves, then the last
                      // partial wave's KV blocks split evenly over every CTA (split_tail.hpp)
+  SplitKv = 8,       // persistent, dynamic: every tile's KV blocks cut into chunks of a fixed
+                     // size, the pieces from a counter; batch-invariant (split_schedules.hpp)
+  StreamK = 9,       // persistent, static: the (tile, KV block) space cut into C ranges of equal
+                     // predicted cost, one per CTA (split_schedules.hpp)
 };
 
 // Whether a scheduler's CTAs take their tiles from a global counter: the order in which CTAs
 // receive them depends on timing, only the set of tiles is deterministic (SPEC §4.2).
 TS_HOST_DEVICE constexpr bool takes_from_counter(SchedulerKind k) {
   return k == SchedulerKind::Queued || k == SchedulerKind::LptQueued ||
-         k == SchedulerKind::RaggedQueued;
+         k == SchedulerKind::RaggedQueued || k == SchedulerKind::SplitKv;
 }
 
 // Whether a scheduler walks arrays the host builds for each problem (schedule_plan.hpp).
 TS_HOST_DEVICE constexpr bool needs_schedule_plan(SchedulerKind k) {
   return k == SchedulerKind::Lpt || k == SchedulerKind::LptQueued || k == SchedulerKind::Planned ||
-         k == SchedulerKind::RaggedQueued;
+         k == SchedulerKind::RaggedQueued || k == SchedulerKind::SplitKv ||
+         k == SchedulerKind::StreamK;
+}
+
+// Whether a scheduler hands out pieces of tiles (a KV block range each) that a combine finishes:
+// split_tail, split_kv and stream_k.
+TS_HOST_DEVICE constexpr bool splits_tiles(SchedulerKind k) {
+  return k == SchedulerKind::SplitTail || k == SchedulerKind::SplitKv ||
+         k == SchedulerKind::StreamK;
 }
 
 enum class Mask : u32 { None = 0, Causal = 1 };
@@ -67,9 +79,9 @@ struct WorkInfo {
 inline constexpr u32 kAllKvBlocks = 0xFFFFFFFFu;
 
 // A tile placed in its sequence. A tile is only worth processing when it starts inside it.
-// Every scheduler but split_tail hands out whole tiles: KV blocks [0, kAllKvBlocks), i.e. all
-// the blocks the tile's rows see (geometry.hpp clamps the range to them). split_tail's pieces
-// process [kv_block_begin, kv_block_end) of them, in BN-wide blocks.
+// Every scheduler but the splitting ones (split_tail, split_kv, stream_k) hands out whole tiles:
+// KV blocks [0, kAllKvBlocks), i.e. all the blocks the tile's rows see (geometry.hpp clamps the
+// range to them). Their pieces process [kv_block_begin, kv_block_end) of them, in BN-wide blocks.
 struct SeqInfo {
   u32 seq_len = 0;       // query rows of this sequence
   u32 start_of_seq = 0;  // first query row of the sequence in the packed (ragged) layout
@@ -80,7 +92,7 @@ struct SeqInfo {
   u32 kv_block_end = kAllKvBlocks;
 
   TS_HOST_DEVICE constexpr bool is_valid() const { return seq_len > prompt_offset; }
-  // Whether this is a piece of a tile rather than the whole of it (only split_tail's).
+  // Whether this is a piece of a tile rather than the whole of it (only the splitting schedulers').
   TS_HOST_DEVICE constexpr bool is_piece() const {
     return kv_block_begin != 0 || kv_block_end != kAllKvBlocks;
   }

@@ -35,6 +35,18 @@ inline constexpr std::uint64_t kDefaultL2Bytes = 50ull << 20;
 // before.
 inline constexpr u32 kDefaultL2MinRounds = 2;
 
+// New tokens a decode sequence may have (SPEC §6): 1 for plain decoding, up to 16 for the
+// verification step of speculative decoding. It is also a decode tile's height, so that one tile
+// holds all of a sequence's new tokens whatever its batchmates have.
+inline constexpr u32 kMaxDecodeTokens = 16;
+// split_kv's chunk unless a workload says otherwise: 8 KV blocks (1024 keys at BN = 128). A
+// one-token decode of 8k keys is then 8 pieces per KV head, so two sequences of 8 KV heads already
+// give 128 pieces for 132 SMs, where whole tiles would give 16; and a piece's K and V (2 x 1024 x
+// d x 2 bytes, 512 KiB at d = 128) outweigh its partial O and LSE (rows x (d + 1) x 4 bytes, 2 KiB
+// for 4 query heads) about 250 to 1, so the combine moves little next to the attention. A choice
+// from those two ratios, not a measurement.
+inline constexpr u32 kDefaultSplitKvBlocks = 8;
+
 // Query heads [first, first + count) whose rows one work tile computes.
 struct TileHeads {
   u32 first = 0;
@@ -63,9 +75,9 @@ struct Workload {
   u32 resident_ctas = kResidentFromDevice;
   RaggedMode ragged_mode = RaggedMode::Safe;
   std::string cost_profile = "h200";  // which device's cost coefficients the simulator uses
-  // Decoding (SPEC §6): one new token per sequence (every q_len is 1) against kv_lens keys; the
-  // schedulers iterate KV heads with tiles of one row, and a tile computes that row for the
-  // group of query heads sharing the KV head.
+  // Decoding (SPEC §6): 1 to kMaxDecodeTokens new tokens per sequence (q_lens) against kv_lens
+  // keys; the schedulers iterate KV heads with one tile per (sequence, KV head), which computes
+  // the new tokens' rows for the group of query heads sharing the KV head.
   bool decoding = false;
   // L2 bytes the planned schedulers (lpt, lpt_queued, planned) group heads by: a section's K and
   // V fit half of it (schedule_plan.hpp). 0: no sections, one longest-first order over the batch.
@@ -79,6 +91,9 @@ struct Workload {
   // schedulers and the attention are the same; only where keys live changes.
   u32 page_size = 0;
   static constexpr u32 kMaxPageSize = 1u << 20;
+  // split_kv: KV blocks per chunk. A tile's pieces follow from its own KV length and this
+  // constant only, never from its batchmates (split_schedules.hpp).
+  u32 split_kv_blocks = kDefaultSplitKvBlocks;
 
   u32 batch_size() const { return static_cast<u32>(q_lens.size()); }
   u32 max_seq_len() const {
@@ -87,9 +102,10 @@ struct Workload {
   u32 key_len(u32 b) const { return kv_lens.empty() ? q_lens[b] : kv_lens[b]; }
   u32 group_size() const { return num_q_heads / num_kv_heads; }  // query heads per KV head
 
-  // The scheduler's tile height and heads (SPEC §1): BM and query heads for prefill; 1 and KV
-  // heads for decoding, where block_m is not used.
-  u32 tile_shape() const { return decoding ? 1u : block_m; }
+  // The scheduler's tile height and heads (SPEC §1): BM and query heads for prefill;
+  // kMaxDecodeTokens and KV heads for decoding, where block_m is not used: every sequence's new
+  // tokens fit one tile (T = 1).
+  u32 tile_shape() const { return decoding ? kMaxDecodeTokens : block_m; }
   u32 scheduled_heads() const { return decoding ? num_kv_heads : num_q_heads; }
   // The query heads a tile of scheduled head `head` computes: itself (prefill) or the group of
   // query heads that reads KV head `head` (decoding).
@@ -104,6 +120,14 @@ struct Workload {
     const u32 rows = tile_query_rows(q_lens[prompt], prompt_offset, tile_shape());
     return tilesched::tile_cost(prompt_offset, rows, q_lens[prompt], key_len(prompt), tile_shape(),
                                 block_n, mask);
+  }
+  // KV blocks of every tile that starts inside its sequence: the split schedules' stream.
+  std::uint64_t total_kv_blocks() const {
+    std::uint64_t blocks = 0;
+    for (u32 b = 0; b < batch_size(); ++b)
+      for (u32 offset = 0; offset < q_lens[b]; offset += tile_shape())
+        blocks += tile_cost(b, offset).kv_blocks;
+    return blocks * scheduled_heads();
   }
   // Tiles that start inside their sequence: what every safe-mode scheduler processes.
   std::uint64_t valid_tile_count() const {
@@ -198,13 +222,18 @@ struct Workload {
     if (max_seq_len() == 0) return "every sequence is empty: there is no work";
     if (decoding)
       for (u32 b = 0; b < batch_size(); ++b)
-        if (q_lens[b] != 1)
+        if (q_lens[b] == 0 || q_lens[b] > kMaxDecodeTokens)
           return fmt::format(
-              "a decode workload has one new token per sequence, but sequence {} has {} query "
-              "rows (give the cache lengths as kv_lens and 1 for every q_len)",
-              b, q_lens[b]);
+              "a decode workload has 1 to {} new tokens per sequence (1 to decode, more to verify "
+              "speculated tokens), but sequence {} has {} (give the cache lengths as kv_lens and "
+              "the new tokens as q_lens)",
+              kMaxDecodeTokens, b, q_lens[b]);
     if (scheduler == SchedulerKind::SplitTail) {
       const std::string problem = validate_split_tail();
+      if (!problem.empty()) return problem;
+    }
+    if (scheduler == SchedulerKind::SplitKv || scheduler == SchedulerKind::StreamK) {
+      const std::string problem = validate_split_schedule();
       if (!problem.empty()) return problem;
     }
     const std::uint64_t q_rows = padded ? std::uint64_t(max_seq_len()) * batch_size() : q_total;
@@ -228,6 +257,19 @@ struct Workload {
   u32 split_tail_tile_blocks() const { return ceil_div(key_len(0), block_n); }
 
  private:
+  // split_kv and stream_k number KV blocks and pieces in 32 bits, and the counter runs past the
+  // last piece by up to C.
+  std::string validate_split_schedule() const {
+    if (split_kv_blocks == 0)
+      return "split_kv_blocks is 0: a split_kv chunk holds at least one KV block";
+    const std::uint64_t blocks = total_kv_blocks();
+    if (blocks + num_ctas > kU32Limit)
+      return fmt::format(
+          "{}: the batch's tiles have {} KV blocks, which with {} CTAs do not fit in 32 bits "
+          "(use a larger BN)",
+          to_string(scheduler), blocks, num_ctas);
+    return {};
+  }
   // split_tail splits KV blocks evenly, which balances only tiles of one cost.
   std::string validate_split_tail() const {
     if (decoding) return "split_tail schedules prefill tiles; decoding is not supported";
@@ -295,6 +337,11 @@ decltype(auto) with_scheduler(const Workload& w, const SchedulerInputs& in, F&& 
       return f(runtime::RaggedQueuedScheduler(m, w.num_ctas, p.sequence_tiles, p.tile_count,
                                               in.counter));
     case SchedulerKind::SplitTail: return f(split_tail_scheduler(w));
+    case SchedulerKind::SplitKv:
+      return f(runtime::SplitKvScheduler(m, w.num_ctas, p.tile_count, p.split, w.split_kv_blocks,
+                                         in.counter));
+    case SchedulerKind::StreamK:
+      return f(runtime::StreamKScheduler(m, w.num_ctas, p.tile_count, p.split));
     case SchedulerKind::Tile: break;
   }
   return f(runtime::TileScheduler(m, w.num_ctas, w.ragged_mode));
@@ -307,14 +354,17 @@ decltype(auto) with_scheduler(const Workload& w, AtomicCounter counter, F&& f) {
 }
 
 // A short label such as "tile/prompt_rotate" for tables and charts. The planned orders (lpt,
-// lpt_queued, planned) ignore the schedule, so their labels do not name one.
+// lpt_queued, planned) and the split schedules ignore the schedule, so their labels do not name
+// one.
 inline std::string strategy_name(const Workload& w) {
   switch (w.scheduler) {
     case SchedulerKind::Transient:
       return fmt::format("{}{}", to_string(w.scheduler), w.flip_prompt_idx ? "/flip" : "");
     case SchedulerKind::Lpt:
     case SchedulerKind::LptQueued:
-    case SchedulerKind::Planned: return to_string(w.scheduler);
+    case SchedulerKind::Planned:
+    case SchedulerKind::SplitKv:
+    case SchedulerKind::StreamK: return to_string(w.scheduler);
     default: break;
   }
   const bool faithful = w.scheduler == SchedulerKind::Tile && w.ragged_mode == RaggedMode::Faithful;

@@ -30,6 +30,9 @@ inline constexpr KindKernel kKindKernels[] = {
     {SchedulerKind::Lpt,          false, KernelVariant::Dense,  KernelVariant::Dense,  false},
     {SchedulerKind::Planned,      false, KernelVariant::Dense,  KernelVariant::Dense,  false},
     {SchedulerKind::RaggedQueued, false, KernelVariant::Dense,  KernelVariant::Dense,  false},
+    // Refused before launch (check_kernel_support) until the kernel runs their pieces.
+    {SchedulerKind::SplitKv,      false, KernelVariant::Dense,  KernelVariant::Dense,  false},
+    {SchedulerKind::StreamK,      false, KernelVariant::Dense,  KernelVariant::Dense,  false},
 };
 constexpr KindKernel kind_kernel(SchedulerKind kind) {
   for (const KindKernel& k : kKindKernels)
@@ -37,7 +40,7 @@ constexpr KindKernel kind_kernel(SchedulerKind kind) {
   return kKindKernels[0];  // unreachable: the table lists every kind (checked below)
 }
 static_assert(sizeof(kKindKernels) / sizeof(kKindKernels[0]) ==
-                  static_cast<u32>(SchedulerKind::SplitTail) + 1,
+                  static_cast<u32>(SchedulerKind::StreamK) + 1,
               "the table names every scheduler kind");
 
 // lpt_queued runs its short-row configuration where every sequence has at most this many keys.

@@ -6,8 +6,9 @@
 // Where each sequence's rows are: Workload::query_layout()/kv_layout() (common/geometry.hpp;
 // padded: sequence b at b*S_max, its keys at b*max_key_len). Causal mask is bottom-right aligned:
 // query row i of a sequence sees keys j <= i + kv_len - q_len. GQA: query head h reads KV head h /
-// group_size(). Decoding (SPEC §6): an event's head is a KV head, and its tile computes the one
-// row of its sequence for each query head of that KV head's group.
+// group_size(). Decoding (SPEC §6): an event's head is a KV head, and its tile computes the new
+// tokens' rows of its sequence (1 to 16, causal among themselves) for each query head of that KV
+// head's group.
 #pragma once
 
 #include <cstddef>
@@ -73,12 +74,12 @@ struct AttentionResult {
 
 // For every event of `trace` in its CTA's order: the blockwise online softmax over BN-wide KV
 // blocks in fp32 (running max and sum), writing the tile's rows of O and LSE. The pieces of a
-// split tile (split_tail: events of one index, each over part of its KV blocks) each keep their
-// running max, sum and unnormalised O; once all are computed they are combined in KV-block order
-// and the tile's rows written once (a tile whose pieces miss or repeat a block is reported,
-// SplitKv, and left unwritten). Output starts as NaN
-// and every write is counted. A faithful-mode tile past its sequence writes query_rows rows from
-// its first row (over the next sequence; rows past the buffer are clamped and reported), so the
+// split tile (split_tail, split_kv, stream_k: events of one index, each over part of its KV
+// blocks) each keep their partial O and LSE (PartialAttention's); once all are computed they are
+// merged in KV-block order (merge_partials' formula) and the tile's rows written once (a tile whose
+// pieces miss or repeat a block is reported, SplitKv, and left unwritten). Output starts as NaN and
+// every write is counted. A faithful-mode tile past its sequence writes query_rows rows from its
+// first row (over the next sequence; rows past the buffer are clamped and reported), so the
 // overwrite shows up in `problems` and as attention error. softmax_scale <= 0 means 1/sqrt(d).
 // Tiles run on `num_threads` threads (0: hardware concurrency) when they write disjoint rows;
 // when any row is written twice (or in faithful mode) they run one at a time in the order their
@@ -87,6 +88,41 @@ struct AttentionResult {
 AttentionResult tiled_attention(const Workload& w, const AttentionInputs& in, const Trace& trace,
                                 float softmax_scale = 0.f, unsigned num_threads = 0,
                                 const AttentionProgress& progress = {});
+
+// Keys [begin, end) of one sequence, counted from its first key.
+struct KvRange {
+  u32 begin = 0;
+  u32 end = 0;
+};
+
+// The attention of every row over part of its keys: what one GPU of a context-parallel engine
+// holds before the merge (docs/context-parallel.md). Per (row, query head):
+//   lse = log(sum_j exp(scale * s_j)), natural log, over the keys j of the range the row sees
+//         (the causal mask still applies, by the key's position in the whole sequence);
+//         -inf when it sees none of them;
+//   o   = sum_j exp(scale * s_j - lse) v_j over the same keys, fp32: the range's own softmax
+//         average, not divided by the whole row's sum (merge_partials weighs it by exp(lse));
+//         0 when it sees none.
+// Carrying o normalised over its own range, with lse, keeps every value finite: the
+// unnormalised sum exp(lse) * o overflows fp32 from scores of about 88 on.
+struct PartialAttention {
+  std::vector<float> o;    // like Q
+  std::vector<float> lse;  // [total_q_rows][num_q_heads]
+};
+
+// Every row of the workload over the keys [ranges[b].begin, ranges[b].end) of its sequence b (one
+// range per sequence, end at most its key length; an empty range gives O 0 and LSE -inf): the
+// blockwise online softmax of tiled_attention in fp32, in BN-wide blocks from the range's first
+// key. Throws std::invalid_argument naming a sequence whose range does not fit it.
+PartialAttention partial_attention(const Workload& w, const AttentionInputs& in,
+                                   const std::vector<KvRange>& ranges, float softmax_scale = 0.f,
+                                   unsigned num_threads = 0);
+
+// Merges partial results of the same rows over disjoint key ranges, in the order given:
+// lse = log(sum_i exp(lse_i)), o = sum_i exp(lse_i - lse) o_i (shifted by the largest lse_i), the
+// combine the split schedules use for a tile's pieces. Throws std::invalid_argument when the
+// parts' sizes differ or do not hold head_dim values per LSE entry.
+PartialAttention merge_partials(const std::vector<PartialAttention>& parts, u32 head_dim);
 
 // Naive full softmax per (row, head) in double, over all of a row's visible keys at once (rows
 // are taken in blocks so the scores are one matrix product); every row written once (no

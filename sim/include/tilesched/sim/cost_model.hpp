@@ -93,6 +93,10 @@ struct CostModel {
   // transient grid for every CTA after the first wave, a persistent grid of C <= slots never.
   // Empty (version 1 and 2 files): CTAs start the moment a slot frees.
   std::map<u32, double> cta_launch_us_by_head_dim;
+  // Bytes per µs the combine of split tiles streams (the device's HBM bandwidth: 4.8 TB/s on
+  // the H200, the built-in profiles' device). Not fitted: no trace measures the combine yet
+  // (docs/sim-cost-model.md, "The combine of split tiles"), and files do not carry it.
+  double combine_bytes_per_us = 4.8e6;
 
   // Coefficients for `head_dim`: the table entry when present; otherwise linear interpolation
   // between the neighbouring entries, or proportional scaling of the nearest one outside the
@@ -138,6 +142,12 @@ struct CostModel {
   // CTAs the device runs at once for `head_dim`: multiprocessors x ctas_per_sm. The default
   // num_ctas of a persistent grid that fills the device, and the transient grid's resident slots.
   u32 resident_ctas(u32 head_dim) const { return multiprocessors * sharing(head_dim).ctas_per_sm; }
+
+  // Predicted time of the combine that finishes the split tiles of `events` (a trace's, whose
+  // pieces name their KV block ranges): one launch after the kernel (cta_launch_us) that reads
+  // every piece's partial O and LSE in fp32 and writes each split tile's rows of O (bf16) and LSE
+  // (fp32) once, at combine_bytes_per_us. 0 when no tile is split.
+  double combine_time_us(const Workload& w, const std::vector<TraceEvent>& events) const;
 
   // A compiled-in profile: one of the sim/data cost files that sim/CMakeLists.txt lists, by the
   // name it gives it ("h200", the workloads' default, is the shipped kernel on the H200). Throws
@@ -232,8 +242,8 @@ struct SharingFit {
 // head_dim ever shared its SM (traces at one CTA per SM only), or too few tiles at some sharing
 // level to tell the rates apart. Rates are returned as fitted, outside (0, 1] included.
 // `block_m` > 0: only the traces of that tile height (as for fit_cost).
-SharingFit fit_sharing(const std::vector<Trace>& traces, u32 head_dim,
-                       const CostCoefficients& solo, u32 block_m = 0);
+SharingFit fit_sharing(const std::vector<Trace>& traces, u32 head_dim, const CostCoefficients& solo,
+                       u32 block_m = 0);
 
 // Result of fitting how long a CTA takes to start in a freed slot.
 struct LaunchFit {

@@ -1,0 +1,212 @@
+// The simulator's split schedules and partial outputs: decode tiles of 1-16 new tokens (causal
+// among themselves), split_kv and stream_k pieces combined to the reference, split_kv's results
+// bit-identical whatever the batchmates, the combine's predicted time, and partial results over
+// explicit KV ranges that merge to the whole.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "sim_test_util.hpp"
+
+using namespace tilesched;
+using tilesched::simtest::contains;
+using tilesched::simtest::Rng;
+
+namespace {
+
+Workload random_workload(Rng& rng, SchedulerKind kind, bool decoding) {
+  Workload w;
+  w.scheduler = kind;
+  w.decoding = decoding;
+  w.num_kv_heads = rng.uniform(1, 2);
+  w.num_q_heads = w.num_kv_heads * rng.uniform(1, 3);
+  w.head_dim = 16;
+  w.mask = rng.uniform(0, 3) ? Mask::Causal : Mask::None;
+  w.block_m = 32;
+  w.block_n = 32;
+  w.num_ctas = rng.uniform(1, 40);
+  w.split_kv_blocks = rng.uniform(1, 4);
+  const u32 batch = rng.uniform(1, 4);
+  for (u32 b = 0; b < batch; ++b) {
+    const u32 q = decoding ? rng.uniform(1, kMaxDecodeTokens) : rng.uniform(1, 90);
+    w.q_lens.push_back(q);
+    w.kv_lens.push_back(q + rng.uniform(0, 300));
+  }
+  return w;
+}
+
+sim::AttentionResult run(const Workload& w, const sim::AttentionInputs& in) {
+  return sim::tiled_attention(w, in, sim::replay(w), 0.f, 1);
+}
+
+// Sequence b's rows of Q (or O) and K/V alone, as a batch of one would hold them.
+std::vector<float> rows_of(const std::vector<float>& buf, const std::vector<u32>& offsets, u32 b,
+                           std::size_t per_row) {
+  return std::vector<float>(buf.begin() + std::ptrdiff_t(offsets[b] * per_row),
+                            buf.begin() + std::ptrdiff_t(offsets[b + 1] * per_row));
+}
+
+}  // namespace
+
+TEST_CASE("decoding: 1 to 16 new tokens, each seeing the keys up to its own position") {
+  Workload w;
+  w.decoding = true;
+  w.num_q_heads = 4;
+  w.num_kv_heads = 2;
+  w.head_dim = 16;
+  w.block_n = 32;
+  w.q_lens = {5, 1, 16};
+  w.kv_lens = {100, 40, 16};
+  w.num_ctas = 3;
+  REQUIRE(w.validate().empty());
+  sim::AttentionInputs in = sim::make_inputs(w, 7);
+  const sim::AttentionResult tiled = run(w, in);
+  CHECK(tiled.problems.empty());
+  const sim::AttentionResult ref = sim::reference_attention(w, in);
+  CHECK(sim::relative_error(tiled.o, ref.o) < 1e-5);
+  CHECK(sim::relative_error(tiled.lse, ref.lse) < 1e-5);
+
+  // Changing sequence 0's last key and value (position 99) changes only its last new token
+  // (t = 4 sees keys up to 100 - 5 + 4 = 99): the other four rows stay bit-identical.
+  const std::vector<u32> kv_off = w.kv_row_offsets();
+  for (u32 h = 0; h < w.num_kv_heads; ++h)
+    for (u32 c = 0; c < w.head_dim; ++c) {
+      const std::size_t at = ((kv_off[0] + 99) * w.num_kv_heads + h) * w.head_dim + c;
+      in.k[at] = sim::round_to_bf16(in.k[at] * -0.5f + 0.25f);
+      in.v[at] = sim::round_to_bf16(in.v[at] * -0.5f + 0.25f);
+    }
+  const sim::AttentionResult changed = run(w, in);
+  const std::size_t row = std::size_t(w.num_q_heads) * w.head_dim;
+  for (u32 t = 0; t < 5; ++t) {
+    const bool same = std::equal(tiled.o.begin() + t * row, tiled.o.begin() + (t + 1) * row,
+                                 changed.o.begin() + t * row);
+    CHECK_MESSAGE(same == (t < 4), "new token ", t);
+  }
+}
+
+TEST_CASE("split_kv and stream_k: prefill and decode pieces combine to the reference") {
+  Rng rng(20261205);
+  for (int problem = 0; problem < 120; ++problem) {
+    const SchedulerKind kind = problem % 2 ? SchedulerKind::StreamK : SchedulerKind::SplitKv;
+    const Workload w = random_workload(rng, kind, problem % 4 >= 2);
+    REQUIRE(w.validate().empty());
+    const sim::AttentionInputs in = sim::make_inputs(w, problem);
+    const Trace t = sim::replay(w);
+    CHECK(t.events.size() == sim::replayed_tile_count(w));
+    const sim::AttentionResult tiled = sim::tiled_attention(w, in, t, 0.f, 1);
+    CHECK(tiled.problems.empty());
+    const sim::AttentionResult ref = sim::reference_attention(w, in);
+    CHECK(sim::relative_error(tiled.o, ref.o) < 1e-5);
+    CHECK(sim::relative_error(tiled.lse, ref.lse) < 1e-5);
+  }
+}
+
+TEST_CASE("split_kv: a sequence's O and LSE in a random batch are bit-identical to it alone") {
+  Rng rng(20261206);
+  int split = 0;
+  for (int problem = 0; problem < 200; ++problem) {
+    Workload batch = random_workload(rng, SchedulerKind::SplitKv, problem % 2 == 0);
+    const sim::AttentionInputs in = sim::make_inputs(batch, 1000 + problem);
+    const u32 b = rng.uniform(0, batch.batch_size() - 1);
+    Workload alone = batch;
+    alone.q_lens = {batch.q_lens[b]};
+    alone.kv_lens = {batch.kv_lens[b]};
+    alone.num_ctas = rng.uniform(1, 40);
+    const std::vector<u32> q_off = batch.q_row_offsets(), kv_off = batch.kv_row_offsets();
+    const std::size_t q_row = std::size_t(batch.num_q_heads) * batch.head_dim;
+    const std::size_t kv_row = std::size_t(batch.num_kv_heads) * batch.head_dim;
+    const sim::AttentionInputs alone_in{rows_of(in.q, q_off, b, q_row),
+                                        rows_of(in.k, kv_off, b, kv_row),
+                                        rows_of(in.v, kv_off, b, kv_row)};
+    const sim::AttentionResult in_batch = run(batch, in);
+    const sim::AttentionResult by_itself = run(alone, alone_in);
+    CHECK(rows_of(in_batch.o, q_off, b, q_row) == by_itself.o);
+    CHECK(rows_of(in_batch.lse, q_off, b, batch.num_q_heads) == by_itself.lse);
+    const Trace t = sim::replay(alone);
+    split += std::any_of(t.events.begin(), t.events.end(),
+                         [](const TraceEvent& e) { return e.kv_block_begin != 0; });
+  }
+  CHECK(split > 50);  // the property is about split tiles: enough of them were
+}
+
+TEST_CASE("stream_k: within tolerance of the unsplit result") {
+  Rng rng(20261207);
+  for (int problem = 0; problem < 60; ++problem) {
+    Workload w = random_workload(rng, SchedulerKind::StreamK, problem % 2 == 0);
+    const sim::AttentionInputs in = sim::make_inputs(w, problem);
+    const sim::AttentionResult streamed = run(w, in);
+    w.scheduler = SchedulerKind::Tile;
+    const sim::AttentionResult whole = run(w, in);
+    CHECK(sim::relative_error(streamed.o, whole.o) < 1e-5);
+    CHECK(sim::relative_error(streamed.lse, whole.lse) < 1e-5);
+  }
+}
+
+TEST_CASE("the combine of split tiles is costed after the kernel, and only where tiles split") {
+  Workload w;
+  w.decoding = true;
+  w.q_lens = {1, 4};
+  w.kv_lens = {8192, 8192};
+  w.scheduler = SchedulerKind::SplitKv;
+  const Trace split = sim::replay(w);
+  CHECK(split.combine_us > 0);
+  double last_end = 0;
+  for (const TraceEvent& e : split.events) last_end = std::max(last_end, e.end_us);
+  CHECK(sim::compute_metrics(split).makespan_us == doctest::Approx(last_end + split.combine_us));
+  w.scheduler = SchedulerKind::Tile;
+  CHECK(sim::replay(w).combine_us == 0);
+  // A trace keeps it through its file.
+  const simtest::TempDir dir;
+  sim::write_trace(dir.path + "/t.json", split);
+  CHECK(sim::read_trace(dir.path + "/t.json").combine_us == doctest::Approx(split.combine_us));
+}
+
+TEST_CASE("partial outputs over two KV ranges merge to the whole") {
+  Rng rng(20261208);
+  for (int problem = 0; problem < 60; ++problem) {
+    const Workload w = random_workload(rng, SchedulerKind::Tile, problem % 2 == 0);
+    const sim::AttentionInputs in = sim::make_inputs(w, problem);
+    std::vector<sim::KvRange> first, second, all;
+    for (u32 b = 0; b < w.batch_size(); ++b) {
+      const u32 cut = rng.uniform(0, w.key_len(b));  // any key, not only a block boundary
+      first.push_back({0, cut});
+      second.push_back({cut, w.key_len(b)});
+      all.push_back({0, w.key_len(b)});
+    }
+    const sim::PartialAttention a = sim::partial_attention(w, in, first);
+    const sim::PartialAttention b = sim::partial_attention(w, in, second);
+    const sim::PartialAttention merged = sim::merge_partials({a, b}, w.head_dim);
+    const sim::AttentionResult ref = sim::reference_attention(w, in);
+    CHECK(sim::relative_error(merged.o, ref.o) < 1e-5);
+    CHECK(sim::relative_error(merged.lse, ref.lse) < 1e-5);
+    // One range over all keys is the whole, as the tiled kernel computes it.
+    const sim::PartialAttention whole = sim::partial_attention(w, in, all);
+    CHECK(sim::relative_error(whole.o, ref.o) < 1e-5);
+  }
+}
+
+TEST_CASE("partial outputs: a row that sees no key of its range is O 0 and LSE -inf") {
+  Workload w;
+  w.q_lens = {4};
+  w.kv_lens = {10};
+  w.head_dim = 8;
+  w.num_q_heads = w.num_kv_heads = 1;
+  const sim::AttentionInputs in = sim::make_inputs(w, 3);
+  // Keys [8, 10): row 0 sees keys up to 6, row 1 up to 7, so neither sees any of them.
+  const sim::PartialAttention p = sim::partial_attention(w, in, {{8, 10}});
+  CHECK(std::isinf(p.lse[0]));
+  CHECK(p.lse[0] < 0);
+  CHECK(std::isinf(p.lse[1]));
+  CHECK(std::isfinite(p.lse[2]));
+  CHECK(std::all_of(p.o.begin(), p.o.begin() + 16, [](float x) { return x == 0; }));
+  CHECK(contains(simtest::invalid_argument_text([&] {
+                   sim::partial_attention(w, in, {{3, 11}});
+                 }),
+                 "sequence 0 has 10 keys"));
+  CHECK(contains(simtest::invalid_argument_text([&] {
+                   sim::merge_partials({p, {}}, 8);
+                 }),
+                 "part 1"));
+}
