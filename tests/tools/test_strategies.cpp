@@ -130,9 +130,11 @@ namespace {
 // tiles back until the previous section's are handed out.
 Workload short_query_long_kv() {
   Workload w;
-  w.q_lens = {128, 128, 256, 128, 128, 128, 128, 128, 256, 128, 128, 128};
-  w.kv_lens = {32768, 32768, 131072, 98304, 65536, 98304,
-               98304, 65536, 131072, 98304, 98304, 131072};
+  // 544 tiles: more than kSplitCandidateRounds rounds of C, so the split schedules are not
+  // ranked and the choice is between the L2 sections of the schedules the kernel runs.
+  w.q_lens = {128, 128, 256, 128, 128, 128, 128, 128, 256, 128, 128, 128, 128, 128, 128};
+  w.kv_lens = {32768, 32768, 131072, 98304, 65536, 98304, 98304, 65536,
+               131072, 98304, 98304, 131072, 32768, 65536, 32768};
   w.mask = Mask::Causal;
   return w;  // 32 query / 8 KV heads, d 128, C = 132, l2_bytes 50 MiB
 }
@@ -145,11 +147,11 @@ TEST_CASE("L2 sections: the search replays each size whose sections differ, and 
   REQUIRE(!sizes.empty());
   CHECK(sizes.front() == w.l2_bytes);  // the workload's own first
   CHECK(std::find(sizes.begin(), sizes.end(), 0u) != sizes.end());
-  // The default sections exceed their budget: two of them, at least two rounds each.
+  // The default sections exceed their budget: three of them, at least two rounds each.
   const cli::L2SectionSizes own = cli::l2_section_sizes(w);
-  CHECK(own.sections == 2);
+  CHECK(own.sections == 3);
   CHECK(own.budget_bytes == w.l2_bytes / 2);
-  CHECK(own.over_budget == 2);
+  CHECK(own.over_budget == 3);
   CHECK(own.largest_bytes > own.budget_bytes);
   // A workload whose K and V all fit one section: every size gives that section, so only the
   // workload's own is replayed.
@@ -172,12 +174,12 @@ TEST_CASE("recommend turns L2 sections off where the workload's own only restric
   CHECK(r.trace.workload.l2_bytes == 0);
   CHECK(cli::run_name(r) == "lpt_queued --l2-bytes 0");
   // It reaches the ideal bound (the total tile time over C), where the best with the workload's
-  // own sections stops about 20 % above it.
+  // own sections stops about 10 % above it.
   CHECK(r.metrics.makespan_us <= r.metrics.bound_us * 1.01);
   const cli::StrategyResult& own = ranked[cli::recommended_own_l2_index(ranked)];
   CHECK(!own.searched_l2);
   CHECK(own.trace.workload.l2_bytes == w.l2_bytes);
-  CHECK(own.metrics.makespan_us >= own.metrics.bound_us * 1.15);
+  CHECK(own.metrics.makespan_us >= own.metrics.bound_us * 1.08);
 }
 
 TEST_CASE("a searched L2 size wins only by more than the tolerance") {
