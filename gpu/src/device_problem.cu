@@ -57,6 +57,7 @@ struct DeviceProblem::Buffers {
   thrust::device_vector<u32> q_offsets, kv_offsets, counter;
   thrust::device_vector<float> split;  // split_tail's workspace (empty otherwise)
   thrust::device_vector<std::int32_t> page_table;  // a paged KV cache's (empty otherwise)
+  std::vector<std::int32_t> host_page_table;       // its host copy, which upload scatters by
   // The schedule plan's arrays (planned schedulers only; empty otherwise).
   thrust::device_vector<u32> order, list_offsets, list_tiles, sequence_tiles;
 };
@@ -149,9 +150,9 @@ Status DeviceProblem::create(const Workload& w, bool record_trace, const Schedul
             buffers_->list_tiles.assign(plan.list_tiles.begin(), plan.list_tiles.end());
             buffers_->sequence_tiles.assign(plan.sequence_tiles.begin(), plan.sequence_tiles.end());
             if (w.page_size != 0) {
-              const std::vector<std::int32_t> table =
-                  shuffled_page_table(w, total_pages(w), page_stride());
-              buffers_->page_table.assign(table.begin(), table.end());
+              buffers_->host_page_table = shuffled_page_table(w, total_pages(w), page_stride());
+              buffers_->page_table.assign(buffers_->host_page_table.begin(),
+                                          buffers_->host_page_table.end());
             }
           });
       !s)
@@ -176,8 +177,7 @@ Status DeviceProblem::upload(const std::vector<std::uint16_t>& q,
       thrust::copy(v.begin(), v.end(), buffers_->v.begin());
       return;
     }
-    std::vector<std::int32_t> table(buffers_->page_table.size());
-    thrust::copy(buffers_->page_table.begin(), buffers_->page_table.end(), table.begin());
+    const std::vector<std::int32_t>& table = buffers_->host_page_table;
     const u32 pages = total_pages(workload_);
     const std::vector<std::uint16_t> kp = to_pages(workload_, k, table, page_stride(), pages);
     const std::vector<std::uint16_t> vp = to_pages(workload_, v, table, page_stride(), pages);
