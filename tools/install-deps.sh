@@ -4,7 +4,7 @@
 # CuTe/CUTLASS headers it uses are fetched (pinned) into third_party/.
 set -euo pipefail
 packages=(cmake ninja-build g++ pkg-config libeigen3-dev doctest-dev libcli11-dev zlib1g-dev
-          nlohmann-json3-dev libfmt-dev libbenchmark-dev libtinyxml2-dev python3 python3-pip
+          nlohmann-json3-dev libfmt-dev libbenchmark-dev libtinyxml2-dev python3 python3-pip python3-dev
           clang-14 libclang-rt-14-dev)  # the last two: the fuzz preset (libFuzzer, sanitizers)
 missing=()
 for p in "${packages[@]}"; do
@@ -54,4 +54,20 @@ minor=$(sed -n 's/^#define CUTLASS_MINOR \([0-9]*\).*/\1/p' "$header")
 if [[ "$major.$minor" != "4.2" ]]; then
   echo "install-deps: $header says CUTLASS $major.$minor, expected 4.2" >&2
   exit 1
+fi
+
+# The Python package's module (nanobind) and its tests (pytest, numpy), for the python3 that CMake
+# finds first on PATH; pinned to the versions the package was built and tested with.
+py_pins=(nanobind==3.1.0 pytest==9.2.0 numpy==2.4.6)
+py_missing=()
+for pin in "${py_pins[@]}"; do
+  name=${pin%%==*}
+  version=$(python3 -c "import importlib.metadata as m; print(m.version('$name'))" 2>/dev/null || true)
+  [[ "$version" == "${pin##*==}" ]] || py_missing+=("$pin")
+done
+if ((${#py_missing[@]})); then
+  echo "install-deps: pip installing ${py_missing[*]}" >&2
+  # Debian's own python3 is marked externally managed (PEP 668): install beside its packages.
+  python3 -m pip install --quiet "${py_missing[@]}" 2>/dev/null ||
+    python3 -m pip install --quiet --break-system-packages "${py_missing[@]}"
 fi

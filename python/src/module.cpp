@@ -1,0 +1,235 @@
+// tilesched._C: the compiled half of the Python package (nanobind). It takes tensors through
+// DLPack and links no framework: the torch layer (python/tilesched/) is pure Python, so one build
+// serves every torch version, and the checks run without torch or a GPU.
+#include <nanobind/nanobind.h>
+#include <nanobind/ndarray.h>
+#include <nanobind/stl/optional.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/unique_ptr.h>
+#include <nanobind/stl/vector.h>
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "step_plan.hpp"
+#include "tilesched/sim/sim.hpp"
+#include "viz/schedule_outputs.hpp"
+
+namespace nb = nanobind;
+using namespace nb::literals;
+
+namespace tilesched::python {
+namespace {
+
+TensorView view_of(const nb::ndarray<>& a) {
+  TensorView t;
+  t.data = a.data();
+  t.shape.resize(a.ndim());
+  t.strides.resize(a.ndim());
+  for (std::size_t i = 0; i < a.ndim(); ++i) {
+    t.shape[i] = static_cast<std::int64_t>(a.shape(i));
+    t.strides[i] = a.stride(i);
+  }
+  t.dtype_code = a.dtype().code;
+  t.dtype_bits = a.dtype().bits;
+  t.device_type = a.device_type();
+  t.device_id = a.device_id();
+  return t;
+}
+
+// A trace and what people ask of it.
+struct PyTrace {
+  Trace trace;
+};
+
+nb::dict metrics_of(const Trace& t) {
+  const sim::Metrics m = sim::compute_metrics(t);
+  nb::dict d;
+  d["makespan_us"] = m.makespan_us;
+  d["total_busy_us"] = m.total_busy_us;
+  d["bound_us"] = m.bound_us;
+  d["efficiency"] = m.efficiency;
+  d["tiles"] = t.events.size();
+  d["launched_ctas"] = t.launched_ctas;
+  return d;
+}
+
+nb::dict events_of(const Trace& t) {
+  const auto column = [&](auto get) {
+    nb::list out;
+    for (const TraceEvent& e : t.events) out.append(get(e));
+    return out;
+  };
+  nb::dict d;
+  d["cta"] = column([](const TraceEvent& e) { return e.cta; });
+  d["step"] = column([](const TraceEvent& e) { return e.step; });
+  d["linear_idx"] = column([](const TraceEvent& e) { return e.linear_idx; });
+  d["prompt_idx"] = column([](const TraceEvent& e) { return e.prompt_idx; });
+  d["prompt_offset"] = column([](const TraceEvent& e) { return e.prompt_offset; });
+  d["head_idx"] = column([](const TraceEvent& e) { return e.head_idx; });
+  d["query_rows"] = column([](const TraceEvent& e) { return e.query_rows; });
+  d["kv_blocks"] = column([](const TraceEvent& e) { return e.kv_blocks; });
+  d["kv_block_begin"] = column([](const TraceEvent& e) { return e.kv_block_begin; });
+  d["start_us"] = column([](const TraceEvent& e) { return e.start_us; });
+  d["end_us"] = column([](const TraceEvent& e) { return e.end_us; });
+  d["sm_id"] = column([](const TraceEvent& e) { return e.sm_id; });
+  return d;
+}
+
+std::unique_ptr<StepPlan> make_plan(std::vector<u32> q_lens, std::vector<u32> kv_lens,
+                                    u32 num_q_heads, u32 num_kv_heads, u32 head_dim, bool causal,
+                                    u32 page_size, u32 max_pages_per_seq, u32 num_pages,
+                                    std::string scheduler, u32 num_ctas, u32 block_m,
+                                    u32 kernel_block_n, std::string clusters, bool deterministic,
+                                    std::string api, bool on_device) {
+  StepRequest r;
+  r.q_lens = std::move(q_lens);
+  r.kv_lens = std::move(kv_lens);
+  r.num_q_heads = num_q_heads;
+  r.num_kv_heads = num_kv_heads;
+  r.head_dim = head_dim;
+  r.causal = causal;
+  r.page_size = page_size;
+  r.max_pages_per_seq = max_pages_per_seq;
+  r.num_pages = num_pages;
+  r.scheduler = std::move(scheduler);
+  r.num_ctas = num_ctas;
+  r.block_m = block_m;
+  r.kernel_block_n = kernel_block_n;
+  r.clusters = std::move(clusters);
+  r.deterministic = deterministic;
+  r.api = std::move(api);
+  r.on_device = on_device;
+  return std::make_unique<StepPlan>(r);
+}
+
+}  // namespace
+}  // namespace tilesched::python
+
+NB_MODULE(_C, m) {
+  using namespace tilesched;
+  using namespace tilesched::python;
+  m.doc() = "tilesched's compiled half: plans, launches (DLPack tensors), simulator and pictures";
+
+  nb::register_exception_translator([](const std::exception_ptr& p, void*) {
+    try {
+      std::rethrow_exception(p);
+    } catch (const DtypeError& e) {
+      PyErr_SetString(PyExc_TypeError, e.what());
+    } catch (const ArgumentError& e) {
+      PyErr_SetString(PyExc_ValueError, e.what());
+    } catch (const DeviceError& e) {
+      PyErr_SetString(PyExc_RuntimeError, e.what());
+    }
+  });
+
+  m.def("gpu_built", &gpu_built, "Whether this build launches kernels (the GPU half is in it).");
+  m.def("kernel_block_ns", &kernel_block_ns, "head_dim"_a,
+        "The kernel's K/V blocks (keys) at a head dim: a paged cache's pages are loaded page by "
+        "page when their size is a multiple of one.");
+
+  nb::class_<PyTrace>(m, "Trace", "A per-CTA trace: measured on the GPU or predicted.")
+      .def_prop_ro("source", [](const PyTrace& t) { return t.trace.source; })
+      .def_prop_ro("device", [](const PyTrace& t) { return t.trace.device; })
+      .def_prop_ro("num_events", [](const PyTrace& t) { return t.trace.events.size(); })
+      .def_prop_ro("launched_ctas", [](const PyTrace& t) { return t.trace.launched_ctas; })
+      .def_prop_ro("makespan_us",
+                   [](const PyTrace& t) { return sim::compute_metrics(t.trace).makespan_us; })
+      .def("metrics", [](const PyTrace& t) { return metrics_of(t.trace); },
+           "makespan, busy time, lower bound and efficiency (sim::compute_metrics)")
+      .def("events", [](const PyTrace& t) { return events_of(t.trace); },
+           "The events as columns: a dict of lists, one entry per processed tile.")
+      .def("workload_json", [](const PyTrace& t) { return sim::workload_to_json(t.trace.workload).dump(); })
+      .def("to_json", [](const PyTrace& t) { return sim::trace_to_json(t.trace).dump(); })
+      .def("save", [](const PyTrace& t, const std::string& path) { sim::write_trace(path, t.trace); },
+           "path"_a, "Writes the trace as JSON (.json.gz: gzip), atomically.")
+      .def("__repr__", [](const PyTrace& t) {
+        return fmt::format("<tilesched.Trace {} on {}: {} tiles, {} CTAs, makespan {:.1f} us>",
+                           t.trace.source, t.trace.device, t.trace.events.size(),
+                           t.trace.launched_ctas, sim::compute_metrics(t.trace).makespan_us);
+      });
+
+  m.def("read_trace", [](const std::string& path) { return PyTrace{sim::read_trace(path)}; },
+        "path"_a, "Reads a trace written by tilesched (JSON, or gzip-compressed JSON).");
+
+  m.def(
+      "write_schedule_outputs",
+      [](const PyTrace& t, const std::string& out_dir, const std::string& pictures) {
+        viz::OutputOptions options;
+        const auto p = parse_enum<viz::Pictures>(pictures);
+        if (!p)
+          throw ArgumentError(fmt::format("pictures must be one of {}, not '{}'",
+                                          enum_choices<viz::Pictures>(), pictures));
+        options.pictures = *p;
+        options.chart.detail =
+            *p == viz::Pictures::Full ? viz::ChartDetail::Full : viz::ChartDetail::Summary;
+        const viz::ScheduleOutputs o =
+            viz::write_schedule_outputs(t.trace, sim::compute_metrics(t.trace), out_dir, options);
+        nb::dict d;
+        d["trace"] = o.trace_path;
+        if (!o.html_path.empty()) d["html"] = o.html_path;
+        if (!o.perfetto_path.empty()) d["perfetto"] = o.perfetto_path;
+        return d;
+      },
+      "trace"_a, "out_dir"_a, "pictures"_a = "summary",
+      "Writes schedule.html, trace.json and perfetto.json into out_dir, as `tilesched viz` does.");
+
+  nb::class_<StepPlan>(m, "Plan", "One attention step planned on the host: see tilesched.plan.")
+      .def(nb::new_(&make_plan), "q_lens"_a, "kv_lens"_a, "num_q_heads"_a, "num_kv_heads"_a,
+           "head_dim"_a, "causal"_a, "page_size"_a = 0, "max_pages_per_seq"_a = 0,
+           "num_pages"_a = 0, "scheduler"_a = "auto", "num_ctas"_a = 0, "block_m"_a = 0,
+           "kernel_block_n"_a = 0, "clusters"_a = "auto", "deterministic"_a = false,
+           "api"_a = "varlen", "on_device"_a = true)
+      .def_prop_ro("scheduler", [](const StepPlan& p) { return std::string(to_string(p.workload().scheduler)); })
+      .def_prop_ro("block_m", [](const StepPlan& p) { return p.workload().block_m; })
+      .def_prop_ro("kernel_block_n", &StepPlan::kernel_block_n)
+      .def_prop_ro("num_ctas", [](const StepPlan& p) { return p.workload().num_ctas; })
+      .def_prop_ro("batch_size", [](const StepPlan& p) { return p.workload().batch_size(); })
+      .def_prop_ro("q_lens", [](const StepPlan& p) { return p.workload().q_lens; })
+      .def_prop_ro("kv_lens", [](const StepPlan& p) { return p.workload().kv_lens; })
+      .def_prop_ro("num_q_heads", [](const StepPlan& p) { return p.workload().num_q_heads; })
+      .def_prop_ro("num_kv_heads", [](const StepPlan& p) { return p.workload().num_kv_heads; })
+      .def_prop_ro("head_dim", [](const StepPlan& p) { return p.workload().head_dim; })
+      .def_prop_ro("causal", [](const StepPlan& p) { return p.workload().mask == Mask::Causal; })
+      .def_prop_ro("page_size", [](const StepPlan& p) { return p.workload().page_size; })
+      .def_prop_ro("max_pages_per_seq", [](const StepPlan& p) { return p.request().max_pages_per_seq; })
+      .def_prop_ro("num_pages", [](const StepPlan& p) { return p.request().num_pages; })
+      .def_prop_ro("deterministic", [](const StepPlan& p) { return p.request().deterministic; })
+      .def_prop_ro("api", [](const StepPlan& p) { return p.request().api; })
+      .def_prop_ro("on_device", [](const StepPlan& p) { return p.request().on_device; })
+      .def_prop_ro("device", &StepPlan::device)
+      .def_prop_ro("total_q", &StepPlan::total_q)
+      .def_prop_ro("total_k", &StepPlan::total_k)
+      .def("workload_json", [](const StepPlan& p) { return sim::workload_to_json(p.workload()).dump(); })
+      .def("describe", &StepPlan::describe)
+      .def("simulate", [](const StepPlan& p) { return PyTrace{p.simulate()}; })
+      .def(
+          "check",
+          [](const StepPlan& p, nb::ndarray<> q, nb::ndarray<> k, nb::ndarray<> v,
+             nb::ndarray<> out, nb::ndarray<> lse, std::optional<nb::ndarray<>> page_table) {
+            const TensorView pt = page_table ? view_of(*page_table) : TensorView{};
+            p.check_tensors(view_of(q), view_of(k), view_of(v), view_of(out), view_of(lse),
+                            page_table ? &pt : nullptr);
+          },
+          "q"_a, "k"_a, "v"_a, "out"_a, "lse"_a, "page_table"_a = nb::none(),
+          "Raises the error run would raise for these tensors; nothing when they fit the plan.")
+      .def(
+          "run",
+          [](StepPlan& p, nb::ndarray<> q, nb::ndarray<> k, nb::ndarray<> v, nb::ndarray<> out,
+             nb::ndarray<> lse, std::optional<nb::ndarray<>> page_table, float softmax_scale,
+             std::uintptr_t stream, bool record) -> std::optional<PyTrace> {
+            const TensorView pt = page_table ? view_of(*page_table) : TensorView{};
+            PyTrace t;
+            p.run(view_of(q), view_of(k), view_of(v), view_of(out), view_of(lse),
+                  page_table ? &pt : nullptr, softmax_scale, stream, record, t.trace);
+            if (!record) return std::nullopt;
+            return t;
+          },
+          "q"_a, "k"_a, "v"_a, "out"_a, "lse"_a, "page_table"_a = nb::none(),
+          "softmax_scale"_a, "stream"_a = 0, "record"_a = false,
+          "Launches the plan on these tensors (DLPack) on `stream` (a cudaStream_t as an int); "
+          "with record=True returns the launch's Trace.")
+      .def("__repr__", [](const StepPlan& p) { return "<tilesched.Plan " + p.describe() + ">"; });
+}

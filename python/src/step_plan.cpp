@@ -1,0 +1,457 @@
+#include "step_plan.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <functional>
+
+#include "tilesched/sim/sim.hpp"
+#include "viz/block_m_choice.hpp"
+#include "viz/scheduler_choice.hpp"
+
+#if TILESCHED_PYTHON_GPU
+#include <cuda_runtime_api.h>
+
+#include "tilesched/gpu/attention.hpp"
+#endif
+
+namespace tilesched::python {
+
+namespace {
+
+constexpr std::uint8_t kInt = 0, kBfloat = 4, kFloat = 2;
+constexpr int kCuda = 2;
+
+[[noreturn]] void fail(const std::string& m) { throw ArgumentError(m); }
+
+std::string shape_text(const std::vector<std::int64_t>& s) {
+  std::string out = "[";
+  for (std::size_t i = 0; i < s.size(); ++i) out += (i ? ", " : "") + std::to_string(s[i]);
+  return out + "]";
+}
+
+std::string dtype_text(std::uint8_t code, std::uint8_t bits) {
+  switch (code) {
+    case 0: return fmt::format("int{}", bits);
+    case 1: return fmt::format("uint{}", bits);
+    case 2: return fmt::format("float{}", bits);
+    case 4: return fmt::format("bfloat{}", bits);
+    case 5: return fmt::format("complex{}", bits);
+    case 6: return "bool";
+  }
+  return fmt::format("DLPack type code {} of {} bits", code, bits);
+}
+
+// The heads and head dim the kernel runs, checked before anything is planned.
+void check_shape_request(const StepRequest& r) {
+  if (r.q_lens.empty()) fail("the batch is empty: give at least one sequence");
+  if (r.kv_lens.size() != r.q_lens.size())
+    fail(fmt::format("{} query lengths but {} key lengths: give one of each per sequence",
+                     r.q_lens.size(), r.kv_lens.size()));
+  if (r.num_q_heads == 0 || r.num_kv_heads == 0) fail("head counts must be at least 1");
+  if (r.num_q_heads % r.num_kv_heads != 0)
+    fail(fmt::format("query heads ({}) must be a multiple of KV heads ({})", r.num_q_heads,
+                     r.num_kv_heads));
+  if (r.head_dim != 64 && r.head_dim != 128 && r.head_dim != 256)
+    fail(fmt::format("head dim {} is not supported: the kernel runs 64, 128 and 256", r.head_dim));
+  for (std::size_t b = 0; b < r.q_lens.size(); ++b)
+    if (r.kv_lens[b] == 0 && r.q_lens[b] > 0)
+      fail(fmt::format("sequence {} has {} queries but no keys: every query needs a key", b,
+                       r.q_lens[b]));
+  if (r.page_size > 0) {
+    if (r.page_size > Workload::kMaxPageSize)
+      fail(fmt::format("page size {} exceeds {}", r.page_size, Workload::kMaxPageSize));
+    if (r.num_pages == 0) fail("a paged cache needs at least one page");
+    std::uint64_t need = 0;
+    for (u32 len : r.kv_lens) need = std::max<std::uint64_t>(need, ceil_div(len, r.page_size));
+    if (need > r.max_pages_per_seq)
+      fail(fmt::format(
+          "page_table has {} pages per row but a sequence of {} keys needs {} pages of {}",
+          r.max_pages_per_seq, *std::max_element(r.kv_lens.begin(), r.kv_lens.end()), need,
+          r.page_size));
+  }
+  if (r.clusters != "auto" && r.clusters != "never" && r.clusters != "always")
+    fail(fmt::format("clusters must be 'auto', 'never' or 'always', not '{}'", r.clusters));
+  if (r.api != "varlen" && r.api != "kvcache")
+    fail(fmt::format("api must be 'varlen' or 'kvcache', not '{}'", r.api));
+}
+
+// The kernel's tile heights, as gpu::kernel_block_ms gives them (this file also builds without
+// the GPU half, for the simulator and the checks).
+std::vector<u32> tile_heights(u32 head_dim) {
+#if TILESCHED_PYTHON_GPU
+  return gpu::kernel_block_ms(head_dim);
+#else
+  return head_dim == 64 ? std::vector<u32>{128, 192} : std::vector<u32>{128};
+#endif
+}
+
+// The CTAs the device (or, on the host, the cost profile) runs at once for `w`.
+u32 resident_of(const Workload& w, bool on_device, const sim::CostModel& cost) {
+#if TILESCHED_PYTHON_GPU
+  if (on_device) {
+    u32 n = 0;
+    if (gpu::Status s = gpu::resident_ctas(w, n); !s) throw DeviceError(s.message);
+    return n;
+  }
+#endif
+  (void)on_device;
+  return cost.resident_ctas(w.head_dim);
+}
+
+}  // namespace
+
+bool gpu_built() {
+#if TILESCHED_PYTHON_GPU
+  return true;
+#else
+  return false;
+#endif
+}
+
+std::vector<u32> kernel_block_ns(u32 head_dim) {
+#if TILESCHED_PYTHON_GPU
+  return gpu::kernel_block_ns(head_dim);
+#else
+  if (head_dim == 256) return {80, 64};
+  if (head_dim == 64 || head_dim == 128) return {128};
+  return {};
+#endif
+}
+
+#if TILESCHED_PYTHON_GPU
+struct StepPlan::Device {
+  void* words = nullptr;  // row offsets, counter, launch_done, plan arrays, split workspace
+  gpu::AttentionArgs args;
+  gpu::LaunchPlan launch;
+  std::unique_ptr<gpu::TraceRecorder> recorder;
+  bool launch_ready = false;
+  ~Device() {
+    if (words != nullptr) cudaFree(words);
+  }
+};
+#else
+struct StepPlan::Device {};
+#endif
+
+StepPlan::StepPlan(const StepRequest& r) : request_(r) {
+  check_shape_request(r);
+  Workload& w = workload_;
+  w.q_lens = r.q_lens;
+  w.kv_lens = r.kv_lens;
+  w.padded = false;
+  w.num_q_heads = r.num_q_heads;
+  w.num_kv_heads = r.num_kv_heads;
+  w.head_dim = r.head_dim;
+  w.mask = r.causal ? Mask::Causal : Mask::None;
+  // The workload's BN counts KV blocks for the cost model (fitted on blocks of 128 keys); the
+  // kernel tiles keys by its own BN.
+  w.block_n = 128;
+  w.page_size = r.page_size;
+  if (r.causal)
+    for (std::size_t b = 0; b < r.q_lens.size(); ++b)
+      if (r.q_lens[b] > r.kv_lens[b])
+        fail(fmt::format(
+            "sequence {} has more queries ({}) than keys ({}): a bottom-right causal mask would "
+            "leave its first queries no key",
+            b, r.q_lens[b], r.kv_lens[b]));
+  const sim::CostModel cost = sim::CostModel::builtin(w.cost_profile);
+  const bool on_device = r.on_device;
+  if (on_device && !gpu_built())
+    throw DeviceError("this build of tilesched has no GPU half (it was built without CUDA)");
+#if TILESCHED_PYTHON_GPU
+  if (on_device) {
+    if (cudaGetDevice(&device_) != cudaSuccess)
+      throw DeviceError(fmt::format("no CUDA device: {}", cudaGetErrorString(cudaGetLastError())));
+  }
+#endif
+
+  bool auto_scheduler = false;
+  if (r.scheduler == "auto") {
+    auto_scheduler = !r.deterministic;
+    w.scheduler = SchedulerKind::Queued;
+  } else if (auto kind = parse_enum<SchedulerKind>(r.scheduler)) {
+    w.scheduler = *kind;
+  } else {
+    fail(fmt::format("unknown scheduler '{}': give 'auto' or one of {}", r.scheduler,
+                     enum_choices<SchedulerKind>()));
+  }
+  if (r.deterministic) {
+    // A tile's result must not depend on its batchmates: whole tiles of a fixed height and K/V
+    // block, no clusters (docs/python.md, "Deterministic mode").
+    if (w.scheduler == SchedulerKind::SplitTail || w.scheduler == SchedulerKind::StreamK)
+      fail(fmt::format("deterministic=True runs whole tiles; the {} scheduler splits them by the "
+                       "batch's shape",
+                       to_string(w.scheduler)));
+    if (r.block_m != 0 && r.block_m != 128)
+      fail("deterministic=True runs tiles of 128 rows: leave block_m unset");
+    if (r.clusters == "always") fail("deterministic=True runs without clusters");
+  }
+  const u32 given_ctas = r.num_ctas;
+  const auto prepare = [&](Workload& x) {
+    if (r.block_m != 0 || r.deterministic) {
+      x.block_m = r.block_m != 0 ? r.block_m : 128;
+    } else {
+      const viz::BlockMChoice c = viz::predict_block_m(
+          x, tile_heights(x.head_dim), cost,
+          [&](const Workload& y) { return resident_of(y, on_device, cost); }, given_ctas == 0);
+      x.block_m = c.block_m != 0 ? c.block_m : 128;
+    }
+    x.resident_ctas = resident_of(x, on_device, cost);
+    x.num_ctas = given_ctas != 0 ? given_ctas : x.resident_ctas;
+  };
+  if (auto_scheduler && r.causal) {
+    const viz::SchedulerChoice c =
+        viz::predict_scheduler(w, viz::kCausalSchedulerCandidates, cost, prepare);
+    if (!c.chosen()) fail("choosing the scheduler: " + c.why_not);
+    workload_ = c.workload;
+    choice_note_ = "auto: " + viz::describe_scheduler_choice(c);
+  } else {
+    if (auto_scheduler) w.scheduler = SchedulerKind::Tile;  // dense tiles cost the same
+    prepare(w);
+    if (auto_scheduler) choice_note_ = "auto: tile (dense rows: every tile costs the same)";
+    if (r.deterministic) choice_note_ = "deterministic: whole tiles of 128 rows";
+  }
+  if (std::string m = workload_.validate(); !m.empty()) fail("invalid batch: " + m);
+  if (workload_.scheduler == SchedulerKind::SplitTail) workload_.block_n = 128;
+  schedule_ = sim::plan_schedule(workload_, cost);
+  const std::vector<u32> q_offsets = workload_.q_row_offsets();
+  const std::vector<u32> kv_offsets = workload_.kv_row_offsets();
+  total_q_ = q_offsets.back();
+  total_k_ = r.page_size > 0 ? 0 : kv_offsets.back();
+
+#if TILESCHED_PYTHON_GPU
+  dev_ = std::make_unique<Device>();
+  gpu::AttentionArgs& a = dev_->args;
+  a.workload = workload_;
+  a.clusters = r.clusters == "never"    ? gpu::ClusterPolicy::Never
+               : r.clusters == "always" ? gpu::ClusterPolicy::Always
+                                        : gpu::ClusterPolicy::Auto;
+  if (r.deterministic) a.clusters = gpu::ClusterPolicy::Never;
+  a.kernel_block_n = r.kernel_block_n;
+  if (r.deterministic && a.kernel_block_n == 0) {
+    // The K/V block from the head dim and the page size alone, never from the batch.
+    a.kernel_block_n = gpu::kernel_block_n(r.head_dim);
+    if (r.page_size > 0 && r.page_size % a.kernel_block_n != 0)
+      for (u32 bn : gpu::kernel_block_ns(r.head_dim))
+        if (r.page_size % bn == 0) a.kernel_block_n = bn;
+  }
+  a.pages.max_pages_per_seq = r.max_pages_per_seq;
+  a.pages.num_pages = r.num_pages;
+  if (!on_device) {
+    // Host plan: the launch is checked as far as it can be without a device.
+    a.q = a.k = a.v = a.o = reinterpret_cast<void*>(std::uintptr_t{256});
+    a.lse = reinterpret_cast<float*>(std::uintptr_t{256});
+    if (gpu::Status s = gpu::check_kernel_support(workload_); !s) fail(s.message);
+    return;
+  }
+  if (gpu::Status s = gpu::check_kernel_support(workload_); !s) fail(s.message);
+
+  // One allocation: [q offsets | kv offsets | counter | launch_done | plan arrays][workspace].
+  std::vector<u32> image;
+  image.insert(image.end(), q_offsets.begin(), q_offsets.end());
+  image.insert(image.end(), kv_offsets.begin(), kv_offsets.end());
+  const std::size_t counter_at = image.size();
+  image.push_back(0);  // queue counter (set by the first launch's reset)
+  image.push_back(0);  // launch_done
+  const std::vector<u32>* arrays[] = {&schedule_.order, &schedule_.list_offsets,
+                                      &schedule_.list_tiles, &schedule_.sequence_tiles};
+  std::size_t array_at[4];
+  for (int i = 0; i < 4; ++i) {
+    array_at[i] = image.size();
+    image.insert(image.end(), arrays[i]->begin(), arrays[i]->end());
+  }
+  const std::size_t workspace_bytes = gpu::split_workspace_bytes(workload_);
+  const std::size_t workspace_at = (image.size() * sizeof(u32) + 255) / 256 * 256;
+  if (cudaMalloc(&dev_->words, workspace_at + workspace_bytes) != cudaSuccess)
+    throw DeviceError(fmt::format("allocating the plan's {} bytes of device words: {}",
+                                  workspace_at + workspace_bytes,
+                                  cudaGetErrorString(cudaGetLastError())));
+  if (cudaMemcpy(dev_->words, image.data(), image.size() * sizeof(u32),
+                 cudaMemcpyHostToDevice) != cudaSuccess)
+    throw DeviceError(fmt::format("uploading the plan: {}",
+                                  cudaGetErrorString(cudaGetLastError())));
+  u32* base = static_cast<u32*>(dev_->words);
+  a.q_row_offsets = base;
+  a.kv_row_offsets = base + q_offsets.size();
+  if (takes_from_counter(workload_.scheduler)) a.queue_counter = base + counter_at;
+  a.launch_done = base + counter_at + 1;
+  PlanArrays p = schedule_.arrays();
+  const auto device_array = [&](const u32* host, int i) -> const u32* {
+    return host == nullptr ? nullptr : base + array_at[i];
+  };
+  p.order = device_array(p.order, 0);
+  p.list_offsets = device_array(p.list_offsets, 1);
+  p.list_tiles = device_array(p.list_tiles, 2);
+  p.sequence_tiles = device_array(p.sequence_tiles, 3);
+  a.plan = p;
+  if (workspace_bytes > 0) a.split_workspace = static_cast<char*>(dev_->words) + workspace_at;
+  // plan_launch checks pointers it does not read; run sets the real ones.
+  a.q = a.k = a.v = a.o = dev_->words;
+  a.lse = static_cast<float*>(dev_->words);
+  if (r.page_size > 0) a.pages.page_table = reinterpret_cast<const std::int32_t*>(dev_->words);
+  if (gpu::Status s = gpu::plan_launch(a, dev_->launch); !s) fail(s.message);
+#endif
+}
+
+StepPlan::~StepPlan() = default;
+
+u32 StepPlan::kernel_block_n() const {
+#if TILESCHED_PYTHON_GPU
+  if (dev_ && dev_->launch.block_n != 0) return dev_->launch.block_n;
+  if (request_.kernel_block_n != 0) return request_.kernel_block_n;
+  return gpu::recommended_block_n(workload_);
+#else
+  return request_.kernel_block_n;
+#endif
+}
+
+std::string StepPlan::describe() const {
+  const Workload& w = workload_;
+  std::string s = fmt::format("{} sequences, {} query rows, Hq {}, Hkv {}, d {}, {}{}: {}, BM {}, "
+                              "{} CTAs",
+                              w.batch_size(), total_q_, w.num_q_heads, w.num_kv_heads, w.head_dim,
+                              w.mask == Mask::Causal ? "causal" : "dense",
+                              w.page_size ? fmt::format(", pages of {}", w.page_size) : "",
+                              to_string(w.scheduler), w.block_m, w.num_ctas);
+  if (!choice_note_.empty()) s += " (" + choice_note_ + ")";
+#if TILESCHED_PYTHON_GPU
+  if (dev_ && dev_->launch.threads != 0) s += "\n" + dev_->launch.describe();
+#endif
+  return s;
+}
+
+void StepPlan::check_tensors(const TensorView& q, const TensorView& k, const TensorView& v,
+                             const TensorView& o, const TensorView& lse,
+                             const TensorView* page_table) const {
+  const bool kvcache = request_.api == "kvcache";
+  const char* k_name = kvcache ? "k_cache" : "k";
+  const char* v_name = kvcache ? "v_cache" : "v";
+  const Workload& w = workload_;
+  const std::int64_t hq = w.num_q_heads, hk = w.num_kv_heads, d = w.head_dim;
+  const bool paged = w.page_size > 0;
+  // What each tensor must be; checked rule by rule over all of them (every shape, then every
+  // element type, layout and device), so that the first rule broken is named for the first
+  // tensor that breaks it.
+  struct Expect {
+    const TensorView* t;
+    const char* name;
+    std::vector<std::int64_t> shape;
+    const char* shape_text;
+    std::uint8_t code, bits;
+  };
+  std::vector<Expect> expect;
+  // q: [total_q, Hq, d], or [B, S, Hq, d] where every sequence has S queries.
+  if (q.shape.size() == 4) {
+    const std::int64_t b = q.shape[0], s = q.shape[1];
+    bool uniform = b == w.batch_size();
+    for (u32 len : w.q_lens) uniform = uniform && len == s;
+    if (!uniform)
+      fail(fmt::format("q has shape {} but the plan has {} sequences of query lengths that are "
+                       "not all {}",
+                       shape_text(q.shape), w.batch_size(), s));
+    expect.push_back({&q, "q", {b, s, hq, d}, "(batch, seqlen_q, heads, head_dim)", kBfloat, 16});
+    expect.push_back({&o, "out", {b, s, hq, d}, "(like q)", kBfloat, 16});
+  } else {
+    expect.push_back({&q, "q", {total_q_, hq, d}, "(total_q, heads, head_dim)", kBfloat, 16});
+    expect.push_back({&o, "out", {total_q_, hq, d}, "(like q)", kBfloat, 16});
+  }
+  expect.push_back({&lse, "softmax_lse", {total_q_, hq}, "(total_q, heads), float32", kFloat, 32});
+  if (paged) {
+    const std::int64_t pages = request_.num_pages, ps = w.page_size;
+    const char* text = "(num_pages, page_size, kv_heads, head_dim)";
+    expect.push_back({&k, k_name, {pages, ps, hk, d}, text, kBfloat, 16});
+    expect.push_back({&v, v_name, {pages, ps, hk, d}, text, kBfloat, 16});
+    if (page_table == nullptr) fail("the plan is for a paged cache but no page_table was given");
+    expect.push_back({page_table, "page_table",
+                      {std::int64_t(w.batch_size()), request_.max_pages_per_seq},
+                      "(batch, max_pages), int32", kInt, 32});
+  } else {
+    if (page_table != nullptr)
+      fail("page_table was given but the plan is for a packed KV cache: plan with the page table");
+    const char* text = "(total_k, kv_heads, head_dim)";
+    expect.push_back({&k, k_name, {total_k_, hk, d}, text, kBfloat, 16});
+    expect.push_back({&v, v_name, {total_k_, hk, d}, text, kBfloat, 16});
+  }
+  for (const Expect& e : expect)
+    if (e.t->shape != e.shape)
+      fail(fmt::format("{} has shape {} but the plan needs {} {}", e.name,
+                       shape_text(e.t->shape), shape_text(e.shape), e.shape_text));
+  for (const Expect& e : expect)
+    if (e.t->dtype_code != e.code || e.t->dtype_bits != e.bits)
+      throw DtypeError(fmt::format("{} must be {}, not {}", e.name, dtype_text(e.code, e.bits),
+                                   dtype_text(e.t->dtype_code, e.t->dtype_bits)));
+  for (const Expect& e : expect) {
+    std::int64_t stride = 1;
+    for (int i = static_cast<int>(e.shape.size()) - 1; i >= 0; --i) {
+      if (e.shape[i] != 1 && e.t->strides[i] != stride)
+        fail(fmt::format("{} must be contiguous (row-major); its strides are {}: call "
+                         ".contiguous() first",
+                         e.name, shape_text(e.t->strides)));
+      stride *= e.shape[i];
+    }
+  }
+  for (const Expect& e : expect) {
+    if (e.t->device_type != kCuda)
+      fail(fmt::format("{} must be on a CUDA device (DLPack device type {}, not {})", e.name,
+                       kCuda, e.t->device_type));
+    if (device_ >= 0 && e.t->device_id != device_)
+      fail(fmt::format("{} is on cuda:{} but the plan was made for cuda:{}", e.name,
+                       e.t->device_id, device_));
+    if (e.t->data != nullptr && reinterpret_cast<std::uintptr_t>(e.t->data) % 16 != 0)
+      fail(fmt::format("{} must start on a 16-byte boundary (the kernel loads it with TMA)",
+                       e.name));
+  }
+}
+
+void StepPlan::run(const TensorView& q, const TensorView& k, const TensorView& v,
+                   const TensorView& o, const TensorView& lse, const TensorView* page_table,
+                   float softmax_scale, std::uintptr_t stream, bool record, Trace& trace) {
+  check_tensors(q, k, v, o, lse, page_table);
+  if (!(softmax_scale > 0.f) || !std::isfinite(softmax_scale))
+    fail(fmt::format("softmax_scale must be a finite positive number, not {}", softmax_scale));
+#if TILESCHED_PYTHON_GPU
+  if (!request_.on_device)
+    fail("this plan was made on the host (on_device=False): it can be simulated, not launched");
+  gpu::AttentionArgs& a = dev_->args;
+  a.q = q.data;
+  a.k = k.data;
+  a.v = v.data;
+  a.o = o.data;
+  a.lse = static_cast<float*>(lse.data);
+  if (page_table != nullptr) a.pages.page_table = static_cast<const std::int32_t*>(page_table->data);
+  a.softmax_scale = softmax_scale;
+  a.stream = reinterpret_cast<void*>(stream);
+  a.trace = {};
+  if (record) {
+    if (!dev_->recorder) {
+      dev_->recorder = std::make_unique<gpu::TraceRecorder>();
+      if (gpu::Status s = dev_->recorder->allocate(gpu::processed_tile_count(workload_)); !s)
+        throw DeviceError(s.message);
+    }
+    a.trace = dev_->recorder->buffer();
+  }
+  // A launch with launch_done leaves the words the next one needs (attention.hpp): only the
+  // first launch of a plan, and one after a failure, resets them.
+  a.launch_ready = dev_->launch_ready && !record;
+  const gpu::Status s = gpu::launch_planned(a, dev_->launch);
+  dev_->launch_ready = static_cast<bool>(s);
+  if (!s) throw DeviceError(s.message);
+  if (record) {
+    if (gpu::Status d = dev_->recorder->download(workload_, dev_->launch, trace); !d)
+      throw DeviceError(d.message);
+  }
+#else
+  (void)softmax_scale;
+  (void)stream;
+  (void)record;
+  (void)trace;
+  throw DeviceError("this build of tilesched has no GPU half (it was built without CUDA)");
+#endif
+}
+
+Trace StepPlan::simulate() const { return sim::replay(workload_); }
+
+}  // namespace tilesched::python

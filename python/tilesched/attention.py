@@ -1,0 +1,315 @@
+"""FlashAttention's functions on tilesched's kernel (torch tensors, CUDA, bf16).
+
+Names, shapes and meanings follow FlashAttention (FA2/FA3), so that switching is an import change:
+``flash_attn_varlen_func`` for packed ragged batches and ``flash_attn_with_kvcache`` for decode
+and chunked prefill over a cache (contiguous or paged, vLLM's layout). What tilesched adds:
+``plan=`` (a SchedulePlan made once per step), ``scheduler=``, ``num_ctas=``, ``deterministic=``
+and ``trace=True`` (the launch's per-CTA trace).
+
+Each call is one op, ``torch.ops.tilesched.varlen_fwd``, with a fake implementation, so
+``torch.compile`` traces through it; eager calls launch directly. A call made without ``plan=``
+copies the lengths to the host (a synchronisation) and takes its plan from a cache keyed by them;
+with ``plan=`` it does no host work beyond the checks and can be captured in a CUDA graph.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import weakref
+from typing import Any, Optional
+
+import torch
+
+from . import _C
+from .planning import (PlanCache, SchedulePlan, _check_page_table, _int_list,
+                       lengths_from_cu_seqlens, make_plan, plan_kvcache)
+
+try:  # torch >= 2.9 also has torch.to_dlpack; this one takes no stream and syncs nothing
+    from torch.utils.dlpack import to_dlpack as _to_dlpack
+except ImportError:  # pragma: no cover
+    _to_dlpack = torch.to_dlpack
+
+_plans = PlanCache()
+_registry: "weakref.WeakValueDictionary[int, SchedulePlan]" = weakref.WeakValueDictionary()
+_ids = itertools.count(1)
+
+
+def _tensor(name: str, t: Any, ndim: int, what: str) -> None:
+    if not isinstance(t, torch.Tensor):
+        raise TypeError(f"{name} must be a torch.Tensor, not {type(t).__name__}")
+    if t.dim() != ndim:
+        raise ValueError(f"{name} must have {ndim} dimensions {what}, got shape {tuple(t.shape)}")
+
+
+def _scale(softmax_scale: Optional[float], head_dim: int) -> float:
+    if softmax_scale is None:
+        return 1.0 / math.sqrt(head_dim)
+    if isinstance(softmax_scale, bool) or not isinstance(softmax_scale, (int, float)):
+        raise TypeError(f"softmax_scale must be a number, not {type(softmax_scale).__name__}")
+    if not (math.isfinite(softmax_scale) and softmax_scale > 0):
+        raise ValueError(f"softmax_scale must be finite and positive, got {softmax_scale}")
+    return float(softmax_scale)
+
+
+def _flag(name: str, x: Any) -> bool:
+    if not isinstance(x, bool):
+        raise TypeError(f"{name} must be True or False, not {x!r}")
+    return x
+
+
+def _plan_id(plan: SchedulePlan) -> int:
+    pid = getattr(plan, "_op_id", None)
+    if pid is None:
+        pid = next(_ids)
+        plan._op_id = pid
+        _registry[pid] = plan
+    return pid
+
+
+def _launch(plan: SchedulePlan, q, k, v, page_table, scale: float, record: bool = False):
+    out = torch.empty_like(q)
+    lse = torch.empty((plan.total_q, plan.num_q_heads), dtype=torch.float32, device=q.device)
+    stream = torch.cuda.current_stream(q.device).cuda_stream if q.is_cuda else 0
+    trace = plan._c.run(_to_dlpack(q), _to_dlpack(k), _to_dlpack(v), _to_dlpack(out),
+                        _to_dlpack(lse), None if page_table is None else _to_dlpack(page_table),
+                        scale, stream, record)
+    return out, lse, trace
+
+
+@torch.library.custom_op("tilesched::varlen_fwd", mutates_args=(), device_types="cuda")
+def _varlen_fwd(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
+                page_table: Optional[torch.Tensor], plan_id: int,
+                softmax_scale: float) -> tuple[torch.Tensor, torch.Tensor]:
+    plan = _registry.get(plan_id)
+    if plan is None:
+        raise RuntimeError(f"tilesched plan {plan_id} no longer exists: keep the SchedulePlan "
+                           "alive while a compiled function or graph that uses it runs")
+    out, lse, _ = _launch(plan, q, k, v, page_table, softmax_scale)
+    return out, lse
+
+
+@_varlen_fwd.register_fake
+def _(q, k, v, page_table, plan_id, softmax_scale):
+    heads, head_dim = q.shape[-2], q.shape[-1]
+    rows = q.numel() // (heads * head_dim)
+    return torch.empty_like(q), q.new_empty((rows, heads), dtype=torch.float32)
+
+
+def _device_tensor(plan: SchedulePlan, key: str, device, build):
+    cache_key = (key, device)
+    t = plan._device_cache.get(cache_key)
+    if t is None:
+        t = build()
+        plan._device_cache[cache_key] = t
+    return t
+
+
+def _identity_table(plan: SchedulePlan, device):
+    return _device_tensor(plan, "identity_pages", device, lambda: torch.arange(
+        plan.batch_size, dtype=torch.int32, device=device).view(-1, 1))
+
+
+def _gathered(plan: SchedulePlan, name_k: str, name_v: str, k_cache, v_cache, page_table):
+    """K and V of a cache whose pages the kernel does not load itself, gathered into
+    consecutive rows (sequence b's keys at its prefix-sum offset)."""
+    g = plan._gather
+    ps, pages = g["page_size"], g["num_pages"]
+    want = (pages, ps, plan.num_kv_heads, plan.head_dim)
+    for name, t in ((name_k, k_cache), (name_v, v_cache)):
+        if tuple(t.shape) != want:
+            raise ValueError(f"{name} has shape {tuple(t.shape)} but the plan needs {want} "
+                             "(num_pages, page_size, kv_heads, head_dim)")
+        if t.dtype != torch.bfloat16:
+            raise TypeError(f"{name} must be bfloat16, not {t.dtype}")
+        if not t.is_cuda:
+            raise ValueError(f"{name} must be on a CUDA device, not {t.device}")
+    device = k_cache.device
+
+    def key_positions():
+        lens = torch.tensor(g["kv_lens"], dtype=torch.int64, device=device)
+        seq = torch.repeat_interleave(torch.arange(len(g["kv_lens"]), device=device), lens)
+        starts = torch.cumsum(lens, 0) - lens
+        pos = torch.arange(seq.numel(), device=device) - starts[seq]
+        return seq, pos // ps, pos % ps
+
+    seq, page_of, row_in_page = _device_tensor(plan, "gather", device, key_positions)
+    rows = page_table[seq, page_of].to(torch.int64) * ps + row_in_page
+    k = k_cache.reshape(pages * ps, plan.num_kv_heads, plan.head_dim).index_select(0, rows)
+    v = v_cache.reshape(pages * ps, plan.num_kv_heads, plan.head_dim).index_select(0, rows)
+    return k, v
+
+
+def _forward(plan: SchedulePlan, q, k, v, page_table, scale: float, trace: bool,
+             names: tuple[str, str]):
+    if not isinstance(plan, SchedulePlan):
+        raise TypeError(f"plan must be a tilesched.SchedulePlan, not {type(plan).__name__}")
+    if plan._identity_pages:
+        page_table = _identity_table(plan, q.device)
+    if plan._gather is not None:
+        if page_table is None:
+            raise ValueError("the plan is for a paged cache but no page_table was given")
+        k, v = _gathered(plan, names[0], names[1], k, v, page_table)
+        page_table = None
+    if trace:
+        if torch.compiler.is_compiling():
+            raise RuntimeError("trace=True reads the trace back on the host: call it eagerly")
+        return _launch(plan, q, k, v, page_table, scale, record=True)
+    if torch.compiler.is_compiling():
+        out, lse = torch.ops.tilesched.varlen_fwd(q, k, v, page_table, _plan_id(plan), scale)
+        return out, lse, None
+    return _launch(plan, q, k, v, page_table, scale)
+
+
+def flash_attn_varlen_func(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
+                           softmax_scale=None, causal=False, seqused_k=None, page_table=None,
+                           return_lse=False, deterministic=False, scheduler="auto",
+                           num_ctas=None, trace=None, plan=None):
+    """Attention over a packed ragged batch, as FlashAttention's function of the same name.
+
+    q: (total_q, num_q_heads, head_dim); k, v: (total_k, num_kv_heads, head_dim), or with
+    page_table (int32, [batch, max_pages]) a paged cache (num_pages, page_size, num_kv_heads,
+    head_dim) whose lengths seqused_k gives. bf16, CUDA, contiguous; head_dim 64, 128 or 256.
+    cu_seqlens_q / cu_seqlens_k: int32 prefix sums (batch + 1). causal masks are aligned to the
+    bottom right (query i of a sequence sees keys j <= i + kv_len - q_len).
+
+    Returns out (total_q, num_q_heads, head_dim), with return_lse also softmax_lse
+    (num_q_heads, total_q), fp32, the natural log of each row's sum of exp(scale * score); with
+    trace=True the launch's Trace last.
+    """
+    _tensor("q", q, 3, "(total_q, num_heads, head_dim)")
+    paged = page_table is not None
+    kv_what = "(num_pages, page_size, kv_heads, head_dim)" if paged else \
+        "(total_k, kv_heads, head_dim)"
+    _tensor("k", k, 4 if paged else 3, kv_what)
+    _tensor("v", v, 4 if paged else 3, kv_what)
+    return_lse, deterministic = _flag("return_lse", return_lse), _flag("deterministic",
+                                                                          deterministic)
+    want_trace = False if trace is None else _flag("trace", trace)
+    head_dim = q.shape[2]
+    scale = _scale(softmax_scale, head_dim)
+    if plan is None:
+        q_lens = lengths_from_cu_seqlens("cu_seqlens_q", cu_seqlens_q)
+        if paged:
+            if seqused_k is None:
+                raise ValueError("a paged cache (page_table) needs seqused_k, each sequence's "
+                                 "cache length")
+            kv_lens = _int_list("seqused_k", seqused_k)
+        else:
+            if seqused_k is not None:
+                raise ValueError("seqused_k is supported with a paged cache (page_table) only: "
+                                 "give cu_seqlens_k with each sequence's own key count")
+            kv_lens = lengths_from_cu_seqlens("cu_seqlens_k", cu_seqlens_k)
+        if len(kv_lens) != len(q_lens):
+            raise ValueError(f"{len(q_lens)} sequences in cu_seqlens_q but {len(kv_lens)} key "
+                             "lengths")
+        for name, given, lens in (("max_seqlen_q", max_seqlen_q, q_lens),
+                                  ("max_seqlen_k", max_seqlen_k, kv_lens)):
+            if isinstance(given, int) and not isinstance(given, bool) and given < max(lens):
+                raise ValueError(f"{name} is {given} but a sequence has {max(lens)}")
+        page_size = k.shape[1] if paged else 0
+        num_pages = k.shape[0] if paged else 0
+        if paged:
+            _check_page_table(page_table, kv_lens, page_size, num_pages)
+        elif sum(q_lens) != q.shape[0]:
+            raise ValueError(f"q has {q.shape[0]} rows but cu_seqlens_q sums to {sum(q_lens)}")
+        key = ("varlen", tuple(q_lens), tuple(kv_lens), q.shape[1], k.shape[-2], head_dim,
+               bool(causal), page_size, page_table.shape[1] if paged else 0, num_pages,
+               scheduler, deterministic, num_ctas, q.device)
+
+        def build():
+            with torch.cuda.device(q.device):
+                return make_plan(q_lens, kv_lens, q.shape[1], k.shape[-2], head_dim,
+                                 causal=_flag("causal", causal), page_size=page_size,
+                                 max_pages_per_seq=page_table.shape[1] if paged else 0,
+                                 num_pages=num_pages, scheduler=scheduler, num_ctas=num_ctas,
+                                 deterministic=deterministic, api="varlen")
+
+        plan = _plans.get(key, build)
+    out, lse, tr = _forward(plan, q, k, v, page_table, scale, want_trace, ("k", "v"))
+    result = (out,)
+    if return_lse:
+        result += (lse.t(),)
+    if want_trace:
+        result += (tr,)
+    return result[0] if len(result) == 1 else result
+
+
+def flash_attn_with_kvcache(q, k_cache, v_cache, cache_seqlens, page_table=None,
+                            softmax_scale=None, causal=True, return_lse=False,
+                            deterministic=False, scheduler="auto", num_ctas=None, trace=None,
+                            plan=None, *, block_table=None, return_softmax_lse=None, k=None,
+                            v=None):
+    """Attention of new queries over a KV cache (decode, speculative verify, chunked prefill),
+    as FlashAttention's function of the same name.
+
+    q: (batch, seqlen_q, num_q_heads, head_dim). k_cache, v_cache: (batch, cache_len,
+    num_kv_heads, head_dim), or with page_table (int32, [batch, max_pages]; FA2's block_table) a
+    paged cache (num_pages, page_size, num_kv_heads, head_dim). cache_seqlens: int32 (batch,) or
+    an int, the keys each sequence's queries see, the new tokens' own included. causal (the
+    default) aligns the mask to the bottom right.
+
+    Returns out (batch, seqlen_q, num_q_heads, head_dim), with return_lse also softmax_lse
+    (batch, num_q_heads, seqlen_q), fp32; with trace=True the launch's Trace last.
+    """
+    if k is not None or v is not None:
+        raise ValueError("appending new keys (k=, v=) is not supported: write them into the "
+                         "cache first and count them in cache_seqlens")
+    if block_table is not None:
+        if page_table is not None:
+            raise ValueError("give page_table or block_table (its FA2 name), not both")
+        page_table = block_table
+    if return_softmax_lse is not None:
+        return_lse = return_softmax_lse
+    _tensor("q", q, 4, "(batch, seqlen_q, num_heads, head_dim)")
+    _tensor("k_cache", k_cache, 4, "(batch or num_pages, cache_len or page_size, kv_heads, "
+            "head_dim)")
+    _tensor("v_cache", v_cache, 4, "(like k_cache)")
+    return_lse, deterministic = _flag("return_lse", return_lse), _flag("deterministic",
+                                                                          deterministic)
+    want_trace = False if trace is None else _flag("trace", trace)
+    batch, seqlen_q, heads, head_dim = q.shape
+    scale = _scale(softmax_scale, head_dim)
+    if plan is None:
+        if isinstance(cache_seqlens, int) and not isinstance(cache_seqlens, bool):
+            kv_lens = [cache_seqlens] * batch
+        else:
+            if isinstance(cache_seqlens, torch.Tensor) and cache_seqlens.dtype != torch.int32:
+                raise TypeError(f"cache_seqlens must be int32, not {cache_seqlens.dtype}")
+            kv_lens = _int_list("cache_seqlens", cache_seqlens)
+        if len(kv_lens) != batch:
+            raise ValueError(f"cache_seqlens has {len(kv_lens)} entries but q has a batch of "
+                             f"{batch}")
+        paged = page_table is not None
+        key = ("kvcache", seqlen_q, tuple(kv_lens), heads, k_cache.shape[2], head_dim,
+               _flag("causal", causal), tuple(k_cache.shape[:2]),
+               page_table.shape[1] if paged else 0, scheduler, deterministic, num_ctas, q.device)
+        if paged:
+            _check_page_table(page_table, kv_lens, k_cache.shape[1], k_cache.shape[0])
+
+        def build():
+            with torch.cuda.device(q.device):
+                if paged:  # its table was checked above, as on every call without a plan
+                    return make_plan([seqlen_q] * batch, kv_lens, heads, k_cache.shape[2],
+                                     head_dim, causal=causal, page_size=k_cache.shape[1],
+                                     max_pages_per_seq=page_table.shape[1],
+                                     num_pages=k_cache.shape[0], scheduler=scheduler,
+                                     num_ctas=num_ctas, deterministic=deterministic,
+                                     api="kvcache")
+                if k_cache.shape[0] != batch:
+                    raise ValueError(f"k_cache holds {k_cache.shape[0]} sequences but q has a "
+                                     f"batch of {batch}")
+                return plan_kvcache(kv_lens, seqlen_q, heads, k_cache.shape[2], head_dim,
+                                    causal=causal, cache_len=k_cache.shape[1],
+                                    scheduler=scheduler, deterministic=deterministic,
+                                    num_ctas=num_ctas)
+
+        plan = _plans.get(key, build)
+    out, lse, tr = _forward(plan, q, k_cache, v_cache, page_table, scale, want_trace,
+                            ("k_cache", "v_cache"))
+    result = (out,)
+    if return_lse:
+        result += (lse.view(batch, seqlen_q, heads).permute(0, 2, 1),)
+    if want_trace:
+        result += (tr,)
+    return result[0] if len(result) == 1 else result
