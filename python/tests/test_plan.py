@@ -9,7 +9,6 @@ import numpy as np
 import pytest
 
 import tilesched
-from tilesched import _C
 from tilesched.planning import make_plan
 
 

@@ -14,15 +14,12 @@ with ``plan=`` it does no host work beyond the checks and can be captured in a C
 
 from __future__ import annotations
 
-import itertools
 import math
-import weakref
 from typing import Any, Optional
 
 import torch
 
-from . import _C
-from .planning import (PlanCache, SchedulePlan, _check_page_table, _int_list,
+from .planning import (PlanCache, SchedulePlan, _check_page_table, _int_list, _registry,
                        lengths_from_cu_seqlens, make_plan, plan_kvcache)
 
 try:  # torch >= 2.9 also has torch.to_dlpack; this one takes no stream and syncs nothing
@@ -31,8 +28,6 @@ except ImportError:  # pragma: no cover
     _to_dlpack = torch.to_dlpack
 
 _plans = PlanCache()
-_registry: "weakref.WeakValueDictionary[int, SchedulePlan]" = weakref.WeakValueDictionary()
-_ids = itertools.count(1)
 
 
 def _tensor(name: str, t: Any, ndim: int, what: str) -> None:
@@ -40,6 +35,16 @@ def _tensor(name: str, t: Any, ndim: int, what: str) -> None:
         raise TypeError(f"{name} must be a torch.Tensor, not {type(t).__name__}")
     if t.dim() != ndim:
         raise ValueError(f"{name} must have {ndim} dimensions {what}, got shape {tuple(t.shape)}")
+
+
+def _on_cuda(name: str, t) -> None:
+    if not t.is_cuda:
+        raise ValueError(f"{name} must be on a CUDA device, not {t.device}")
+
+
+def _stream_of(t) -> int:
+    # Plans taken from the cache share their counter: calls on two streams get two plans.
+    return torch.cuda.current_stream(t.device).cuda_stream
 
 
 def _scale(softmax_scale: Optional[float], head_dim: int) -> float:
@@ -58,16 +63,10 @@ def _flag(name: str, x: Any) -> bool:
     return x
 
 
-def _plan_id(plan: SchedulePlan) -> int:
-    pid = getattr(plan, "_op_id", None)
-    if pid is None:
-        pid = next(_ids)
-        plan._op_id = pid
-        _registry[pid] = plan
-    return pid
-
-
 def _launch(plan: SchedulePlan, q, k, v, page_table, scale: float, record: bool = False):
+    if q.is_cuda and q.device.index != torch.cuda.current_device():
+        with torch.cuda.device(q.device):  # the kernel launches on the current device
+            return _launch(plan, q, k, v, page_table, scale, record)
     out = torch.empty_like(q)
     lse = torch.empty((plan.total_q, plan.num_q_heads), dtype=torch.float32, device=q.device)
     stream = torch.cuda.current_stream(q.device).cuda_stream if q.is_cuda else 0
@@ -96,20 +95,6 @@ def _(q, k, v, page_table, plan_id, softmax_scale):
     return torch.empty_like(q), q.new_empty((rows, heads), dtype=torch.float32)
 
 
-def _device_tensor(plan: SchedulePlan, key: str, device, build):
-    cache_key = (key, device)
-    t = plan._device_cache.get(cache_key)
-    if t is None:
-        t = build()
-        plan._device_cache[cache_key] = t
-    return t
-
-
-def _identity_table(plan: SchedulePlan, device):
-    return _device_tensor(plan, "identity_pages", device, lambda: torch.arange(
-        plan.batch_size, dtype=torch.int32, device=device).view(-1, 1))
-
-
 def _gathered(plan: SchedulePlan, name_k: str, name_v: str, k_cache, v_cache, page_table):
     """K and V of a cache whose pages the kernel does not load itself, gathered into
     consecutive rows (sequence b's keys at its prefix-sum offset)."""
@@ -124,16 +109,7 @@ def _gathered(plan: SchedulePlan, name_k: str, name_v: str, k_cache, v_cache, pa
             raise TypeError(f"{name} must be bfloat16, not {t.dtype}")
         if not t.is_cuda:
             raise ValueError(f"{name} must be on a CUDA device, not {t.device}")
-    device = k_cache.device
-
-    def key_positions():
-        lens = torch.tensor(g["kv_lens"], dtype=torch.int64, device=device)
-        seq = torch.repeat_interleave(torch.arange(len(g["kv_lens"]), device=device), lens)
-        starts = torch.cumsum(lens, 0) - lens
-        pos = torch.arange(seq.numel(), device=device) - starts[seq]
-        return seq, pos // ps, pos % ps
-
-    seq, page_of, row_in_page = _device_tensor(plan, "gather", device, key_positions)
+    seq, page_of, row_in_page = plan._tensors["gather"]
     rows = page_table[seq, page_of].to(torch.int64) * ps + row_in_page
     k = k_cache.reshape(pages * ps, plan.num_kv_heads, plan.head_dim).index_select(0, rows)
     v = v_cache.reshape(pages * ps, plan.num_kv_heads, plan.head_dim).index_select(0, rows)
@@ -145,7 +121,7 @@ def _forward(plan: SchedulePlan, q, k, v, page_table, scale: float, trace: bool,
     if not isinstance(plan, SchedulePlan):
         raise TypeError(f"plan must be a tilesched.SchedulePlan, not {type(plan).__name__}")
     if plan._identity_pages:
-        page_table = _identity_table(plan, q.device)
+        page_table = plan._tensors["identity_pages"]
     if plan._gather is not None:
         if page_table is None:
             raise ValueError("the plan is for a paged cache but no page_table was given")
@@ -156,7 +132,7 @@ def _forward(plan: SchedulePlan, q, k, v, page_table, scale: float, trace: bool,
             raise RuntimeError("trace=True reads the trace back on the host: call it eagerly")
         return _launch(plan, q, k, v, page_table, scale, record=True)
     if torch.compiler.is_compiling():
-        out, lse = torch.ops.tilesched.varlen_fwd(q, k, v, page_table, _plan_id(plan), scale)
+        out, lse = torch.ops.tilesched.varlen_fwd(q, k, v, page_table, plan._op_id, scale)
         return out, lse, None
     return _launch(plan, q, k, v, page_table, scale)
 
@@ -164,7 +140,8 @@ def _forward(plan: SchedulePlan, q, k, v, page_table, scale: float, trace: bool,
 def flash_attn_varlen_func(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
                            softmax_scale=None, causal=False, seqused_k=None, page_table=None,
                            return_lse=False, deterministic=False, scheduler="auto",
-                           num_ctas=None, trace=None, plan=None):
+                           num_ctas=None, trace=None, plan=None, *, block_table=None,
+                           return_softmax_lse=None):
     """Attention over a packed ragged batch, as FlashAttention's function of the same name.
 
     q: (total_q, num_q_heads, head_dim); k, v: (total_k, num_kv_heads, head_dim), or with
@@ -177,6 +154,12 @@ def flash_attn_varlen_func(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, ma
     (num_q_heads, total_q), fp32, the natural log of each row's sum of exp(scale * score); with
     trace=True the launch's Trace last.
     """
+    if block_table is not None:
+        if page_table is not None:
+            raise ValueError("give page_table or block_table (its FA2 name), not both")
+        page_table = block_table
+    if return_softmax_lse is not None:
+        return_lse = return_softmax_lse
     _tensor("q", q, 3, "(total_q, num_heads, head_dim)")
     paged = page_table is not None
     kv_what = "(num_pages, page_size, kv_heads, head_dim)" if paged else \
@@ -189,11 +172,14 @@ def flash_attn_varlen_func(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, ma
     head_dim = q.shape[2]
     scale = _scale(softmax_scale, head_dim)
     if plan is None:
+        _on_cuda("q", q)
         q_lens = lengths_from_cu_seqlens("cu_seqlens_q", cu_seqlens_q)
         if paged:
             if seqused_k is None:
                 raise ValueError("a paged cache (page_table) needs seqused_k, each sequence's "
                                  "cache length")
+            if isinstance(seqused_k, torch.Tensor) and seqused_k.dtype != torch.int32:
+                raise TypeError(f"seqused_k must be int32, not {seqused_k.dtype}")
             kv_lens = _int_list("seqused_k", seqused_k)
         else:
             if seqused_k is not None:
@@ -215,7 +201,7 @@ def flash_attn_varlen_func(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, ma
             raise ValueError(f"q has {q.shape[0]} rows but cu_seqlens_q sums to {sum(q_lens)}")
         key = ("varlen", tuple(q_lens), tuple(kv_lens), q.shape[1], k.shape[-2], head_dim,
                bool(causal), page_size, page_table.shape[1] if paged else 0, num_pages,
-               scheduler, deterministic, num_ctas, q.device)
+               scheduler, deterministic, num_ctas, q.device, _stream_of(q))
 
         def build():
             with torch.cuda.device(q.device):
@@ -229,7 +215,7 @@ def flash_attn_varlen_func(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, ma
     out, lse, tr = _forward(plan, q, k, v, page_table, scale, want_trace, ("k", "v"))
     result = (out,)
     if return_lse:
-        result += (lse.t(),)
+        result += (lse.t().contiguous(),)
     if want_trace:
         result += (tr,)
     return result[0] if len(result) == 1 else result
@@ -271,6 +257,7 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, cache_seqlens, page_table=None,
     batch, seqlen_q, heads, head_dim = q.shape
     scale = _scale(softmax_scale, head_dim)
     if plan is None:
+        _on_cuda("q", q)
         if isinstance(cache_seqlens, int) and not isinstance(cache_seqlens, bool):
             kv_lens = [cache_seqlens] * batch
         else:
@@ -283,7 +270,8 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, cache_seqlens, page_table=None,
         paged = page_table is not None
         key = ("kvcache", seqlen_q, tuple(kv_lens), heads, k_cache.shape[2], head_dim,
                _flag("causal", causal), tuple(k_cache.shape[:2]),
-               page_table.shape[1] if paged else 0, scheduler, deterministic, num_ctas, q.device)
+               page_table.shape[1] if paged else 0, scheduler, deterministic, num_ctas, q.device,
+               _stream_of(q))
         if paged:
             _check_page_table(page_table, kv_lens, k_cache.shape[1], k_cache.shape[0])
 
@@ -309,7 +297,7 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, cache_seqlens, page_table=None,
                             ("k_cache", "v_cache"))
     result = (out,)
     if return_lse:
-        result += (lse.view(batch, seqlen_q, heads).permute(0, 2, 1),)
+        result += (lse.view(batch, seqlen_q, heads).permute(0, 2, 1).contiguous(),)
     if want_trace:
         result += (tr,)
     return result[0] if len(result) == 1 else result

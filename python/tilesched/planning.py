@@ -9,7 +9,9 @@ and can be captured in a CUDA graph.
 
 from __future__ import annotations
 
+import itertools
 import os
+import weakref
 from collections import OrderedDict
 from typing import Any, Optional, Sequence
 
@@ -20,6 +22,9 @@ Trace = _C.Trace
 _SCHEDULERS = ("auto", "tile", "queued", "lpt", "lpt_queued", "planned", "ragged_queued",
                "split_tail", "transient")
 _MAX_U32 = (1 << 32) - 1
+# Plans by the number the op torch.ops.tilesched.varlen_fwd knows them by.
+_registry: "weakref.WeakValueDictionary[int, SchedulePlan]" = weakref.WeakValueDictionary()
+_plan_numbers = itertools.count(1)
 
 
 def _is_tensor(x: Any) -> bool:
@@ -98,8 +103,13 @@ class SchedulePlan:
         # A page size the kernel does not load page by page: K and V are gathered into
         # consecutive rows before the call (the attention functions build the index).
         self._gather = gather
-        self._device_cache: dict = {}  # the attention functions' per-device tensors
         self._identity_pages = False  # a contiguous cache run as one page per sequence
+        # Device tensors the attention functions use (built with the plan, so that a compiled
+        # function or a captured graph finds them ready): the identity page table of a
+        # contiguous cache, the gather's index of a paged one.
+        self._tensors: dict = {}
+        self._op_id = next(_plan_numbers)  # the number the op knows the plan by
+        _registry[self._op_id] = self
 
     # What was decided.
     scheduler = property(lambda self: self._c.scheduler)
@@ -159,7 +169,7 @@ def make_plan(q_lens: Sequence[int], kv_lens: Sequence[int], num_q_heads: int,
               num_ctas: Optional[int] = None, block_m: Optional[int] = None,
               kernel_block_n: Optional[int] = None, clusters: str = "auto",
               deterministic: bool = False, api: str = "varlen",
-              device: bool = True) -> SchedulePlan:
+              device: bool = True, identity_pages: bool = False) -> SchedulePlan:
     """A plan from host lengths (the functions below and the attention calls build on it)."""
     _positive("num_q_heads", num_q_heads)
     _positive("num_kv_heads", num_kv_heads)
@@ -192,7 +202,28 @@ def make_plan(q_lens: Sequence[int], kv_lens: Sequence[int], num_q_heads: int,
                      block_m=_optional_count("block_m", block_m),
                      kernel_block_n=_optional_count("kernel_block_n", kernel_block_n),
                      clusters=clusters, deterministic=deterministic, api=api, on_device=device)
-    return SchedulePlan(c_plan, gather)
+    p = SchedulePlan(c_plan, gather)
+    p._identity_pages = identity_pages
+    if device and (identity_pages or gather):
+        _device_tensors(p, c_plan.device)
+    return p
+
+
+def _device_tensors(p: SchedulePlan, device_index: int) -> None:
+    """The identity page table and the gather's index, on the plan's device."""
+    import torch  # only a plan for the device gets here, and only the attention functions use it
+
+    device = torch.device("cuda", device_index)
+    if p._identity_pages:
+        p._tensors["identity_pages"] = torch.arange(p.batch_size, dtype=torch.int32,
+                                                    device=device).view(-1, 1)
+    if p._gather:
+        ps = p._gather["page_size"]
+        lens = torch.tensor(p._gather["kv_lens"], dtype=torch.int64, device=device)
+        seq = torch.repeat_interleave(torch.arange(len(lens), device=device), lens)
+        starts = torch.cumsum(lens, 0) - lens
+        pos = torch.arange(seq.numel(), device=device) - starts[seq]
+        p._tensors["gather"] = (seq, pos // ps, pos % ps)
 
 
 def _check_page_table(page_table: Any, kv_lens: Sequence[int], page_size: int,
@@ -207,16 +238,21 @@ def _check_page_table(page_table: Any, kv_lens: Sequence[int], page_size: int,
         raise TypeError(f"page_table must be int32, not {page_table.dtype}")
     if num_pages is None:
         raise ValueError("a page table needs num_pages (the cache's first dimension)")
-    rows = page_table.tolist()
-    for b, n in enumerate(kv_lens):
-        used = (n + page_size - 1) // page_size
-        if used > len(rows[b]):
-            raise ValueError(f"page_table has {len(rows[b])} pages per row but sequence {b} "
-                             f"({n} keys) needs {used} pages of {page_size}")
-        for j in range(used):
-            if not 0 <= rows[b][j] < num_pages:
-                raise ValueError(f"page_table[{b}, {j}] = {rows[b][j]} is out of range: the "
-                                 f"cache has {num_pages} pages")
+    import torch  # a table is a torch tensor: checked where it lives, with one synchronisation
+
+    max_pages = page_table.shape[1]
+    need = [(n + page_size - 1) // page_size for n in kv_lens]
+    b = max(range(len(need)), key=need.__getitem__)
+    if need[b] > max_pages:
+        raise ValueError(f"page_table has {max_pages} pages per row but sequence {b} "
+                         f"({kv_lens[b]} keys) needs {need[b]} pages of {page_size}")
+    used = torch.tensor(need, dtype=torch.int64, device=page_table.device)
+    in_use = torch.arange(max_pages, device=page_table.device)[None, :] < used[:, None]
+    bad = in_use & ((page_table < 0) | (page_table >= num_pages))
+    if bool(bad.any()):
+        b, j = (int(x) for x in bad.nonzero()[0])
+        raise ValueError(f"page_table[{b}, {j}] = {int(page_table[b, j])} is out of range: the "
+                         f"cache has {num_pages} pages")
     return page_table.shape[1], num_pages
 
 
@@ -304,13 +340,12 @@ def _plan_lengths(q_lens, kv_lens, num_q_heads, num_kv_heads, head_dim, *, causa
         raise ValueError("page_size was given without a page_table")
     else:
         page_size = 0
-    p = make_plan(q_lens, kv_lens, num_q_heads, num_kv_heads, head_dim, causal=causal,
-                  page_size=page_size or 0, max_pages_per_seq=max_pages,
-                  num_pages=num_pages or 0, scheduler=scheduler, num_ctas=num_ctas,
-                  block_m=block_m, kernel_block_n=kernel_block_n, clusters=clusters,
-                  deterministic=deterministic, api=api, device=device)
-    p._identity_pages = identity_pages
-    return p
+    return make_plan(q_lens, kv_lens, num_q_heads, num_kv_heads, head_dim, causal=causal,
+                     page_size=page_size or 0, max_pages_per_seq=max_pages,
+                     num_pages=num_pages or 0, scheduler=scheduler, num_ctas=num_ctas,
+                     block_m=block_m, kernel_block_n=kernel_block_n, clusters=clusters,
+                     deterministic=deterministic, api=api, device=device,
+                     identity_pages=identity_pages)
 
 
 class PlanCache:
