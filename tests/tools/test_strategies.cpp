@@ -119,6 +119,28 @@ TEST_CASE("compare runs decode workloads too") {
   }
   CHECK(names.count("split_kv") == 1);
   CHECK(names.count("stream_k") == 1);
+  // The kernel has no decode path: no run of a decode workload is one it runs.
+  CHECK(cli::fastest_kernel_run(results) == nullptr);
+}
+
+TEST_CASE("recommend names the fastest run the kernel runs where it recommends a split schedule") {
+  // A short-query, long-KV batch of few tiles (12 sequences x 32 heads x 1-2 tiles, under
+  // kSplitCandidateRounds rounds of C): the split schedules are ranked, and lead.
+  Workload w;
+  w.q_lens = {128, 128, 256, 128, 128, 128, 128, 128, 256, 128, 128, 128};
+  w.kv_lens = {32768, 32768, 131072, 98304, 65536, 98304, 98304, 65536, 131072, 98304, 98304,
+               131072};
+  w.mask = Mask::Causal;
+  const auto results = cli::compare_strategies(w, sim::CostModel::builtin("h200"));
+  const auto& best = results.at(cli::recommended_index(results));
+  CHECK_FALSE(cli::kernel_runs(best));
+  const cli::StrategyResult* k = cli::fastest_kernel_run(results);
+  REQUIRE(k != nullptr);
+  CHECK(cli::kernel_runs(*k));
+  const SchedulerKind kind = k->trace.workload.scheduler;
+  CHECK((kind != SchedulerKind::SplitKv && kind != SchedulerKind::StreamK));
+  for (const auto& r : results)
+    if (cli::kernel_runs(r)) CHECK(r.metrics.makespan_us >= k->metrics.makespan_us);
 }
 
 namespace {

@@ -134,6 +134,17 @@ int run_recommend(const RecommendOptions& o) {
                label(results[next]), results[next].metrics.makespan_us,
                percent_above(results[next].metrics.makespan_us, m.makespan_us));
   fmt::print("  flags               {}\n", strategy_flags(r));
+  if (!kernel_runs(r)) {
+    // Say so where the recommendation is one the kernel refuses (`tilesched run` would).
+    const StrategyResult* k = fastest_kernel_run(results);
+    if (k == nullptr)
+      fmt::print("  GPU kernel          simulated only: the kernel has no decode path yet\n");
+    else
+      fmt::print("  GPU kernel          {} is simulated only (the kernel does not run it yet); "
+                 "the fastest it runs: {}: {:.1f} us ({}), {}\n",
+                 to_string(r.trace.workload.scheduler), label(*k), k->metrics.makespan_us,
+                 percent_above(k->metrics.makespan_us, m.makespan_us), strategy_flags(*k));
+  }
   print_reasons(results, chosen, base.l2_bytes);
   return kExitOk;
 }

@@ -154,6 +154,18 @@ std::size_t recommended_index(const std::vector<StrategyResult>& ranked) {
   return own;
 }
 
+bool kernel_runs(const StrategyResult& r) {
+  const Workload& w = r.trace.workload;
+  return !w.decoding && w.scheduler != SchedulerKind::SplitKv &&
+         w.scheduler != SchedulerKind::StreamK;
+}
+
+const StrategyResult* fastest_kernel_run(const std::vector<StrategyResult>& ranked) {
+  for (const StrategyResult& r : ranked)
+    if (kernel_runs(r)) return &r;
+  return nullptr;
+}
+
 const StrategyResult* seed_default(const std::vector<StrategyResult>& ranked, u32 sms) {
   for (const StrategyResult& r : ranked) {
     const Workload& w = r.trace.workload;

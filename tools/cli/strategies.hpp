@@ -95,6 +95,14 @@ std::size_t recommended_index(const std::vector<StrategyResult>& ranked);
 // The recommendation among the runs at the workload's own l2_bytes (searched_l2 false).
 std::size_t recommended_own_l2_index(const std::vector<StrategyResult>& ranked);
 
+// Whether the GPU kernel runs a ranked run: the split schedules (split_kv, stream_k) and decode
+// workloads are simulated only so far (gpu::check_kernel_support says the same, with a device).
+bool kernel_runs(const StrategyResult& r);
+
+// The fastest run in `ranked` that the GPU kernel runs, or null when none does (a decode
+// workload).
+const StrategyResult* fastest_kernel_run(const std::vector<StrategyResult>& ranked);
+
 // The seed's DEFAULT (tile/default) at C = sms (one CTA per SM), or null when `ranked` lacks it.
 const StrategyResult* seed_default(const std::vector<StrategyResult>& ranked, u32 sms);
 
