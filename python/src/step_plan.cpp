@@ -178,6 +178,9 @@ StepPlan::StepPlan(const StepRequest& r) : request_(r) {
     fail(fmt::format("unknown scheduler '{}': give 'auto' or one of {}", r.scheduler,
                      enum_choices<SchedulerKind>()));
   }
+  // split_tail counts its pieces in the kernel's K/V blocks (attention.hpp).
+  if (w.scheduler == SchedulerKind::SplitTail && !kernel_block_ns(r.head_dim).empty())
+    w.block_n = kernel_block_ns(r.head_dim).front();
   if (r.deterministic) {
     // A tile's result must not depend on its batchmates: whole tiles of a fixed height and K/V
     // block, no clusters (docs/python.md, "Deterministic mode").
@@ -208,14 +211,29 @@ StepPlan::StepPlan(const StepRequest& r) : request_(r) {
     if (!c.chosen()) fail("choosing the scheduler: " + c.why_not);
     workload_ = c.workload;
     choice_note_ = "auto: " + viz::describe_scheduler_choice(c);
+  } else if (auto_scheduler) {
+    // Dense rows: every tile costs the same, and the static stride balances them, except for a
+    // last partial wave, which split_tail spreads over every CTA where the batch is uniform (a
+    // decode batch of fewer tiles than CTAs is all last wave). The simulator picks.
+    std::vector<SchedulerKind> kinds = {SchedulerKind::Tile};
+    Workload split = w;
+    split.scheduler = SchedulerKind::SplitTail;
+    if (!kernel_block_ns(r.head_dim).empty()) split.block_n = kernel_block_ns(r.head_dim).front();
+    if (split.validate().empty()) kinds.push_back(SchedulerKind::SplitTail);
+    const auto prepare_kind = [&](Workload& x) {
+      if (x.scheduler == SchedulerKind::SplitTail) x.block_n = split.block_n;
+      prepare(x);
+    };
+    const viz::SchedulerChoice c = viz::predict_scheduler(w, kinds, cost, prepare_kind);
+    if (!c.chosen()) fail("choosing the scheduler: " + c.why_not);
+    workload_ = c.workload;
+    choice_note_ = kinds.size() > 1 ? "auto: " + viz::describe_scheduler_choice(c)
+                                    : "auto: tile (dense rows: every tile costs the same)";
   } else {
-    if (auto_scheduler) w.scheduler = SchedulerKind::Tile;  // dense tiles cost the same
     prepare(w);
-    if (auto_scheduler) choice_note_ = "auto: tile (dense rows: every tile costs the same)";
     if (r.deterministic) choice_note_ = "deterministic: whole tiles of 128 rows";
   }
   if (std::string m = workload_.validate(); !m.empty()) fail("invalid batch: " + m);
-  if (workload_.scheduler == SchedulerKind::SplitTail) workload_.block_n = 128;
   schedule_ = sim::plan_schedule(workload_, cost);
   const std::vector<u32> q_offsets = workload_.q_row_offsets();
   const std::vector<u32> kv_offsets = workload_.kv_row_offsets();

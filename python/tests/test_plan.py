@@ -198,3 +198,20 @@ def test_tensor_checks_name_the_argument_and_the_rule():
                        np.zeros((2, 256, 2, 64), np.float32), np.zeros((1, 4, 64), np.float32),
                        np.zeros((1, 4), np.float32))
 
+
+
+def test_decode_plans_pack_the_query_heads_of_a_kv_head():
+    p = tilesched.plan_kvcache([4000, 10, 1024], 1, 32, 8, 128, cache_len=4096, device=False)
+    assert p.packs_gqa and "GQA packed" in p.describe()
+    assert (p.num_q_heads, p.num_kv_heads, p.total_q) == (32, 8, 3)
+    # One tile per (sequence, KV head), each with its 4 query heads as rows.
+    t = p.simulate()
+    assert t.num_events == 3 * 8
+    assert set(t.events()["query_rows"]) == {4}
+    # Verify steps (several new tokens) and plain MHA are not packed.
+    assert not tilesched.plan_kvcache([4000], 8, 32, 8, 128, cache_len=4096, device=False).packs_gqa
+    assert not tilesched.plan_kvcache([4000], 1, 8, 8, 128, cache_len=4096, device=False).packs_gqa
+    assert not tilesched.plan_kvcache([4000], 1, 32, 8, 128, cache_len=4096, pack_gqa=False,
+                                      device=False).packs_gqa
+    with pytest.raises(ValueError, match="one new token per sequence; seqlen_q is 8"):
+        tilesched.plan_kvcache([4000], 8, 32, 8, 128, cache_len=4096, pack_gqa=True, device=False)

@@ -68,7 +68,8 @@ def _launch(plan: SchedulePlan, q, k, v, page_table, scale: float, record: bool 
         with torch.cuda.device(q.device):  # the kernel launches on the current device
             return _launch(plan, q, k, v, page_table, scale, record)
     out = torch.empty_like(q)
-    lse = torch.empty((plan.total_q, plan.num_q_heads), dtype=torch.float32, device=q.device)
+    lse = torch.empty((plan._c.total_q, plan._c.num_q_heads), dtype=torch.float32,
+                      device=q.device)
     stream = torch.cuda.current_stream(q.device).cuda_stream if q.is_cuda else 0
     trace = plan._c.run(_to_dlpack(q), _to_dlpack(k), _to_dlpack(v), _to_dlpack(out),
                         _to_dlpack(lse), None if page_table is None else _to_dlpack(page_table),
@@ -277,24 +278,35 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, cache_seqlens, page_table=None,
 
         def build():
             with torch.cuda.device(q.device):
-                if paged:  # its table was checked above, as on every call without a plan
-                    return make_plan([seqlen_q] * batch, kv_lens, heads, k_cache.shape[2],
-                                     head_dim, causal=causal, page_size=k_cache.shape[1],
-                                     max_pages_per_seq=page_table.shape[1],
-                                     num_pages=k_cache.shape[0], scheduler=scheduler,
-                                     num_ctas=num_ctas, deterministic=deterministic,
-                                     api="kvcache")
-                if k_cache.shape[0] != batch:
+                if not paged and k_cache.shape[0] != batch:
                     raise ValueError(f"k_cache holds {k_cache.shape[0]} sequences but q has a "
                                      f"batch of {batch}")
                 return plan_kvcache(kv_lens, seqlen_q, heads, k_cache.shape[2], head_dim,
-                                    causal=causal, cache_len=k_cache.shape[1],
+                                    causal=causal, page_table=page_table if paged else None,
+                                    page_size=k_cache.shape[1] if paged else None,
+                                    num_pages=k_cache.shape[0] if paged else None,
+                                    cache_len=None if paged else k_cache.shape[1],
                                     scheduler=scheduler, deterministic=deterministic,
-                                    num_ctas=num_ctas)
+                                    num_ctas=num_ctas, _table_checked=True)
 
         plan = _plans.get(key, build)
+    if not isinstance(plan, SchedulePlan):
+        raise TypeError(f"plan must be a tilesched.SchedulePlan, not {type(plan).__name__}")
+    group = plan._packed_group
+    if group:
+        # The query heads of each KV head become the rows of its tile: [B, 1, Hkv * g, d] ->
+        # [B, g, Hkv, d], and back.
+        if seqlen_q != 1 or heads != group * plan.num_kv_heads:
+            raise ValueError(f"q has shape {tuple(q.shape)} but the plan packs {group} query "
+                             f"heads per KV head of one new token: (batch, 1, "
+                             f"{group * plan.num_kv_heads}, head_dim)")
+        hkv = plan.num_kv_heads
+        q = q.reshape(batch, hkv, group, head_dim).transpose(1, 2).contiguous()
     out, lse, tr = _forward(plan, q, k_cache, v_cache, page_table, scale, want_trace,
                             ("k_cache", "v_cache"))
+    if group:
+        out = out.transpose(1, 2).reshape(batch, 1, heads, head_dim)
+        lse = lse.view(batch, group, hkv).transpose(1, 2).reshape(batch, heads)
     result = (out,)
     if return_lse:
         result += (lse.view(batch, seqlen_q, heads).permute(0, 2, 1).contiguous(),)

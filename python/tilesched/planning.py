@@ -104,6 +104,9 @@ class SchedulePlan:
         # consecutive rows before the call (the attention functions build the index).
         self._gather = gather
         self._identity_pages = False  # a contiguous cache run as one page per sequence
+        # Decode with GQA packed (plan_kvcache): rows of a tile are the query heads of a KV head.
+        self._packed_group = 0
+        self._query_heads = 0
         # Device tensors the attention functions use (built with the plan, so that a compiled
         # function or a captured graph finds them ready): the identity page table of a
         # contiguous cache, the gather's index of a paged one.
@@ -120,18 +123,23 @@ class SchedulePlan:
     batch_size = property(lambda self: self._c.batch_size)
     q_lens = property(lambda self: list(self._c.q_lens))
     kv_lens = property(lambda self: list(self._c.kv_lens))
-    num_q_heads = property(lambda self: self._c.num_q_heads)
+    num_q_heads = property(lambda self: self._query_heads or self._c.num_q_heads)
     num_kv_heads = property(lambda self: self._c.num_kv_heads)
     head_dim = property(lambda self: self._c.head_dim)
     causal = property(lambda self: self._c.causal)
     deterministic = property(lambda self: self._c.deterministic)
-    total_q = property(lambda self: self._c.total_q)
+    total_q = property(lambda self: self._c.total_q // max(self._packed_group, 1))
     on_device = property(lambda self: self._c.on_device)
 
     @property
     def page_size(self) -> int:
         """The cache's page size (0: each sequence's keys in consecutive rows)."""
         return self._gather["page_size"] if self._gather else self._c.page_size
+
+    @property
+    def packs_gqa(self) -> bool:
+        """Whether a tile's rows are the query heads of one KV head (decode, plan_kvcache)."""
+        return self._packed_group > 0
 
     @property
     def gathers_pages(self) -> bool:
@@ -141,6 +149,9 @@ class SchedulePlan:
 
     def describe(self) -> str:
         text = self._c.describe()
+        if self._packed_group:
+            text += (f"\nGQA packed: the {self._packed_group} query heads of each KV head are "
+                     f"the rows of one tile (one new token per sequence)")
         if self._gather:
             text += (f"\npages of {self._gather['page_size']} keys gathered into consecutive "
                      f"rows before the kernel (not a multiple of its K/V block)")
@@ -295,14 +306,36 @@ def plan_kvcache(cache_seqlens: Any, seqlen_q: int, num_q_heads: int, num_kv_hea
                  cache_len: Optional[int] = None, scheduler: str = "auto",
                  deterministic: bool = False, num_ctas: Optional[int] = None,
                  block_m: Optional[int] = None, kernel_block_n: Optional[int] = None,
-                 clusters: str = "auto", device: bool = True) -> SchedulePlan:
+                 clusters: str = "auto", pack_gqa: Optional[bool] = None, device: bool = True,
+                 _table_checked: bool = False) -> SchedulePlan:
     """Plans flash_attn_with_kvcache's step: seqlen_q new queries per sequence (1 for decode)
     against cache_seqlens[b] keys, in a paged cache (page_table, page_size, num_pages) or in a
-    contiguous one of cache_len rows per sequence ([batch, cache_len, kv_heads, head_dim])."""
+    contiguous one of cache_len rows per sequence ([batch, cache_len, kv_heads, head_dim]).
+
+    pack_gqa (default: on where seqlen_q is 1 and query heads share KV heads): one tile per
+    (sequence, KV head) whose rows are the query heads that share it, so that each K/V block is
+    read once for all of them rather than once per query head (docs/python.md, "Decode")."""
     kv_lens = _int_list("cache_seqlens", cache_seqlens)
     if not kv_lens:
         raise ValueError("cache_seqlens is empty: give one length per sequence")
     _positive("seqlen_q", seqlen_q)
+    _positive("num_q_heads", num_q_heads)
+    _positive("num_kv_heads", num_kv_heads)
+    group = num_q_heads // num_kv_heads if num_q_heads % num_kv_heads == 0 else 1
+    if pack_gqa is None:
+        pack_gqa = seqlen_q == 1 and group > 1
+    elif not isinstance(pack_gqa, bool):
+        raise TypeError(f"pack_gqa must be True, False or None, not {pack_gqa!r}")
+    if pack_gqa and seqlen_q != 1:
+        raise ValueError(f"pack_gqa packs the query heads of one new token per sequence; "
+                         f"seqlen_q is {seqlen_q}")
+    # Packed: the g query heads of a KV head are g query rows of one head, which sees every key
+    # of the cache (one new token: causal or not, the same).
+    rows, heads = (group, num_kv_heads) if pack_gqa else (seqlen_q, num_q_heads)
+    mask = False if pack_gqa else causal
+    common = dict(causal=mask, scheduler=scheduler, deterministic=deterministic,
+                  num_ctas=num_ctas, block_m=block_m, kernel_block_n=kernel_block_n,
+                  clusters=clusters, api="kvcache", device=device)
     if page_table is None:
         if cache_len is None:
             raise ValueError("a contiguous cache needs cache_len (k_cache.shape[1])")
@@ -312,22 +345,23 @@ def plan_kvcache(cache_seqlens: Any, seqlen_q: int, num_q_heads: int, num_kv_hea
             raise ValueError(f"cache_seqlens[{b}] = {kv_lens[b]} exceeds the cache's {cache_len} "
                              f"rows per sequence")
         # A contiguous cache is a paged one with one page of cache_len rows per sequence.
-        return _plan_lengths([seqlen_q] * len(kv_lens), kv_lens, num_q_heads, num_kv_heads,
-                             head_dim, causal=causal, page_table=None, page_size=cache_len,
-                             num_pages=len(kv_lens), identity_pages=True, scheduler=scheduler,
-                             deterministic=deterministic, num_ctas=num_ctas, block_m=block_m,
-                             kernel_block_n=kernel_block_n, clusters=clusters, api="kvcache",
-                             device=device)
-    return _plan_lengths([seqlen_q] * len(kv_lens), kv_lens, num_q_heads, num_kv_heads, head_dim,
-                         causal=causal, page_table=page_table, page_size=page_size,
-                         num_pages=num_pages, scheduler=scheduler, deterministic=deterministic,
-                         num_ctas=num_ctas, block_m=block_m, kernel_block_n=kernel_block_n,
-                         clusters=clusters, api="kvcache", device=device)
+        p = _plan_lengths([rows] * len(kv_lens), kv_lens, heads, num_kv_heads, head_dim,
+                          page_table=None, page_size=cache_len, num_pages=len(kv_lens),
+                          identity_pages=True, **common)
+    else:
+        p = _plan_lengths([rows] * len(kv_lens), kv_lens, heads, num_kv_heads, head_dim,
+                          page_table=page_table, page_size=page_size, num_pages=num_pages,
+                          table_checked=_table_checked, **common)
+    if pack_gqa:
+        p._packed_group = group
+        p._query_heads = num_q_heads
+    return p
 
 
 def _plan_lengths(q_lens, kv_lens, num_q_heads, num_kv_heads, head_dim, *, causal, page_table,
                   page_size, num_pages, scheduler, deterministic, num_ctas, block_m,
-                  kernel_block_n, clusters, api, device, identity_pages=False) -> SchedulePlan:
+                  kernel_block_n, clusters, api, device, identity_pages=False,
+                  table_checked=False) -> SchedulePlan:
     max_pages = 0
     if identity_pages:
         max_pages = 1
@@ -335,7 +369,10 @@ def _plan_lengths(q_lens, kv_lens, num_q_heads, num_kv_heads, head_dim, *, causa
         if page_size is None:
             raise ValueError("a page table needs page_size (the cache's second dimension)")
         _positive("page_size", page_size)
-        max_pages, num_pages = _check_page_table(page_table, kv_lens, page_size, num_pages)
+        if table_checked:
+            max_pages = page_table.shape[1]
+        else:
+            max_pages, num_pages = _check_page_table(page_table, kv_lens, page_size, num_pages)
     elif page_size:
         raise ValueError("page_size was given without a page_table")
     else:
