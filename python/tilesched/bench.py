@@ -551,6 +551,38 @@ def summary(rows):
                    "suite_rows_ours_at_least_best_peer": wins, "suite_rows_compared": len(compared)}
 
 
+def host_overhead_us(torch, ts, calls=500):
+    """Host time of one Python call on an almost empty batch (one sequence, one query of 8
+    heads, 128 keys): the mean over `calls` calls issued back to back, fewer than the launch
+    queue holds, so the host never waits for the device. With plan= and without."""
+    import time
+
+    gen = torch.Generator(device="cuda").manual_seed(7)
+    q = rand(torch, (1, 1, 8, 128), gen)
+    kc, vc = rand(torch, (1, 128, 8, 128), gen), rand(torch, (1, 128, 8, 128), gen)
+    lens = torch.tensor([128], dtype=torch.int32, device="cuda")
+    plan = ts.plan_kvcache(lens, 1, 8, 8, 128, cache_len=128)
+    calls_of = {"kvcache, plan=": lambda: ts.flash_attn_with_kvcache(q, kc, vc, lens, plan=plan),
+                "kvcache, no plan": lambda: ts.flash_attn_with_kvcache(q, kc, vc, lens)}
+    qv, kv, vv = q.view(1, 8, 128), kc.view(128, 8, 128), vc.view(128, 8, 128)
+    cu_q = torch.tensor([0, 1], dtype=torch.int32, device="cuda")
+    cu_k = torch.tensor([0, 128], dtype=torch.int32, device="cuda")
+    vplan = ts.plan(cu_q, cu_k, 8, 8, 128)
+    calls_of["varlen, plan="] = lambda: ts.flash_attn_varlen_func(qv, kv, vv, cu_q, cu_k, 1, 128,
+                                                                   plan=vplan)
+    out = {}
+    for name, call in calls_of.items():
+        for _ in range(20):
+            call()
+        torch.cuda.synchronize()
+        start = time.perf_counter()
+        for _ in range(calls):
+            call()
+        out[name] = (time.perf_counter() - start) / calls * 1e6
+        torch.cuda.synchronize()
+    return out
+
+
 def main(argv=None):
     args = parse_args(sys.argv[1:] if argv is None else argv)
     try:
@@ -590,6 +622,9 @@ def main(argv=None):
             "command": [sys.executable, "-m", "tilesched.bench"] + list(
                 sys.argv[1:] if argv is None else argv),
             "iters": args.iters, "warmup": args.warmup, "tolerance": TOLERANCE}
+    meta["host_us"] = host_overhead_us(torch, ts)
+    print("host time of one call: " + ", ".join(f"{k} {v:.1f} us"
+                                                  for k, v in meta["host_us"].items()))
     print(f"device: {device}; torch {torch.__version__}; median of {args.iters} calls after "
           f"{args.warmup} warm-up, L2 flushed; speedup = best peer us / ours us")
     print(_line([c for c, _, _ in COLS]))
