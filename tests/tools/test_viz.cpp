@@ -157,6 +157,32 @@ TEST_CASE("schedule.html: metrics, the Gantt chart, busy CTAs over time, the las
   CHECK(in_wave < trace.events.size());
 }
 
+TEST_CASE("schedule.html draws a splitting schedule's combine after the kernel's last tile") {
+  Workload w = test::small_workload();
+  w.decoding = true;
+  w.kv_lens.assign(w.q_lens.size(), 20000);
+  w.q_lens.assign(w.kv_lens.size(), 1);
+  w.scheduler = SchedulerKind::SplitKv;
+  const Trace split = sim::replay(w);
+  REQUIRE(split.combine_us > 0);
+  const std::string html = viz::render_schedule_html(split, sim::compute_metrics(split), {});
+  CHECK(xml_problem(html) == "");
+  CHECK(count_elements(svg_part(html, 0), "rect", "combine", "title") == 1);
+  CHECK(html.find("partial results are combined") != std::string::npos);
+  // Its box starts at the last tile's end; the axis reaches past it to the combine's end.
+  double last_end = 0;
+  for (const TraceEvent& e : split.events) last_end = std::max(last_end, e.end_us);
+  CHECK(html.find(fmt::format("after the kernel's last tile at {:.2f} us", last_end)) !=
+        std::string::npos);
+  // A schedule of whole tiles has none.
+  w.scheduler = SchedulerKind::Queued;
+  const Trace whole = sim::replay(w);
+  CHECK(whole.combine_us == 0);
+  const std::string plain = viz::render_schedule_html(whole, sim::compute_metrics(whole), {});
+  CHECK(count_elements(svg_part(plain, 0), "rect", "combine") == 0);
+  CHECK(plain.find("partial results are combined") == std::string::npos);
+}
+
 TEST_CASE("the last wave: from the first unit idle for good to the makespan") {
   Trace t;
   t.launched_ctas = 3;

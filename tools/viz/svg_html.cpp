@@ -45,6 +45,12 @@ double makespan_of(const Trace& t) {
   return m;
 }
 
+// The combine that finishes a splitting schedule's tiles after the kernel (Trace::combine_us),
+// when it is a finite positive time; 0 otherwise.
+double combine_of(const Trace& t) {
+  return std::isfinite(t.combine_us) && t.combine_us > 0 ? t.combine_us : 0.0;
+}
+
 // A tick step of 1, 2 or 5 times a power of ten giving about `target` ticks.
 double tick_step(double extent, int target) {
   if (extent <= 0) return 1;
@@ -190,7 +196,10 @@ ChartLayout chart_layout(const Trace& trace, const ChartOptions& options) {
   ChartLayout l;
   l.begin = std::isfinite(options.time_begin_us) ? std::max(options.time_begin_us, 0.0) : 0.0;
   l.windowed = l.begin > 0;
-  l.extent = options.time_extent_us > 0 ? options.time_extent_us : makespan_of(trace) - l.begin;
+  // A chart from 0 also shows the combine after the kernel.
+  l.extent = options.time_extent_us > 0
+                 ? options.time_extent_us
+                 : makespan_of(trace) + (l.windowed ? 0.0 : combine_of(trace)) - l.begin;
   // An empty trace still gets an axis; a non-finite time (hand-edited file) must not hang the
   // tick loop.
   if (!(l.extent > 0) || !std::isfinite(l.extent)) l.extent = 1;
@@ -550,6 +559,26 @@ void draw_boxes(TextSink& out, const Trace& trace, const ChartLayout& l, ColorBy
 }
 
 // At the bottom, and repeated on top when the chart is too tall to see both ends at once.
+// The combine, after the kernel's last tile, across every row: split tiles' partial results merged
+// (predicted by the simulator; a measured trace has none).
+void draw_combine(TextSink& out, const Trace& trace, const ChartLayout& l) {
+  const double us = combine_of(trace);
+  if (us == 0 || l.windowed) return;
+  const double x = l.x_of(makespan_of(trace)), width = std::max(us * l.scale, 1.0);
+  print_to(out,
+           R"(<rect class="combine" x="{:.2f}" y="{:.2f}" width="{:.2f}" height="{:.2f}" )"
+           R"(fill="#9e9e9e" fill-opacity="0.45" stroke="#555555" stroke-dasharray="4 3">)"
+           R"(<title>combine of the split tiles' partial results: {:.2f} us, after the )"
+           R"(kernel's last tile at {:.2f} us</title></rect>)"
+           "\n",
+           x, l.plot_top, width, l.plot_height, us, makespan_of(trace));
+  if (width >= 44)
+    print_to(out,
+             R"(<text class="label" x="{:.1f}" y="{:.1f}" text-anchor="middle">combine</text>)"
+             "\n",
+             x + width / 2, l.plot_top - 4);
+}
+
 void draw_time_axes(TextSink& out, const ChartLayout& l) {
   if (l.rows > 40) draw_axis(out, l, l.plot_top - 2, true);
   draw_axis(out, l, l.plot_top + l.plot_height + 2, false);
@@ -569,6 +598,7 @@ void write_gantt_svg(TextSink& out, const Trace& trace, const ChartOptions& opti
   draw_background(out, layout);
   if (layout.shading) draw_shading(out, trace, layout);
   draw_boxes(out, trace, layout, options.color_by);
+  draw_combine(out, trace, layout);
   draw_time_axes(out, layout);
   out.append("</svg>\n");
 }
@@ -822,6 +852,11 @@ void write_schedule_html(TextSink& out, const Trace& trace, const sim::Metrics& 
   print_to(out, "<p class=\"workload\">{}<br/>{}</p>\n",
            xml_escape(describe_workload(trace.workload)), xml_escape(describe_trace(trace)));
   write_metrics_html(out, metrics);
+  if (const double us = combine_of(trace); us > 0)
+    print_to(out,
+             "<p class=\"note\">After the kernel, the split tiles' partial results are combined: "
+             "{:.2f} us predicted (drawn after the last tile, grey), {:.2f} us in all.</p>\n",
+             us, makespan_of(trace) + us);
   out.append(kHoverNote);
   write_gantt_svg(out, trace, options);
   write_last_wave_html(out, trace, metrics, options);
@@ -840,7 +875,7 @@ void write_comparison_html(TextSink& out, const std::vector<ChartSection>& secti
                            const RankingMarks& marks, ColorBy color_by, ChartDetail detail) {
   double extent = 0;
   for (const ChartSection& s : sections)
-    if (s.trace) extent = std::max(extent, makespan_of(*s.trace));
+    if (s.trace) extent = std::max(extent, makespan_of(*s.trace) + combine_of(*s.trace));
   out.append(html_page_start("tilesched: strategy comparison"));
   out.append("<h1>tilesched: every strategy on one workload</h1>\n");
   if (!sections.empty() && sections.front().trace)
