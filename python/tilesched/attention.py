@@ -47,6 +47,17 @@ def _stream_of(t) -> int:
     return torch.cuda.current_stream(t.device).cuda_stream
 
 
+def _fa2_aliases(page_table, block_table, return_lse, return_softmax_lse):
+    """FA2's names for the page table and the LSE flag."""
+    if block_table is not None:
+        if page_table is not None:
+            raise ValueError("give page_table or block_table (its FA2 name), not both")
+        page_table = block_table
+    if return_softmax_lse is not None:
+        return_lse = return_softmax_lse
+    return page_table, return_lse
+
+
 def _scale(softmax_scale: Optional[float], head_dim: int) -> float:
     if softmax_scale is None:
         return 1.0 / math.sqrt(head_dim)
@@ -155,12 +166,8 @@ def flash_attn_varlen_func(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, ma
     (num_q_heads, total_q), fp32, the natural log of each row's sum of exp(scale * score); with
     trace=True the launch's Trace last.
     """
-    if block_table is not None:
-        if page_table is not None:
-            raise ValueError("give page_table or block_table (its FA2 name), not both")
-        page_table = block_table
-    if return_softmax_lse is not None:
-        return_lse = return_softmax_lse
+    page_table, return_lse = _fa2_aliases(page_table, block_table, return_lse,
+                                          return_softmax_lse)
     _tensor("q", q, 3, "(total_q, num_heads, head_dim)")
     paged = page_table is not None
     kv_what = "(num_pages, page_size, kv_heads, head_dim)" if paged else \
@@ -242,12 +249,8 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, cache_seqlens, page_table=None,
     if k is not None or v is not None:
         raise ValueError("appending new keys (k=, v=) is not supported: write them into the "
                          "cache first and count them in cache_seqlens")
-    if block_table is not None:
-        if page_table is not None:
-            raise ValueError("give page_table or block_table (its FA2 name), not both")
-        page_table = block_table
-    if return_softmax_lse is not None:
-        return_lse = return_softmax_lse
+    page_table, return_lse = _fa2_aliases(page_table, block_table, return_lse,
+                                          return_softmax_lse)
     _tensor("q", q, 4, "(batch, seqlen_q, num_heads, head_dim)")
     _tensor("k_cache", k_cache, 4, "(batch or num_pages, cache_len or page_size, kv_heads, "
             "head_dim)")
