@@ -174,6 +174,17 @@ TEST_CASE("schedule.html draws a splitting schedule's combine after the kernel's
   for (const TraceEvent& e : split.events) last_end = std::max(last_end, e.end_us);
   CHECK(html.find(fmt::format("after the kernel's last tile at {:.2f} us", last_end)) !=
         std::string::npos);
+  // Perfetto: one combine event, on a track of its own, where the kernel's last tile ends.
+  const nlohmann::json perfetto = nlohmann::json::parse(viz::render_perfetto(split));
+  std::size_t combines = 0;
+  for (const auto& e : perfetto["traceEvents"])
+    if (e.value("cat", "") == "combine") {
+      ++combines;
+      CHECK(e["tid"] == -1);
+      CHECK(e["ts"].get<double>() == doctest::Approx(last_end));
+      CHECK(e["dur"].get<double>() == doctest::Approx(split.combine_us));
+    }
+  CHECK(combines == 1);
   // A schedule of whole tiles has none.
   w.scheduler = SchedulerKind::Queued;
   const Trace whole = sim::replay(w);
@@ -181,6 +192,7 @@ TEST_CASE("schedule.html draws a splitting schedule's combine after the kernel's
   const std::string plain = viz::render_schedule_html(whole, sim::compute_metrics(whole), {});
   CHECK(count_elements(svg_part(plain, 0), "rect", "combine") == 0);
   CHECK(plain.find("partial results are combined") == std::string::npos);
+  CHECK(viz::render_perfetto(whole).find("\"cat\":\"combine\"") == std::string::npos);
 }
 
 TEST_CASE("the last wave: from the first unit idle for good to the makespan") {

@@ -87,6 +87,19 @@ void write_perfetto_json(sim::TextSink& out, const Trace& trace, sim::ExecutionU
     out.append(std::string_view(line.data(), line.size()));
     if (progress && (i + 1) % kProgressEvery == 0) progress(i + 1, n);
   }
+  if (std::isfinite(trace.combine_us) && trace.combine_us > 0) {
+    // The combine after the kernel's last tile, on a track of its own above the CTAs.
+    double last_end = 0;
+    for (const TraceEvent& e : trace.events) last_end = std::max(last_end, perfetto_us(e.end_us));
+    sim::print_to(out,
+                  ",\n{{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":{0},\"tid\":-1,"
+                  "\"args\":{{\"name\":\"combine\"}}}}"
+                  ",\n{{\"ph\":\"M\",\"name\":\"thread_sort_index\",\"pid\":{0},\"tid\":-1,"
+                  "\"args\":{{\"sort_index\":-1}}}}"
+                  ",\n{{\"ph\":\"X\",\"name\":\"combine\",\"cat\":\"combine\",\"pid\":{0},"
+                  "\"tid\":-1,\"ts\":{1},\"dur\":{2}}}",
+                  kProcessId, last_end, std::min(perfetto_us(trace.combine_us), kLargestUs));
+  }
   const nlohmann::json other = {{"tool", "tilesched"},
                                 {"strategy", strategy},
                                 {"source", trace.source},
