@@ -121,6 +121,17 @@ def _gathered(plan: SchedulePlan, name_k: str, name_v: str, k_cache, v_cache, pa
             raise TypeError(f"{name} must be bfloat16, not {t.dtype}")
         if not t.is_cuda:
             raise ValueError(f"{name} must be on a CUDA device, not {t.device}")
+    if not isinstance(page_table, torch.Tensor):
+        raise TypeError(f"page_table must be a torch.Tensor, not {type(page_table).__name__}")
+    table = (plan.batch_size, g["max_pages_per_seq"])
+    if tuple(page_table.shape) != table:
+        raise ValueError(f"page_table has shape {tuple(page_table.shape)} but the plan needs "
+                         f"{table} (batch, max_pages)")
+    if page_table.dtype != torch.int32:
+        raise TypeError(f"page_table must be int32, not {page_table.dtype}")
+    if page_table.device != k_cache.device or v_cache.device != k_cache.device:
+        raise ValueError(f"page_table, {name_k} and {name_v} must be on one device, not "
+                         f"{page_table.device}, {k_cache.device} and {v_cache.device}")
     seq, page_of, row_in_page = plan._tensors["gather"]
     rows = page_table[seq, page_of].to(torch.int64) * ps + row_in_page
     k = k_cache.reshape(pages * ps, plan.num_kv_heads, plan.head_dim).index_select(0, rows)
