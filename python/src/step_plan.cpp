@@ -44,16 +44,14 @@ std::string dtype_text(std::uint8_t code, std::uint8_t bits) {
   return fmt::format("DLPack type code {} of {} bits", code, bits);
 }
 
-// The heads and head dim the kernel runs, checked before anything is planned.
+// What the kernel runs (head dim, lengths, options), checked before anything is planned; the
+// rules that follow from the workload (heads, pages per row) are the Workload's own.
 void check_shape_request(const StepRequest& r) {
   if (r.q_lens.empty()) fail("the batch is empty: give at least one sequence");
   if (r.kv_lens.size() != r.q_lens.size())
     fail(fmt::format("{} query lengths but {} key lengths: give one of each per sequence",
                      r.q_lens.size(), r.kv_lens.size()));
   if (r.num_q_heads == 0 || r.num_kv_heads == 0) fail("head counts must be at least 1");
-  if (r.num_q_heads % r.num_kv_heads != 0)
-    fail(fmt::format("query heads ({}) must be a multiple of KV heads ({})", r.num_q_heads,
-                     r.num_kv_heads));
   if (r.head_dim != 64 && r.head_dim != 128 && r.head_dim != 256)
     fail(fmt::format("head dim {} is not supported: the kernel runs 64, 128 and 256", r.head_dim));
   for (std::size_t b = 0; b < r.q_lens.size(); ++b)
@@ -64,13 +62,6 @@ void check_shape_request(const StepRequest& r) {
     if (r.page_size > Workload::kMaxPageSize)
       fail(fmt::format("page size {} exceeds {}", r.page_size, Workload::kMaxPageSize));
     if (r.num_pages == 0) fail("a paged cache needs at least one page");
-    std::uint64_t need = 0;
-    for (u32 len : r.kv_lens) need = std::max<std::uint64_t>(need, ceil_div(len, r.page_size));
-    if (need > r.max_pages_per_seq)
-      fail(fmt::format(
-          "page_table has {} pages per row but a sequence of {} keys needs {} pages of {}",
-          r.max_pages_per_seq, *std::max_element(r.kv_lens.begin(), r.kv_lens.end()), need,
-          r.page_size));
   }
   if (r.clusters != "auto" && r.clusters != "never" && r.clusters != "always")
     fail(fmt::format("clusters must be 'auto', 'never' or 'always', not '{}'", r.clusters));
@@ -150,6 +141,11 @@ StepPlan::StepPlan(const StepRequest& r) : request_(r) {
   // kernel tiles keys by its own BN.
   w.block_n = 128;
   w.page_size = r.page_size;
+  if (std::string m = w.heads_problem(); !m.empty()) fail(m);
+  if (r.page_size > 0 && w.max_pages_per_seq() > r.max_pages_per_seq)
+    fail(fmt::format(
+        "page_table has {} pages per row but a sequence of {} keys needs {} pages of {}",
+        r.max_pages_per_seq, w.max_key_len(), w.max_pages_per_seq(), r.page_size));
   if (r.causal)
     for (std::size_t b = 0; b < r.q_lens.size(); ++b)
       if (r.q_lens[b] > r.kv_lens[b])

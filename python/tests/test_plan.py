@@ -215,3 +215,13 @@ def test_decode_plans_pack_the_query_heads_of_a_kv_head():
                                       device=False).packs_gqa
     with pytest.raises(ValueError, match="one new token per sequence; seqlen_q is 8"):
         tilesched.plan_kvcache([4000], 8, 32, 8, 128, cache_len=4096, pack_gqa=True, device=False)
+
+
+def test_key_lengths_come_from_cu_seqlens_k_or_a_paged_cache_s_seqused_k():
+    # Packed keys start at their cu_seqlens_k offsets: other lengths would misplace them.
+    with pytest.raises(ValueError, match="seqused_k is supported with a paged cache"):
+        tilesched.plan([0, 3, 7], [0, 3, 7], 8, 2, 128, seqused_k=[3, 4], device=False)
+    with pytest.raises(ValueError, match="give cu_seqlens_k"):
+        tilesched.plan([0, 3, 7], None, 8, 2, 128, device=False)
+    with pytest.raises(ValueError, match="2 sequences in cu_seqlens_q but 3 key lengths"):
+        tilesched.plan([0, 3, 7], [0, 3, 7, 9], 8, 2, 128, device=False)

@@ -20,7 +20,7 @@ from typing import Any, Optional
 import torch
 
 from .planning import (PlanCache, SchedulePlan, _check_page_table, _int_list, _registry,
-                       lengths_from_cu_seqlens, make_plan, plan_kvcache)
+                       make_plan, plan_kvcache, varlen_lengths)
 
 try:  # torch >= 2.9 also has torch.to_dlpack; this one takes no stream and syncs nothing
     from torch.utils.dlpack import to_dlpack as _to_dlpack
@@ -192,22 +192,7 @@ def flash_attn_varlen_func(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, ma
     scale = _scale(softmax_scale, head_dim)
     if plan is None:
         _on_cuda("q", q)
-        q_lens = lengths_from_cu_seqlens("cu_seqlens_q", cu_seqlens_q)
-        if paged:
-            if seqused_k is None:
-                raise ValueError("a paged cache (page_table) needs seqused_k, each sequence's "
-                                 "cache length")
-            if isinstance(seqused_k, torch.Tensor) and seqused_k.dtype != torch.int32:
-                raise TypeError(f"seqused_k must be int32, not {seqused_k.dtype}")
-            kv_lens = _int_list("seqused_k", seqused_k)
-        else:
-            if seqused_k is not None:
-                raise ValueError("seqused_k is supported with a paged cache (page_table) only: "
-                                 "give cu_seqlens_k with each sequence's own key count")
-            kv_lens = lengths_from_cu_seqlens("cu_seqlens_k", cu_seqlens_k)
-        if len(kv_lens) != len(q_lens):
-            raise ValueError(f"{len(q_lens)} sequences in cu_seqlens_q but {len(kv_lens)} key "
-                             "lengths")
+        q_lens, kv_lens = varlen_lengths(cu_seqlens_q, cu_seqlens_k, seqused_k, paged)
         for name, given, lens in (("max_seqlen_q", max_seqlen_q, q_lens),
                                   ("max_seqlen_k", max_seqlen_k, kv_lens)):
             if isinstance(given, int) and not isinstance(given, bool) and given < max(lens):

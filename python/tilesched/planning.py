@@ -78,6 +78,43 @@ def lengths_from_cu_seqlens(name: str, cu: Any) -> list[int]:
     return [offsets[i + 1] - offsets[i] for i in range(len(offsets) - 1)]
 
 
+def _check_pages_per_row(kv_lens: Sequence[int], page_size: int, max_pages: int) -> list[int]:
+    """The pages each sequence fills; raises naming the first sequence a table row of
+    `max_pages` pages cannot hold."""
+    need = [(n + page_size - 1) // page_size for n in kv_lens]
+    b = max(range(len(need)), key=need.__getitem__)
+    if need[b] > max_pages:
+        raise ValueError(f"page_table has {max_pages} pages per row but sequence {b} "
+                         f"({kv_lens[b]} keys) needs {need[b]} pages of {page_size}")
+    return need
+
+
+def varlen_lengths(cu_seqlens_q: Any, cu_seqlens_k: Any, seqused_k: Any,
+                   paged: bool) -> tuple[list[int], list[int]]:
+    """Per-sequence query and key lengths of flash_attn_varlen_func's arguments: keys from
+    cu_seqlens_k for packed keys, from seqused_k (each sequence's cache length) for a paged
+    cache."""
+    q_lens = lengths_from_cu_seqlens("cu_seqlens_q", cu_seqlens_q)
+    if paged:
+        if seqused_k is None:
+            raise ValueError("a paged cache (page_table) needs seqused_k, each sequence's cache "
+                             "length")
+        if _is_tensor(seqused_k) and str(seqused_k.dtype) != "torch.int32":
+            raise TypeError(f"seqused_k must be int32, not {seqused_k.dtype}")
+        kv_lens = _int_list("seqused_k", seqused_k)
+    else:
+        if seqused_k is not None:
+            raise ValueError("seqused_k is supported with a paged cache (page_table) only: give "
+                             "cu_seqlens_k with each sequence's own key count")
+        if cu_seqlens_k is None:
+            raise ValueError("give cu_seqlens_k (packed keys), or a page_table and seqused_k")
+        kv_lens = lengths_from_cu_seqlens("cu_seqlens_k", cu_seqlens_k)
+    if len(kv_lens) != len(q_lens):
+        raise ValueError(f"{len(q_lens)} sequences in cu_seqlens_q but {len(kv_lens)} key "
+                         "lengths")
+    return q_lens, kv_lens
+
+
 def _positive(name: str, x: Any) -> int:
     if isinstance(x, bool) or not isinstance(x, int):
         raise TypeError(f"{name} must be an integer, not {type(x).__name__}")
@@ -201,10 +238,7 @@ def make_plan(q_lens: Sequence[int], kv_lens: Sequence[int], num_q_heads: int,
                   "num_pages": num_pages, "kv_lens": list(kv_lens)}
         if num_pages < 1:
             raise ValueError("a paged cache needs at least one page (num_pages)")
-        need = max((n + page_size - 1) // page_size for n in kv_lens)
-        if need > max_pages_per_seq:
-            raise ValueError(f"page_table has {max_pages_per_seq} pages per row but a sequence of "
-                             f"{max(kv_lens)} keys needs {need} pages of {page_size}")
+        _check_pages_per_row(kv_lens, page_size, max_pages_per_seq)
         page_size = max_pages_per_seq = num_pages = 0
     c_plan = _C.Plan(list(q_lens), list(kv_lens), num_q_heads, num_kv_heads, head_dim, causal,
                      page_size=page_size, max_pages_per_seq=max_pages_per_seq,
@@ -252,11 +286,7 @@ def _check_page_table(page_table: Any, kv_lens: Sequence[int], page_size: int,
     import torch  # a table is a torch tensor: checked where it lives, with one synchronisation
 
     max_pages = page_table.shape[1]
-    need = [(n + page_size - 1) // page_size for n in kv_lens]
-    b = max(range(len(need)), key=need.__getitem__)
-    if need[b] > max_pages:
-        raise ValueError(f"page_table has {max_pages} pages per row but sequence {b} "
-                         f"({kv_lens[b]} keys) needs {need[b]} pages of {page_size}")
+    need = _check_pages_per_row(kv_lens, page_size, max_pages)
     used = torch.tensor(need, dtype=torch.int64, device=page_table.device)
     in_use = torch.arange(max_pages, device=page_table.device)[None, :] < used[:, None]
     bad = in_use & ((page_table < 0) | (page_table >= num_pages))
@@ -276,23 +306,12 @@ def plan(cu_seqlens_q: Any, cu_seqlens_k: Any, num_q_heads: int, num_kv_heads: i
     """Plans flash_attn_varlen_func's step, once, for every layer that shares its batch.
 
     cu_seqlens_q / cu_seqlens_k: B+1 prefix sums (int32 tensors, or lists). With a paged cache
-    (page_table, page_size, num_pages), cu_seqlens_k may be None and seqused_k gives each
-    sequence's cache length. device=False plans on the host only (no GPU needed): the plan can be
+    (page_table, page_size, num_pages), seqused_k gives each sequence's cache length and
+    cu_seqlens_k is not read. device=False plans on the host only (no GPU needed): the plan can be
     simulated and described, not launched.
     """
-    q_lens = lengths_from_cu_seqlens("cu_seqlens_q", cu_seqlens_q)
-    if seqused_k is not None:
-        kv_lens = _int_list("seqused_k", seqused_k)
-        if len(kv_lens) != len(q_lens):
-            raise ValueError(f"seqused_k has {len(kv_lens)} entries but cu_seqlens_q describes "
-                             f"{len(q_lens)} sequences")
-    elif cu_seqlens_k is not None:
-        kv_lens = lengths_from_cu_seqlens("cu_seqlens_k", cu_seqlens_k)
-        if len(kv_lens) != len(q_lens):
-            raise ValueError(f"cu_seqlens_k describes {len(kv_lens)} sequences but cu_seqlens_q "
-                             f"{len(q_lens)}")
-    else:
-        raise ValueError("give cu_seqlens_k (packed keys) or seqused_k (a paged cache's lengths)")
+    q_lens, kv_lens = varlen_lengths(cu_seqlens_q, cu_seqlens_k, seqused_k,
+                                     page_table is not None)
     return _plan_lengths(q_lens, kv_lens, num_q_heads, num_kv_heads, head_dim, causal=causal,
                          page_table=page_table, page_size=page_size, num_pages=num_pages,
                          scheduler=scheduler, deterministic=deterministic, num_ctas=num_ctas,
