@@ -24,6 +24,16 @@ namespace {
 constexpr std::uint8_t kInt = 0, kBfloat = 4, kFloat = 2;
 constexpr int kCuda = 2;
 
+// DLPack's DLDeviceType, named as people know the devices.
+std::string dlpack_device_name(int type) {
+  switch (type) {
+    case 1: return "the CPU";
+    case 3: return "pinned host memory (CUDA host)";
+    case 13: return "CUDA managed memory";
+    default: return fmt::format("DLPack device type {}", type);
+  }
+}
+
 [[noreturn]] void fail(const std::string& m) { throw ArgumentError(m); }
 
 std::string shape_text(const std::vector<std::int64_t>& s) {
@@ -409,8 +419,8 @@ void StepPlan::check_tensors(const TensorView& q, const TensorView& k, const Ten
   }
   for (const Expect& e : expect) {
     if (e.t->device_type != kCuda)
-      fail(fmt::format("{} must be on a CUDA device (DLPack device type {}, not {})", e.name,
-                       kCuda, e.t->device_type));
+      fail(fmt::format("{} must be on a CUDA device, not {}", e.name,
+                       dlpack_device_name(e.t->device_type)));
     if (device_ >= 0 && e.t->device_id != device_)
       fail(fmt::format("{} is on cuda:{} but the plan was made for cuda:{}", e.name,
                        e.t->device_id, device_));

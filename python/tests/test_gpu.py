@@ -658,6 +658,18 @@ def test_bad_cpu_tensors_with_plan(small):
         flash_attn_varlen_func(q.cpu(), k.cpu(), v.cpu(), cu_q, cu_k, mq, mk, plan=p)
 
 
+def test_bad_cpu_tensors_compiled(small):
+    # A compiled call reaches the op through the dispatcher: CPU tensors get the same error.
+    q, k, v, cu_q, cu_k, mq, mk = small
+    p = tilesched.plan(cu_q, cu_k, BAD_HQ, BAD_HKV, BAD_D)
+    torch._dynamo.reset()
+    compiled = torch.compile(
+        lambda q, k, v: flash_attn_varlen_func(q, k, v, cu_q, cu_k, mq, mk, plan=p),
+        fullgraph=True, backend="eager")
+    with pytest.raises(ValueError, match="CUDA"):
+        compiled(q.cpu(), k.cpu(), v.cpu())
+
+
 def test_bad_non_contiguous_q(small):
     q, k, v, cu_q, cu_k, mq, mk = small
     wide = torch.cat([q, q], dim=2)  # [total_q, Hq, 2d]

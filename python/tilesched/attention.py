@@ -88,7 +88,7 @@ def _launch(plan: SchedulePlan, q, k, v, page_table, scale: float, record: bool 
     return out, lse, trace
 
 
-@torch.library.custom_op("tilesched::varlen_fwd", mutates_args=(), device_types="cuda")
+@torch.library.custom_op("tilesched::varlen_fwd", mutates_args=())
 def _varlen_fwd(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
                 page_table: Optional[torch.Tensor], plan_id: int,
                 softmax_scale: float) -> tuple[torch.Tensor, torch.Tensor]:
