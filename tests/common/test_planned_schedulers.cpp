@@ -412,6 +412,22 @@ TEST_CASE("decoding: KV heads are the scheduled heads, one tile each per sequenc
     check_covers_valid_tiles(
         w, [&](const auto& s, const TileSummary& sum) { return walk_interleaved(s, sum, rng); });
   }
+  // A mixed batch: sequence 1 becomes a prefill chunk of 40 new tokens, 3 tiles per KV head.
+  Workload mixed = w;
+  mixed.q_lens[1] = 40;
+  mixed.kv_lens[1] = 900;
+  REQUIRE(mixed.validate().empty());
+  CHECK(mixed.valid_tile_count() == (4 + 3) * 4);
+  CHECK(mixed.summary(nullptr).max_idx(mixed.scheduled_heads()) == 5 * 4 * 3);
+  for (const SchedulerKind kind : {SchedulerKind::Lpt, SchedulerKind::LptQueued,
+                                   SchedulerKind::Planned, SchedulerKind::RaggedQueued}) {
+    CAPTURE(std::string(to_string(kind)));
+    mixed.scheduler = kind;
+    SplitMix64 rng(4);
+    check_covers_valid_tiles(mixed, [&](const auto& s, const TileSummary& sum) {
+      return walk_interleaved(s, sum, rng);
+    });
+  }
   // The longest first: sequence 4's KV heads (65000 keys), then sequence 0's.
   w.l2_bytes = 0;
   const std::vector<PlannedTile> tiles = longest_first_tiles(w, test_cost);

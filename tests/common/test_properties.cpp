@@ -9,6 +9,7 @@
 #include "random_problem.hpp"
 #include "scheduler_walk.hpp"
 #include "tilesched/scheduler.hpp"
+#include "tilesched/workload.hpp"
 
 using namespace tilesched;
 using tilesched::testing::flatten_sorted;
@@ -207,4 +208,32 @@ TEST_CASE("decoding: the queued scheduler takes every index and leaves its fetch
   std::vector<u32> all(15);
   for (u32 i = 0; i < 15; ++i) all[i] = i;
   CHECK(seen == all);
+}
+
+TEST_CASE("mixed batch: the queued scheduler skips the indices past a decode sequence's tile") {
+  // SPEC §6: sequence 1 has 40 new tokens, so T = 3 tiles of 16; the decode sequences own only
+  // their first tile per KV head, and the fetch loop must skip the other two.
+  Workload w;
+  w.decoding = true;
+  w.scheduler = SchedulerKind::Queued;
+  w.q_lens = {1, 40, 3};
+  w.kv_lens = {50, 900, 10};
+  w.num_q_heads = 4;
+  w.num_kv_heads = 2;
+  w.num_ctas = 4;
+  REQUIRE(w.validate().empty());
+  REQUIRE(w.mixed());
+  const std::vector<u32> offsets = w.q_row_offsets();
+  const TileSummary summary = w.summary(offsets.data());
+  u32 counter_value = 0;
+  const runtime::QueuedTileScheduler sched(w.mapping(), w.num_ctas, AtomicCounter{&counter_value},
+                                           w.decode_only());
+  counter_value = sched.counter_start();
+  const u32 n = summary.max_idx(w.scheduled_heads());
+  CHECK(n == 3 * 2 * 3);
+  std::vector<u32> valid;
+  for (u32 i = 0; i < n; ++i)
+    if (summary.unsafe_seq_info(sched.mapping, i).is_valid()) valid.push_back(i);
+  CHECK(valid.size() == w.valid_tile_count());
+  CHECK(flatten_sorted(walk_all(sched, summary)) == valid);
 }

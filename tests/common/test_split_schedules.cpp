@@ -70,7 +70,10 @@ Workload random_workload(tilesched::testing::SplitMix64& rng, SchedulerKind kind
   w.split_kv_blocks = rng.uniform(1, 12);
   const u32 batch = rng.uniform(1, 6);
   for (u32 b = 0; b < batch; ++b) {
-    const u32 q = w.decoding ? rng.uniform(1, kMaxDecodeTokens) : rng.uniform(1, 700);
+    // A decoding batch mixes in a prefill sequence a quarter of the time (SPEC §6).
+    const u32 q = !w.decoding       ? rng.uniform(1, 700)
+                  : rng.chance(25) ? rng.uniform(kMaxDecodeTokens + 1, 700)
+                                   : rng.uniform(1, kMaxDecodeTokens);
     w.q_lens.push_back(q);
     w.kv_lens.push_back(q + rng.uniform(0, w.decoding ? 5000 : 900));
   }
@@ -258,20 +261,24 @@ TEST_CASE("split schedules: bad chunk sizes and plans of another workload are na
   CHECK(schedule_plan_mismatch(w, plan).find("does not fit the workload") != std::string::npos);
 }
 
-TEST_CASE("decoding: 1 to 16 new tokens per sequence, and a sentence naming the rule otherwise") {
+TEST_CASE("decoding: 1 to 16 new tokens a tile, more a mixed batch's prefill, none refused") {
   Workload w;
   w.decoding = true;
   w.kv_lens = {4096, 100};
   w.q_lens = {16, 1};
   CHECK(w.validate().empty());
   CHECK(w.tile_shape() == kMaxDecodeTokens);
+  CHECK(w.decode_only());
   CHECK(w.valid_tile_count() == 2 * w.num_kv_heads);  // one tile per (sequence, KV head)
-  for (const u32 bad : {0u, 17u}) {
-    w.q_lens = {bad, 1};
-    const std::string m = w.validate();
-    CHECK(m.find("1 to 16 new tokens per sequence") != std::string::npos);
-    CHECK(m.find(fmt::format("sequence 0 has {}", bad)) != std::string::npos);
-  }
+  // 17 new tokens make sequence 0 a prefill chunk of two tiles per KV head (a mixed batch).
+  w.q_lens = {17, 1};
+  CHECK(w.validate().empty());
+  CHECK(w.mixed());
+  CHECK(w.valid_tile_count() == 3 * w.num_kv_heads);
+  w.q_lens = {0, 1};
+  const std::string m = w.validate();
+  CHECK(m.find("at least 1 new token per sequence") != std::string::npos);
+  CHECK(m.find("sequence 0 has none") != std::string::npos);
   // Causal among the new tokens, bottom-right: token t of q sees keys up to kv - q + t, so the
   // tile's last block is masked when it holds keys the first token does not see.
   w.q_lens = {8, 1};

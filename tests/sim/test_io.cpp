@@ -212,9 +212,10 @@ TEST_CASE("workload JSON: bad row offsets, lengths given twice or not at all, ba
   m = workload_error(with("decoding", "yes"));
   CHECK(contains(m, "'decoding'"));
   CHECK(contains(m, "expected true or false"));
-  m = workload_error(with("decoding", true));
-  CHECK(contains(m, "1 to 16 new tokens per sequence (1 to decode, more to verify speculated "
-                    "tokens), but sequence 0 has 100"));
+  m = workload_error(json{{"q_lens", {0, 5}}, {"kv_lens", {10, 10}}, {"decoding", true}});
+  CHECK(contains(m, "at least 1 new token per sequence (1 to decode, up to 16 to verify "
+                    "speculated tokens, more for a prefill sequence of a mixed batch), but "
+                    "sequence 0 has none"));
   m = workload_error(with("l2_bytes", -1));
   CHECK(contains(m, "'l2_bytes'"));
   m = workload_error(with("l2_min_rounds", 0));

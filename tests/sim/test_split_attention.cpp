@@ -30,7 +30,10 @@ Workload random_workload(Rng& rng, SchedulerKind kind, bool decoding) {
   w.split_kv_blocks = rng.uniform(1, 4);
   const u32 batch = rng.uniform(1, 4);
   for (u32 b = 0; b < batch; ++b) {
-    const u32 q = decoding ? rng.uniform(1, kMaxDecodeTokens) : rng.uniform(1, 90);
+    // A decoding batch mixes in a prefill sequence a quarter of the time (SPEC §6).
+    const u32 q = !decoding           ? rng.uniform(1, 90)
+                  : rng.uniform(0, 3) ? rng.uniform(1, kMaxDecodeTokens)
+                                      : rng.uniform(kMaxDecodeTokens + 1, 90);
     w.q_lens.push_back(q);
     w.kv_lens.push_back(q + rng.uniform(0, 300));
   }
@@ -83,6 +86,36 @@ TEST_CASE("decoding: 1 to 16 new tokens, each seeing the keys up to its own posi
     const bool same = std::equal(tiled.o.begin() + t * row, tiled.o.begin() + (t + 1) * row,
                                  changed.o.begin() + t * row);
     CHECK_MESSAGE(same == (t < 4), "new token ", t);
+  }
+}
+
+TEST_CASE("mixed batch: a prefill sequence in tiles of 16 new tokens beside decode sequences") {
+  Workload w;
+  w.decoding = true;
+  w.num_q_heads = 6;
+  w.num_kv_heads = 2;
+  w.head_dim = 16;
+  w.block_n = 32;
+  w.q_lens = {1, 70, 3, 17};  // 70 and 17 new tokens: prefill chunks of 5 and 2 tiles per KV head
+  w.kv_lens = {100, 200, 40, 17};
+  w.num_ctas = 5;
+  REQUIRE(w.validate().empty());
+  CHECK(w.mixed());
+  CHECK_FALSE(w.decode_only());
+  CHECK(w.valid_tile_count() == (1 + 5 + 1 + 2) * 2);
+  const sim::AttentionInputs in = sim::make_inputs(w, 11);
+  const sim::AttentionResult ref = sim::reference_attention(w, in);
+  for (const SchedulerKind kind :
+       {SchedulerKind::Tile, SchedulerKind::Queued, SchedulerKind::LptQueued,
+        SchedulerKind::Planned, SchedulerKind::SplitKv, SchedulerKind::StreamK}) {
+    CAPTURE(std::string(to_string(kind)));
+    w.scheduler = kind;
+    const Trace t = sim::replay(w);
+    CHECK(t.events.size() == sim::replayed_tile_count(w));
+    const sim::AttentionResult tiled = sim::tiled_attention(w, in, t, 0.f, 1);
+    CHECK(tiled.problems.empty());
+    CHECK(sim::relative_error(tiled.o, ref.o) < 1e-5);
+    CHECK(sim::relative_error(tiled.lse, ref.lse) < 1e-5);
   }
 }
 

@@ -94,6 +94,30 @@ TEST_CASE("the suite files: at least 40 valid workloads covering the patterns, d
   CHECK(long_kv >= 3);
 }
 
+TEST_CASE("the serving workloads: decode, verify and mixed batches that every scheduler covers") {
+  const std::vector<cli::SuiteWorkload> serving = cli::read_suite({TILESCHED_SERVING_DIR});
+  CHECK(serving.size() >= 6);
+  std::size_t mixed = 0;
+  for (const cli::SuiteWorkload& s : serving) {
+    CAPTURE(s.name);
+    REQUIRE(s.workload.validate().empty());
+    CHECK(s.workload.decoding);
+    CHECK(s.workload.mixed() == (s.name.rfind("mixed", 0) == 0));
+    mixed += s.workload.mixed() ? 1 : 0;
+    for (const SchedulerKind kind : {SchedulerKind::Tile, SchedulerKind::Queued,
+                                     SchedulerKind::LptQueued, SchedulerKind::SplitKv,
+                                     SchedulerKind::StreamK}) {
+      CAPTURE(std::string(to_string(kind)));
+      Workload w = s.workload;
+      w.scheduler = kind;
+      REQUIRE(w.validate().empty());
+      const Trace t = sim::replay(w);
+      CHECK(t.events.size() == sim::replayed_tile_count(w));
+    }
+  }
+  CHECK(mixed >= 2);
+}
+
 TEST_CASE("CTA choices: sms, sms*occ and numbers; anything else is named") {
   const auto c = cli::parse_cta_choices("sms, sms*occ,100");
   REQUIRE(c.size() == 3);

@@ -50,12 +50,12 @@ void add_workload_flags(CLI::App& command, WorkloadFlags& f, WorkloadFlagSet set
                        "Decoding: new tokens per sequence (--new-tokens, default 1); the sequence "
                        "lengths given become the KV lengths unless --kv-lens (or the file's "
                        "kv_lens) gives them");
-  std::vector<u32> token_counts(kMaxDecodeTokens);
-  for (u32 t = 0; t < kMaxDecodeTokens; ++t) token_counts[t] = t + 1;
   add_u32_list_flag(command, "--new-tokens", f.new_tokens,
-                    "With --decode: new tokens per sequence, one value for every sequence or one "
-                    "per sequence (1 decodes; up to 16 verify speculated tokens)",
-                    token_counts, fmt::format("1 to {} new tokens", kMaxDecodeTokens))
+                    fmt::format("With --decode: new tokens per sequence, one value for every "
+                                "sequence or one per sequence (1 decodes; up to {} verify "
+                                "speculated tokens; more make that sequence a prefill chunk of a "
+                                "mixed batch)",
+                                kMaxDecodeTokens))
       ->needs(decode);
   if (set.strategy) add_strategy_flags(command, f);
   add_number_flag(command, "--ctas", f.ctas,
@@ -94,9 +94,9 @@ void override_with(const std::optional<T>& flag, T& field) {
   if (flag) field = *flag;
 }
 
-// SPEC §6: 1 to 16 new tokens per sequence against the cache (`new_tokens`: one count for every
-// sequence or one per sequence; none given: 1). The lengths given so far are the cache lengths,
-// unless KV lengths were given.
+// SPEC §6: new tokens per sequence against the cache (`new_tokens`: one count for every sequence
+// or one per sequence; none given: 1): 1 to 16 decode or verify, more make a prefill sequence of a
+// mixed batch. The lengths given so far are the cache lengths, unless KV lengths were given.
 void make_decode(Workload& w, const std::vector<u32>& new_tokens) {
   if (w.kv_lens.empty()) w.kv_lens = w.q_lens;
   if (new_tokens.size() > 1 && new_tokens.size() != w.q_lens.size())
@@ -104,6 +104,10 @@ void make_decode(Workload& w, const std::vector<u32>& new_tokens) {
         "--new-tokens has {} values but the batch has {} sequences: give one for every sequence "
         "or one per sequence",
         new_tokens.size(), w.q_lens.size()));
+  for (u32 n : new_tokens)
+    if (n == 0)
+      throw UsageError(
+          "--new-tokens: 0 is not a token count: every sequence adds at least 1 new token");
   if (new_tokens.size() > 1)
     w.q_lens = new_tokens;
   else

@@ -18,8 +18,15 @@ std::string describe_workload(const Workload& w) {
       lo = std::min(lo, w.key_len(b));
       hi = std::max(hi, w.key_len(b));
     }
-    lens = lo == hi ? fmt::format("decode, {} sequences of {} keys", w.q_lens.size(), hi)
-                    : fmt::format("decode, {} sequences of {}..{} keys", w.q_lens.size(), lo, hi);
+    const std::string keys = lo == hi ? fmt::format("{}", hi) : fmt::format("{}..{}", lo, hi);
+    if (w.mixed()) {
+      std::size_t prefill = 0;
+      for (u32 q : w.q_lens) prefill += q > kMaxDecodeTokens ? 1 : 0;
+      lens = fmt::format("mixed, {} prefill and {} decode sequences of {} keys", prefill,
+                         w.q_lens.size() - prefill, keys);
+    } else {
+      lens = fmt::format("decode, {} sequences of {} keys", w.q_lens.size(), keys);
+    }
   } else {
     const auto [lo, hi] = std::minmax_element(w.q_lens.begin(), w.q_lens.end());
     const char* layout = w.padded ? "padded" : "ragged";

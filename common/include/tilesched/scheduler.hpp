@@ -195,7 +195,8 @@ class TileScheduler : public detail::MappedScheduler {
 // SPEC §4.2: persistent, dynamic. The first C indices are taken statically (blockIdx.x); the rest
 // come from a global counter that the host sets to C before every launch. Tiles that start past
 // their sequence are skipped in the fetch loop (upstream does this too, so ragged_mode does not
-// apply). In decoding mode every index below N is a tile.
+// apply). Where a decoding workload has no prefill sequence (Workload::decode_only) every index
+// below N is a tile, and the `decoding` flag skips that check.
 class QueuedTileScheduler : public detail::MappedScheduler {
  public:
   static constexpr SchedulerKind kind = SchedulerKind::Queued;

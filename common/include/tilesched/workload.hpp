@@ -37,7 +37,9 @@ inline constexpr u32 kDefaultL2MinRounds = 2;
 
 // New tokens a decode sequence may have (SPEC §6): 1 for plain decoding, up to 16 for the
 // verification step of speculative decoding. It is also a decode tile's height, so that one tile
-// holds all of a sequence's new tokens whatever its batchmates have.
+// holds all of a sequence's new tokens whatever its batchmates have. A sequence of more new
+// tokens in a decoding workload is a prefill (or chunked-prefill) sequence of a mixed batch: it
+// spans several tiles of this height.
 inline constexpr u32 kMaxDecodeTokens = 16;
 // split_kv's chunk unless a workload says otherwise: 8 KV blocks (1024 keys at BN = 128). A
 // one-token decode of 8k keys is then 8 pieces per KV head, so two sequences of 8 KV heads already
@@ -75,9 +77,11 @@ struct Workload {
   u32 resident_ctas = kResidentFromDevice;
   RaggedMode ragged_mode = RaggedMode::Safe;
   std::string cost_profile = "h200";  // which device's cost coefficients the simulator uses
-  // Decoding (SPEC §6): 1 to kMaxDecodeTokens new tokens per sequence (q_lens) against kv_lens
-  // keys; the schedulers iterate KV heads with one tile per (sequence, KV head), which computes
-  // the new tokens' rows for the group of query heads sharing the KV head.
+  // Decoding (SPEC §6): new tokens per sequence (q_lens) against kv_lens keys; the schedulers
+  // iterate KV heads, and a tile computes kMaxDecodeTokens new tokens of one (sequence, KV head)
+  // for the group of query heads sharing the KV head. A sequence of 1 to kMaxDecodeTokens tokens
+  // (decode, speculative verify) is one tile per KV head; a longer one is a prefill sequence of a
+  // mixed batch, in ceil(q / kMaxDecodeTokens) tiles per KV head.
   bool decoding = false;
   // L2 bytes the planned schedulers (lpt, lpt_queued, planned) group heads by: a section's K and
   // V fit half of it (schedule_plan.hpp). 0: no sections, one longest-first order over the batch.
@@ -106,6 +110,11 @@ struct Workload {
   // kMaxDecodeTokens and KV heads for decoding, where block_m is not used: every sequence's new
   // tokens fit one tile (T = 1).
   u32 tile_shape() const { return decoding ? kMaxDecodeTokens : block_m; }
+  // A decoding workload whose every sequence fits one tile (no prefill sequence mixed in): every
+  // work index below T * H * B is then a tile (T = 1).
+  bool decode_only() const { return decoding && max_seq_len() <= kMaxDecodeTokens; }
+  // A decoding workload with a prefill sequence beside its decode sequences (SPEC §6).
+  bool mixed() const { return decoding && max_seq_len() > kMaxDecodeTokens; }
   u32 scheduled_heads() const { return decoding ? num_kv_heads : num_q_heads; }
   // The query heads a tile of scheduled head `head` computes: itself (prefill) or the group of
   // query heads that reads KV head `head` (decoding).
@@ -222,12 +231,13 @@ struct Workload {
     if (max_seq_len() == 0) return "every sequence is empty: there is no work";
     if (decoding)
       for (u32 b = 0; b < batch_size(); ++b)
-        if (q_lens[b] == 0 || q_lens[b] > kMaxDecodeTokens)
+        if (q_lens[b] == 0)
           return fmt::format(
-              "a decode workload has 1 to {} new tokens per sequence (1 to decode, more to verify "
-              "speculated tokens), but sequence {} has {} (give the cache lengths as kv_lens and "
-              "the new tokens as q_lens)",
-              kMaxDecodeTokens, b, q_lens[b]);
+              "a decode workload has at least 1 new token per sequence (1 to decode, up to {} to "
+              "verify speculated tokens, more for a prefill sequence of a mixed batch), but "
+              "sequence {} has none (give the cache lengths as kv_lens and the new tokens as "
+              "q_lens)",
+              kMaxDecodeTokens, b);
     if (scheduler == SchedulerKind::SplitTail) {
       const std::string problem = validate_split_tail();
       if (!problem.empty()) return problem;
@@ -325,7 +335,7 @@ decltype(auto) with_scheduler(const Workload& w, const SchedulerInputs& in, F&& 
         to_string(w.scheduler)));
   switch (w.scheduler) {
     case SchedulerKind::Queued:
-      return f(runtime::QueuedTileScheduler(m, w.num_ctas, in.counter, w.decoding));
+      return f(runtime::QueuedTileScheduler(m, w.num_ctas, in.counter, w.decode_only()));
     case SchedulerKind::Transient: return f(runtime::TransientScheduler(m, w.flip_prompt_idx));
     case SchedulerKind::Lpt: return f(runtime::LptScheduler(m, w.num_ctas, p.order, p.tile_count));
     case SchedulerKind::LptQueued:

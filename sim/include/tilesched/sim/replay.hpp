@@ -21,7 +21,7 @@
 // - Planned schedulers (lpt, lpt_queued, planned, ragged_queued) walk the schedule plan that
 //   plan_schedule() builds with the replay's cost model.
 // Events carry query_rows = tile_rows() rows (faithful mode: faithful_query_rows(), what upstream
-// would write; decoding: the one token row, for each query head of the tile's KV head), kv_blocks
+// would write; decoding: the tile's new-token rows, for each query head of the tile's KV head), kv_blocks
 // from tile_cost(), start/end in µs and sm_id = the SM; they are ordered by (cta, step). The
 // trace's workload.resident_ctas is the slot count the replay used, and its `created` is left empty
 // so that the same inputs give the same trace; whoever saves it may stamp it.
