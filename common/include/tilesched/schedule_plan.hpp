@@ -336,6 +336,7 @@ struct SchedulePlan {
     PlanArrays a{tile_count, data(order), data(list_offsets), data(list_tiles),
                  data(sequence_tiles)};
     a.split.split_tile_count = static_cast<u32>(split.split_tiles.size());
+    a.split.piece_count = split.piece_start.empty() ? 0u : split.piece_start.back();
     a.split.tiles = data(split.tiles);
     a.split.block_start = data(split.block_start);
     a.split.piece_start = data(split.piece_start);
