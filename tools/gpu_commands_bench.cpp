@@ -74,8 +74,8 @@ Workload grid_point(u32 d, u32 seq, bool causal, const BenchCommandOptions& opti
   // costs the grid in those.
   w.block_n = 128;
   w.scheduler = causal ? causal_scheduler.value_or(SchedulerKind::Queued) : options.dense_scheduler;
-  // split_tail splits tiles in the kernel's KV blocks, so it counts them in the kernel's BN.
-  if (w.scheduler == SchedulerKind::SplitTail) w.block_n = gpu::kernel_block_n(d);
+  // The splitting kinds split tiles in the kernel's KV blocks, so they count them in its BN.
+  if (splits_tiles(w.scheduler)) w.block_n = gpu::kernel_block_n(d);
   const sim::CostModel cost = sim::CostModel::builtin(w.cost_profile);
   // The tile height (given, or the simulator's pick for that scheduler) and the device's CTAs.
   const auto prepare = [&](Workload& x) {

@@ -15,6 +15,7 @@
 #include "sm90/launch.hpp"
 #include "tilesched/any_scheduler.hpp"
 #include "tilesched/gpu/attention.hpp"
+#include "tilesched/schedule_plan.hpp"
 
 namespace tilesched::gpu {
 namespace {
@@ -91,20 +92,25 @@ bool aligned_16(const void* p) {
 }  // namespace
 
 u32 processed_tile_count(const Workload& w) {
-  const std::uint64_t n = w.scheduler == SchedulerKind::SplitTail && w.validate().empty()
-                              ? split_tail_scheduler(w).work_items()
-                              : w.valid_tile_count();
+  std::uint64_t n = w.valid_tile_count();
+  if (splits_tiles(w.scheduler) && w.validate().empty())
+    n = w.scheduler == SchedulerKind::SplitTail ? split_tail_scheduler(w).work_items()
+                                                : split_counts(w).pieces;
   return static_cast<u32>(std::min<std::uint64_t>(n, kU32Limit));
 }
 
 SplitWorkspaceLayout split_workspace_layout(const Workload& w) {
   SplitWorkspaceLayout l;
-  if (w.scheduler != SchedulerKind::SplitTail || !w.validate().empty()) return l;
-  const runtime::SplitTailScheduler s = split_tail_scheduler(w);
+  if (!splits_tiles(w.scheduler) || !w.validate().empty()) return l;
   const std::size_t warpgroups = std::max<u32>(w.block_m / 64, 1);
   // Per consumer thread: its head_dim / 2 accumulators, then its two rows' max and sum.
   l.slot_floats = warpgroups * 128 * (w.head_dim / 2 + 4);
-  l.slots = s.tail_tiles() == 0 ? 0 : s.piece_slots();
+  if (w.scheduler == SchedulerKind::SplitTail) {
+    const runtime::SplitTailScheduler s = split_tail_scheduler(w);
+    l.slots = s.tail_tiles() == 0 ? 0 : s.piece_slots();
+  } else {
+    l.slots = split_counts(w).slots;
+  }
   return l;
 }
 
@@ -113,11 +119,6 @@ Status check_kernel_support(const Workload& w) {
     return Status::error(
         "decode workloads are not supported by the GPU kernel (it has no decode path); simulate "
         "them with `tilesched sim --decode`");
-  if (w.scheduler == SchedulerKind::SplitKv || w.scheduler == SchedulerKind::StreamK)
-    return Status::error(fmt::format(
-        "the {} scheduler is not run by the GPU kernel yet (its pieces need the kernel's partial "
-        "outputs and combine); simulate it with `tilesched sim --scheduler {}`",
-        to_string(w.scheduler), to_string(w.scheduler)));
   return Status::success();
 }
 
@@ -171,27 +172,55 @@ Status validate_tensors(const AttentionArgs& a) {
   return Status::success();
 }
 
-// split_tail's K/V block and workspace.
-Status validate_split_tail(const AttentionArgs& a) {
+// The splitting kinds' K/V block and workspace, and the sizes of split_kv's and stream_k's plan
+// that the host knows.
+Status validate_split(const AttentionArgs& a) {
   const Workload& w = a.workload;
-  if (w.scheduler != SchedulerKind::SplitTail) return Status::success();
+  if (!splits_tiles(w.scheduler)) return Status::success();
+  const char* kind = to_string(w.scheduler);
   const u32 block_n = launch_block_n(a);
   if (w.block_n != kernel_block_n(w.head_dim))
     return Status::error(fmt::format(
-        "split_tail splits tiles in the kernel's KV blocks: give BN (block_n) {} at head dim {}, "
-        "not {}",
-        kernel_block_n(w.head_dim), w.head_dim, w.block_n));
+        "{} splits tiles in the kernel's KV blocks: give BN (block_n) {} at head dim {}, not {}",
+        kind, kernel_block_n(w.head_dim), w.head_dim, w.block_n));
   if (block_n != kernel_block_n(w.head_dim))
     return Status::error(fmt::format(
-        "split_tail runs the kernel's K/V blocks of {} keys at head dim {} (its pieces count "
-        "them): kernel_block_n {} is not supported with it",
-        kernel_block_n(w.head_dim), w.head_dim, block_n));
+        "{} runs the kernel's K/V blocks of {} keys at head dim {} (its pieces count them): "
+        "kernel_block_n {} is not supported with it",
+        kind, kernel_block_n(w.head_dim), w.head_dim, block_n));
   if (split_workspace_bytes(w) > 0 &&
       (a.split_workspace == nullptr || !aligned_16(a.split_workspace)))
     return Status::error(fmt::format(
-        "split_tail needs a 16-byte aligned device workspace of "
-        "split_workspace_bytes() = {} bytes (split_workspace is {})",
-        split_workspace_bytes(w), a.split_workspace == nullptr ? "null" : "misaligned"));
+        "{} needs a 16-byte aligned device workspace of split_workspace_bytes() = {} bytes "
+        "(split_workspace is {})",
+        kind, split_workspace_bytes(w), a.split_workspace == nullptr ? "null" : "misaligned"));
+  // The plan's arrays live on the device; their counts are host values. A plan of another
+  // workload would walk past the arrays or the workspace.
+  const SplitArrays& plan = a.plan.split;
+  if (plan.split_tile_count > w.valid_tile_count())
+    return Status::error(
+        fmt::format("the {} scheduler's plan lists {} split tiles but the workload has {} tiles",
+                    kind, plan.split_tile_count, w.valid_tile_count()));
+  if (w.scheduler == SchedulerKind::SplitKv) {
+    const std::uint64_t pieces = split_counts(w).pieces;
+    if (plan.piece_count != pieces)
+      return Status::error(fmt::format(
+          "the split_kv scheduler's plan hands out {} pieces but the workload's chunks of {} KV "
+          "blocks make {}",
+          plan.piece_count, w.split_kv_blocks, pieces));
+  }
+  if (w.scheduler == SchedulerKind::StreamK) {
+    const std::uint64_t ranges = std::min<std::uint64_t>(w.num_ctas, w.total_kv_blocks());
+    if (plan.ranges != ranges)
+      return Status::error(fmt::format(
+          "the stream_k scheduler's plan cuts {} ranges, but {} CTAs over the workload's {} KV "
+          "blocks make {}",
+          plan.ranges, w.num_ctas, w.total_kv_blocks(), ranges));
+    if (ranges > 0 && plan.split_tile_count > ranges - 1)
+      return Status::error(fmt::format(
+          "the stream_k scheduler's plan lists {} split tiles, more than its {} ranges can cut",
+          plan.split_tile_count, ranges));
+  }
   return Status::success();
 }
 
@@ -309,7 +338,7 @@ Status reset_launch_words(const AttentionArgs& a, const LaunchPlan& plan) {
 // Every check but the scheduler's grid (plan_schedule).
 Status validate_arguments(const AttentionArgs& a) {
   for (Status (*check)(const AttentionArgs&) :
-       {validate_workload, validate_tensors, validate_split_tail, validate_pages, validate_words})
+       {validate_workload, validate_tensors, validate_split, validate_pages, validate_words})
     if (Status s = check(a); !s) return s;
   return Status::success();
 }
@@ -459,7 +488,7 @@ u32 recommended_block_m(const Workload& w) {
 u32 recommended_block_n(const Workload& w) {
   if (!supported_head_dim(w.head_dim)) return 0;
   const u32 bn = kernel_block_n(w.head_dim);
-  if (w.head_dim != 256 || w.scheduler == SchedulerKind::SplitTail) return bn;
+  if (w.head_dim != 256 || splits_tiles(w.scheduler)) return bn;
   const VisibleKeys v = visible_keys(w);
   const u32 choice = v.rows > 0 && v.keys < 1024 * v.rows ? 64 : bn;
   // A paged cache's blocks must not cross pages: the other BN where only it divides the page.

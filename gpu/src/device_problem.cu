@@ -55,11 +55,14 @@ struct DeviceProblem::Buffers {
   thrust::device_vector<std::uint16_t> q, k, v, o;
   thrust::device_vector<float> lse;
   thrust::device_vector<u32> q_offsets, kv_offsets, counter;
-  thrust::device_vector<float> split;  // split_tail's workspace (empty otherwise)
+  thrust::device_vector<float> split;  // the splitting kinds' workspace (empty otherwise)
   thrust::device_vector<std::int32_t> page_table;  // a paged KV cache's (empty otherwise)
   std::vector<std::int32_t> host_page_table;       // its host copy, which upload scatters by
-  // The schedule plan's arrays (planned schedulers only; empty otherwise).
+  // The schedule plan's arrays (planned schedulers only; empty otherwise), split_kv's and
+  // stream_k's (SplitPlan) among them.
   thrust::device_vector<u32> order, list_offsets, list_tiles, sequence_tiles;
+  thrust::device_vector<u32> split_stream, block_start, piece_start, slot_start, split_tiles,
+      range_bounds;
 };
 
 namespace {
@@ -122,6 +125,7 @@ Status DeviceProblem::create(const Workload& w, bool record_trace, const Schedul
   if (std::string m = schedule_plan_mismatch(w, plan); !m.empty()) return Status::error(m);
   workload_ = w;
   plan_tiles_ = plan.tile_count;
+  plan_split_ = plan.arrays().split;
   record_trace_ = record_trace;
   clusters_ = clusters;
   // At least one element each: an empty batch still gets valid device pointers.
@@ -149,6 +153,13 @@ Status DeviceProblem::create(const Workload& w, bool record_trace, const Schedul
             buffers_->list_offsets.assign(plan.list_offsets.begin(), plan.list_offsets.end());
             buffers_->list_tiles.assign(plan.list_tiles.begin(), plan.list_tiles.end());
             buffers_->sequence_tiles.assign(plan.sequence_tiles.begin(), plan.sequence_tiles.end());
+            const SplitPlan& split = plan.split;
+            buffers_->split_stream.assign(split.tiles.begin(), split.tiles.end());
+            buffers_->block_start.assign(split.block_start.begin(), split.block_start.end());
+            buffers_->piece_start.assign(split.piece_start.begin(), split.piece_start.end());
+            buffers_->slot_start.assign(split.slot_start.begin(), split.slot_start.end());
+            buffers_->split_tiles.assign(split.split_tiles.begin(), split.split_tiles.end());
+            buffers_->range_bounds.assign(split.range_bounds.begin(), split.range_bounds.end());
             if (w.page_size != 0) {
               buffers_->host_page_table = shuffled_page_table(w, total_pages(w), page_stride());
               buffers_->page_table.assign(buffers_->host_page_table.begin(),
@@ -225,6 +236,15 @@ AttentionArgs DeviceProblem::args() const {
   a.plan =
       PlanArrays{plan_tiles_, device_data(buffers_->order), device_data(buffers_->list_offsets),
                  device_data(buffers_->list_tiles), device_data(buffers_->sequence_tiles)};
+  // The plan's counts, over the device copies of its arrays.
+  SplitArrays& split = a.plan.split;
+  split = plan_split_;
+  split.tiles = device_data(buffers_->split_stream);
+  split.block_start = device_data(buffers_->block_start);
+  split.piece_start = device_data(buffers_->piece_start);
+  split.slot_start = device_data(buffers_->slot_start);
+  split.split_tiles = device_data(buffers_->split_tiles);
+  split.range_bounds = device_data(buffers_->range_bounds);
   if (record_trace_ && tracing_) a.trace = recorder_.buffer();
   a.softmax_scale = scale_;
   a.kernel_block_n = kernel_block_n_;

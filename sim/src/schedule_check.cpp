@@ -55,45 +55,76 @@ void static_differences(const Trace& model, const Trace& measured, std::vector<s
                                 events.size()));
 }
 
-// Each index processed once, exactly the model's set of indices, and each index the model's tile.
+// The work an event names: its tile's index and its first KV block (0 for a whole tile), so that
+// the pieces of a tile (split_kv) are told apart.
+using WorkKey = std::pair<u32, u32>;
+WorkKey work_key(const TraceEvent& e) {
+  return {e.linear_idx, e.kv_block_begin};
+}
+std::string work_name(const WorkKey& k) {
+  return k.second == 0 ? fmt::format("tile {}", k.first)
+                       : fmt::format("tile {} from KV block {}", k.first, k.second);
+}
+
+// Each piece of work processed once, exactly the model's set, and each the model's tile.
 void queued_tile_set(const Trace& model, const Trace& measured, std::vector<std::string>& out) {
-  std::multiset<u32> got;
-  for (const auto& e : measured.events) got.insert(e.linear_idx);
-  std::map<u32, const TraceEvent*> want;
-  for (const auto& e : model.events) want[e.linear_idx] = &e;
+  std::multiset<WorkKey> got;
+  for (const auto& e : measured.events) got.insert(work_key(e));
+  std::map<WorkKey, const TraceEvent*> want;
+  for (const auto& e : model.events) want[work_key(e)] = &e;
   for (const auto& e : measured.events) {
-    const auto it = want.find(e.linear_idx);
+    const auto it = want.find(work_key(e));
     if (it != want.end() && !same_work(e, *it->second))
       out.push_back(fmt::format("index {} ran {}, the simulator says {}", e.linear_idx,
                                 tile_name(e), tile_name(*it->second)));
   }
   for (auto it = got.begin(); it != got.end(); it = got.upper_bound(*it)) {
-    const u32 idx = *it;
-    if (got.count(idx) > 1)
-      out.push_back(fmt::format("tile {} was processed {} times", idx, got.count(idx)));
-    if (!want.count(idx))
-      out.push_back(fmt::format(
-          "tile {} was processed, but the simulator never schedules it (past its sequence?)", idx));
+    const WorkKey& key = *it;
+    if (got.count(key) > 1)
+      out.push_back(fmt::format("{} was processed {} times", work_name(key), got.count(key)));
+    if (!want.count(key))
+      out.push_back(
+          fmt::format("{} was processed, but the simulator never schedules it (past its sequence?)",
+                      work_name(key)));
   }
-  for (const auto& [idx, e] : want)
-    if (!got.count(idx)) out.push_back(fmt::format("tile {} was never processed", idx));
+  for (const auto& [key, e] : want)
+    if (!got.count(key)) out.push_back(fmt::format("{} was never processed", work_name(key)));
 }
 
-// Each CTA's indices in an order the counter can give: its static index first, then increasing
-// indices of C and above.
-void queued_fetch_order(const Trace& measured, std::vector<std::string>& out) {
+// Each CTA's counter indices in an order the counter can give: its static index first, then
+// increasing indices of C and above. The counter hands out tile indices, or split_kv's piece
+// numbers: a piece's place among the model's pieces in stream order (tile, then first KV block),
+// which no trace records (a piece the model lacks has none; queued_tile_set names it).
+void queued_fetch_order(const Trace& model, const Trace& measured, std::vector<std::string>& out) {
   const u32 c = measured.workload.num_ctas;
-  for (const auto& [cta, events] : by_cta(measured)) {
-    for (std::size_t i = 0; i < events.size(); ++i) {
-      const u32 idx = events[i].linear_idx;
-      if (i > 0 && idx <= events[i - 1].linear_idx)
-        out.push_back(fmt::format("CTA {} fetched {} after {}: counter order violated", cta, idx,
-                                  events[i - 1].linear_idx));
+  const bool pieces = measured.workload.scheduler == SchedulerKind::SplitKv;
+  const char* what = pieces ? "piece" : "tile";
+  std::map<WorkKey, u32> piece_number;
+  if (pieces) {
+    std::set<WorkKey> keys;
+    for (const auto& e : model.events) keys.insert(work_key(e));
+    for (const WorkKey& k : keys) piece_number.emplace(k, static_cast<u32>(piece_number.size()));
+  }
+  std::map<u32, std::vector<u32>> fetched;  // each CTA's counter indices, in its order
+  for (const auto& e : measured.events) {
+    if (!pieces) {
+      fetched[e.cta].push_back(e.linear_idx);
+      continue;
+    }
+    const auto it = piece_number.find(work_key(e));
+    if (it != piece_number.end()) fetched[e.cta].push_back(it->second);
+  }
+  for (const auto& [cta, indices] : fetched) {
+    for (std::size_t i = 0; i < indices.size(); ++i) {
+      const u32 idx = indices[i];
+      if (i > 0 && idx <= indices[i - 1])
+        out.push_back(fmt::format("CTA {} fetched {} {} after {}: counter order violated", cta,
+                                  what, idx, indices[i - 1]));
       if (idx < c && idx != cta)
-        out.push_back(
-            fmt::format("CTA {} processed static tile {}, which belongs to CTA {}", cta, idx, idx));
+        out.push_back(fmt::format("CTA {} processed static {} {}, which belongs to CTA {}", cta,
+                                  what, idx, idx));
       if (i > 0 && idx < c)
-        out.push_back(fmt::format("CTA {} got index {} below C from the counter", cta, idx));
+        out.push_back(fmt::format("CTA {} got {} {} below C from the counter", cta, what, idx));
     }
   }
 }
@@ -107,7 +138,7 @@ std::vector<std::string> schedule_differences(const Trace& model, const Trace& m
         fmt::format("launched {} CTAs, simulator {}", measured.launched_ctas, model.launched_ctas));
   if (takes_from_counter(measured.workload.scheduler)) {
     queued_tile_set(model, measured, out);
-    queued_fetch_order(measured, out);
+    queued_fetch_order(model, measured, out);
   } else {
     static_differences(model, measured, out);
   }

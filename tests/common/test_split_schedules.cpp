@@ -1,7 +1,8 @@
 // split_kv and stream_k (common/split_schedules.hpp) over seeded random prefill and decode
 // workloads: every KV block of every valid tile handed out exactly once, split_of naming each
-// piece's siblings and a slot no other piece has, the combine's list of split tiles, split_kv's
-// chunks following each sequence alone (batch-invariant), and stream_k's ranges even to a block.
+// piece's siblings and a slot no other piece has, the combine's list of split tiles, the counts
+// the workload alone gives (split_counts), split_kv's chunks following each sequence alone
+// (batch-invariant), and stream_k's ranges even to a block.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -146,6 +147,16 @@ TEST_CASE(
     for (u32 i = 0; i < base.split_tile_count(); ++i) listed.insert(base.split_tile(i));
     CHECK(listed == split_tiles);
     CHECK(slots.size() == base.piece_slots());
+    // What the workload alone tells (a kernel's workspace and trace): split_kv's counts, and
+    // bounds of stream_k's, whose cuts depend on the cost.
+    const SplitCounts counts = split_counts(w);
+    if (kind == SchedulerKind::SplitKv) {
+      CHECK(counts.pieces == base.work_items());
+      CHECK(counts.slots == base.piece_slots());
+    } else {
+      CHECK(counts.pieces >= base.work_items());
+      CHECK(counts.slots >= base.piece_slots());
+    }
 
     if (kind == SchedulerKind::SplitKv) {
       // Chunks of split_kv_blocks from each tile's first block.

@@ -113,14 +113,25 @@ TEST_CASE("split_tail: every KV block of every tile exactly once, pieces and slo
       CHECK(slots.insert(sp.first_slot + sp.rank).second);  // no two pieces share a slot
     }
     REQUIRE(by_tile.size() == n);
+    std::set<u32> split_tiles;
     for (auto& [idx, ranges] : by_tile) {
       tilesched::testing::check_blocks_once(ranges, nb);
       if (ranges.size() > 1) {
+        split_tiles.insert(idx);
         CHECK(s.split_of(idx, ranges[0].first).pieces == ranges.size());
         for (std::size_t k = 0; k < ranges.size(); ++k)
           CHECK(s.split_of(idx, ranges[k].first).rank == k);
       }
     }
+    // The combine's enumeration: the tail's tiles, which hold every split tile; the others are
+    // one piece each.
+    std::set<u32> listed;
+    for (u32 i = 0; i < s.split_tile_count(); ++i) {
+      listed.insert(s.split_tile(i));
+      if (!split_tiles.count(s.split_tile(i))) CHECK(!s.split_of(s.split_tile(i), 0).is_split());
+    }
+    CHECK(listed.size() == n - s.full_tiles);
+    for (const u32 idx : split_tiles) CHECK(listed.count(idx) == 1);
     // The tail is even: no CTA has more than W tail blocks.
     std::map<u32, u32> tail;
     for (const Piece& p : pieces)

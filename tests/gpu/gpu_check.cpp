@@ -28,11 +28,14 @@ std::string describe(const Workload& w, u32 kernel_block_n) {
   std::string s =
       fmt::format("{} q_lens [{}]", w.padded ? "padded" : "ragged", fmt::join(w.q_lens, ","));
   if (!w.kv_lens.empty()) s += fmt::format(" kv_lens [{}]", fmt::join(w.kv_lens, ","));
-  return s + fmt::format(" Hq {} Hkv {} d {} mask {} BM {} BN {} (kernel's {}) {} C {}",
-                         w.num_q_heads, w.num_kv_heads, w.head_dim, to_string(w.mask), w.block_m,
-                         w.block_n,
-                         kernel_block_n != 0 ? kernel_block_n : gpu::recommended_block_n(w),
-                         strategy_name(w), w.num_ctas) +
+  return s +
+         fmt::format(" Hq {} Hkv {} d {} mask {} BM {} BN {} (kernel's {}) {} C {}", w.num_q_heads,
+                     w.num_kv_heads, w.head_dim, to_string(w.mask), w.block_m, w.block_n,
+                     kernel_block_n != 0 ? kernel_block_n : gpu::recommended_block_n(w),
+                     strategy_name(w), w.num_ctas) +
+         (w.scheduler == SchedulerKind::SplitKv
+              ? fmt::format(" chunks of {} KV blocks", w.split_kv_blocks)
+              : "") +
          (w.page_size != 0 ? fmt::format(" pages of {} keys", w.page_size) : "");
 }
 

@@ -78,7 +78,8 @@ void run_writes_every_output(gpu::DeviceProblem& dev) {
 }
 
 // Captures one launch of `w` (with the simulator's schedule plan) in a CUDA graph and replays it
-// three times: each replay must reset the counter and write every output once.
+// three times: each replay must reset the counter and write every output once, and record the
+// simulator's number of events (a splitting kind's pieces).
 void replay_captured_launch(const Workload& w) {
   gpu::DeviceProblem dev;
   REQUIRE(dev.create(w, true, sim::plan_schedule(w)).ok);
@@ -103,7 +104,7 @@ void replay_captured_launch(const Workload& w) {
     CHECK(lse_unwritten == 0);
     std::vector<gpu::DeviceTraceEvent> raw;
     REQUIRE(dev.download_raw_trace(raw).ok);
-    CHECK(raw.size() == gpu::processed_tile_count(w));  // every tile once, counter reset
+    CHECK(raw.size() == sim::replayed_tile_count(w));  // every tile once, counter reset
   }
   cudaGraphExecDestroy(exec);
   cudaGraphDestroy(graph);
@@ -144,6 +145,18 @@ Workload split_tail_of(Workload w) {
   return w;
 }
 
+// A split_kv or stream_k problem from any batch: the kernel's BN (the pieces count its blocks)
+// and split_kv's chunk of `chunk_blocks` blocks (short rows have few blocks: small chunks split
+// them).
+Workload split_schedule_of(Workload w, SchedulerKind kind, u32 chunk_blocks) {
+  w.scheduler = kind;
+  w.schedule = Schedule::Default;
+  w.flip_prompt_idx = false;
+  w.block_n = gpu::kernel_block_n(w.head_dim);
+  w.split_kv_blocks = chunk_blocks;
+  return w;
+}
+
 TEST_CASE("split_tail: the tail's tiles split over every CTA, combined by the second kernel") {
   int i = 0;
   for (u32 d : {64u, 128u, 256u})
@@ -164,6 +177,37 @@ TEST_CASE("split_tail: the tail's tiles split over every CTA, combined by the se
         REQUIRE_MESSAGE(w.validate().empty(), w.validate());
         expect_ok(w, 4000 + i);
       }
+}
+
+// split_kv (pieces from the counter) and stream_k (static ranges) cut tiles into pieces of their
+// KV blocks; the pieces of a split tile leave their partial state and the combine kernel finishes
+// the tile. Ragged and padded batches, causal (pieces below, across and above the diagonal) and
+// not, paged caches, chunks of 1 to 3 blocks, and CTA counts from 1 (every tile whole for
+// stream_k) to more than the device holds at once.
+TEST_CASE("split_kv and stream_k: pieces of tiles combined by the second kernel") {
+  int i = 0;
+  for (const SchedulerKind kind : {SchedulerKind::SplitKv, SchedulerKind::StreamK})
+    for (u32 d : {64u, 128u, 256u})
+      for (Mask mask : {Mask::Causal, Mask::None})
+        for (u32 ctas : {132u, 7u, 1u, 300u}) {
+          Workload w = ragged_base();
+          w.kv_lens = {400, 90, 0, 600, 128, 300};  // a cached prefix: several blocks per tile
+          if (i % 3 == 1) {
+            w.padded = true;
+            w.q_lens = {200, 200};
+            w.kv_lens = {700, 700};
+          }
+          w.mask = mask;
+          w.head_dim = d;
+          w.num_kv_heads = 1 + (i % 2);
+          w.num_q_heads = w.num_kv_heads * ((i % 4) < 2 ? 4 : 1);
+          w = split_schedule_of(w, kind, 1 + i % 3);
+          w.num_ctas = ctas;
+          if (i % 5 == 2) w.page_size = d == 256 ? 320 : 256;  // pages out of key order
+          ++i;
+          REQUIRE_MESSAGE(w.validate().empty(), w.validate());
+          expect_ok(w, 6000 + i);
+        }
 }
 
 TEST_CASE("padded and ragged, GQA 1/4/8, d 64/128/256, causal and not") {
@@ -307,14 +351,21 @@ TEST_CASE("random problems") {
     const cli::Strategy& s = kStrategies[pick(kStrategyCount)];
     const u32 ctas_choices[] = {132u, 1u, 7u, 1u + static_cast<u32>(pick(300))};
     w = apply(w, s, ctas_choices[pick(4)]);
-    if (pick(8) == 0) w = split_tail_of(w);  // one problem in eight: split_tail
+    // One problem in eight split_tail, and about one in eight split_kv or stream_k (chunks of 1
+    // to 3 KV blocks: these rows have at most 7).
+    if (pick(8) == 0)
+      w = split_tail_of(w);
+    else if (pick(7) == 0)
+      w = split_schedule_of(w, pick(2) ? SchedulerKind::SplitKv : SchedulerKind::StreamK,
+                            1 + static_cast<u32>(pick(3)));
     const std::vector<u32> block_ms = gpu::kernel_block_ms(w.head_dim);  // every tile height
     w.block_m = block_ms[pick(static_cast<int>(block_ms.size()))];
-    if (w.scheduler == SchedulerKind::SplitTail) w.block_n = gpu::kernel_block_n(w.head_dim);
+    if (splits_tiles(w.scheduler)) w.block_n = gpu::kernel_block_n(w.head_dim);
     // The kernel's K/V block: the launch's choice (recommended_block_n, BN 64 at d = 256 for
-    // these short rows) or, one problem in two, any the kernel has (split_tail runs its own).
+    // these short rows) or, one problem in two, any the kernel has (the splitting kinds run their
+    // own).
     const std::vector<u32> block_ns = gpu::kernel_block_ns(w.head_dim);
-    const u32 kernel_bn = w.scheduler != SchedulerKind::SplitTail && pick(2) == 0
+    const u32 kernel_bn = !splits_tiles(w.scheduler) && pick(2) == 0
                               ? block_ns[pick(static_cast<int>(block_ns.size()))]
                               : 0;
     // The planned orders group heads into L2 sections: none, a few heads, or the default L2.
@@ -492,14 +543,18 @@ TEST_CASE("a counter scheduler's launch is graph-capturable and replays with a f
 TEST_CASE("a launch with launch_done leaves its words ready: no reset from the second on") {
   // The counter at its start, the trace's count moved to last_count, launch_done at 0; the tile
   // kind has no counter (its word stays as allocated, 0) but records the trace alike.
-  for (const SchedulerKind kind : {SchedulerKind::Tile, SchedulerKind::Queued,
-                                   SchedulerKind::LptQueued, SchedulerKind::RaggedQueued}) {
+  // split_kv takes pieces from the counter, stream_k none, and both run the combine after the
+  // kernel.
+  for (const SchedulerKind kind :
+       {SchedulerKind::Tile, SchedulerKind::Queued, SchedulerKind::LptQueued,
+        SchedulerKind::RaggedQueued, SchedulerKind::SplitKv, SchedulerKind::StreamK}) {
     for (const u32 ctas : {7u, 300u}) {  // 300: more CTAs than tiles, some with none
       CAPTURE(std::string(to_string(kind)));
       CAPTURE(ctas);
       Workload w = ragged_base();
       w.scheduler = kind;
       w.num_ctas = ctas;
+      if (splits_tiles(kind)) w = split_schedule_of(w, kind, 1);
       const sim::CostModel cost = sim::CostModel::builtin(w.cost_profile);
       const SchedulePlan plan = sim::plan_schedule(w, cost);
       gpu::DeviceProblem dev;
@@ -530,8 +585,8 @@ TEST_CASE("a launch with launch_done leaves its words ready: no reset from the s
         REQUIRE(cudaMemcpy(trace_words, a.trace.count, sizeof(trace_words),
                            cudaMemcpyDeviceToHost) == cudaSuccess);
         CHECK(trace_words[0] == 0u);
-        CHECK(trace_words[1] == gpu::processed_tile_count(w));
-        CHECK(t.events.size() == gpu::processed_tile_count(w));
+        CHECK(trace_words[1] == sim::replayed_tile_count(w));
+        CHECK(t.events.size() == sim::replayed_tile_count(w));
       }
     }
   }
@@ -545,6 +600,18 @@ TEST_CASE("a split_tail launch (two kernels) is graph-capturable and replays") {
   w.num_ctas = 7;
   REQUIRE_MESSAGE(w.validate().empty(), w.validate());
   replay_captured_launch(w);
+}
+
+TEST_CASE("a split_kv or stream_k launch (two kernels) is graph-capturable and replays") {
+  for (const SchedulerKind kind : {SchedulerKind::SplitKv, SchedulerKind::StreamK}) {
+    CAPTURE(std::string(to_string(kind)));
+    Workload w = ragged_base();
+    w.kv_lens = {400, 90, 0, 600, 128, 300};
+    w = split_schedule_of(w, kind, 2);
+    w.num_ctas = 7;
+    REQUIRE_MESSAGE(w.validate().empty(), w.validate());
+    replay_captured_launch(w);
+  }
 }
 
 TEST_CASE("paired timing of traced and plain launches (the benchmark's trace cost)") {

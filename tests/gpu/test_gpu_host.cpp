@@ -1,16 +1,20 @@
 // Host-only checks of the GPU half's API (label cpu: no device needed, so CI runs them where
 // test_gpu skips): the kernel's tile shapes, the rules that pick them, validate()'s refusals of a
-// K/V block the kernel does not run, and the launch plan (which kernel each scheduler kind runs).
+// K/V block the kernel does not run, the launch plan (which kernel each scheduler kind runs), and
+// what split_kv and stream_k need (their BN, workspace and plan).
 // validate() and plan_launch never touch the buffers they are given, so aligned placeholder
 // addresses stand in for device memory.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <initializer_list>
 #include <string>
 #include <vector>
 
+#include "tilesched/any_scheduler.hpp"
 #include "tilesched/gpu/attention.hpp"
+#include "tilesched/schedule_plan.hpp"
 
 using namespace tilesched;
 
@@ -72,10 +76,13 @@ TEST_CASE("the recommended BN: 64 at d = 256 while a query row sees fewer than 1
                       {16384, Mask::None, 80}},
                      gpu::recommended_block_n);
   CHECK(gpu::kernel_block_ns(256) == std::vector<u32>{80, 64});
-  // split_tail's pieces count the kernel's blocks: always kernel_block_n's.
+  // The splitting kinds' pieces count the kernel's blocks: always kernel_block_n's.
   w.q_lens.assign(2, 512);
-  w.scheduler = SchedulerKind::SplitTail;
-  CHECK(gpu::recommended_block_n(w) == gpu::kernel_block_n(256));
+  for (const SchedulerKind kind :
+       {SchedulerKind::SplitTail, SchedulerKind::SplitKv, SchedulerKind::StreamK}) {
+    w.scheduler = kind;
+    CHECK(gpu::recommended_block_n(w) == gpu::kernel_block_n(256));
+  }
   w.scheduler = SchedulerKind::Tile;
   // Short queries against a long cache: a row sees about 9000 keys.
   w.padded = false;
@@ -305,4 +312,101 @@ TEST_CASE("validate: a paged KV cache's page size, table and clusters") {
   CHECK(gpu::recommended_block_n(w) == 64);
   w.page_size = 400;
   CHECK(gpu::recommended_block_n(w) == 80);
+}
+
+TEST_CASE("split_kv and stream_k: the kernel's K/V blocks, their workspace and plan, the launch") {
+  // A ragged causal batch at d = 256 of a few KV blocks per tile, on placeholder addresses: the
+  // plan's arrays are host copies here, which validate and plan_launch never read.
+  std::vector<u32> memory(64);
+  for (const SchedulerKind kind : {SchedulerKind::SplitKv, SchedulerKind::StreamK}) {
+    CAPTURE(to_string(kind));
+    gpu::AttentionArgs a;
+    Workload& w = a.workload;
+    w.q_lens = {300, 77};
+    w.kv_lens = {900, 500};
+    w.num_q_heads = 4;
+    w.num_kv_heads = 2;
+    w.head_dim = 256;
+    w.mask = Mask::Causal;
+    w.block_m = 128;
+    w.block_n = gpu::kernel_block_n(256);
+    w.scheduler = kind;
+    w.split_kv_blocks = 2;
+    w.num_ctas = 8;
+    REQUIRE(w.validate().empty());
+    const SchedulePlan plan =
+        build_schedule_plan(w, [](const TileCost& c) { return 1.0 + c.kv_blocks; });
+    a.q = a.k = a.v = a.o = memory.data();
+    a.lse = reinterpret_cast<float*>(memory.data());
+    a.q_row_offsets = a.kv_row_offsets = memory.data();
+    a.queue_counter = memory.data() + 1;
+    a.plan = plan.arrays();
+    a.split_workspace = memory.data() + 4;
+    CHECK(gpu::check_kernel_support(w).ok);
+    CHECK(gpu::recommended_block_n(w) == gpu::kernel_block_n(256));
+    // The workspace and the trace from the workload alone: split_kv's exactly, stream_k's for any
+    // plan of it.
+    const runtime::AnyScheduler host =
+        with_scheduler(w, SchedulerInputs{AtomicCounter{}, plan.arrays()},
+                       [](const auto& s) { return runtime::AnyScheduler(s); });
+    const detail::SplitScheduler& split =
+        kind == SchedulerKind::SplitKv ? static_cast<const detail::SplitScheduler&>(host.split_kv)
+                                       : host.stream_k;
+    REQUIRE(split.split_tile_count() > 0);
+    const gpu::SplitWorkspaceLayout layout = gpu::split_workspace_layout(w);
+    CHECK(layout.slot_floats == 2u * 128 * (256 / 2 + 4));
+    if (kind == SchedulerKind::SplitKv) {
+      CHECK(layout.slots == split.piece_slots());
+      CHECK(gpu::processed_tile_count(w) == split.work_items());
+    } else {
+      CHECK(layout.slots >= split.piece_slots());
+      CHECK(gpu::processed_tile_count(w) >= split.work_items());
+    }
+
+    gpu::LaunchPlan launch;
+    gpu::Status s = gpu::plan_launch(a, launch);
+    INFO(s.message);
+    REQUIRE(s.ok);
+    CHECK(launch.kind_kernel);
+    CHECK(launch.variant == gpu::KernelVariant::Dense);
+    CHECK(std::string(launch.config) == "D256");
+    CHECK(launch.block_n == 80u);
+    CHECK(launch.scheduler.kind == kind);
+    if (kind == SchedulerKind::SplitKv) {
+      CHECK(launch.grid.x == std::min<u32>(8, a.plan.split.piece_count));
+      CHECK(launch.counter_start == 8u);
+    } else {
+      CHECK(launch.grid.x == a.plan.split.ranges);
+      CHECK(launch.counter_start == 0u);
+    }
+
+    const auto refused = [&](void (*edit)(gpu::AttentionArgs&), const std::string& needle) {
+      gpu::AttentionArgs bad = a;
+      edit(bad);
+      const gpu::Status r = gpu::validate(bad);
+      INFO("expected an error mentioning '", needle, "', got: ", r.message);
+      CHECK_FALSE(r.ok);
+      CHECK(r.message.find(needle) != std::string::npos);
+    };
+    const std::string name = to_string(kind);
+    refused([](gpu::AttentionArgs& b) { b.kernel_block_n = 64; },
+            name + " runs the kernel's K/V blocks of 80 keys at head dim 256");
+    refused([](gpu::AttentionArgs& b) { b.split_workspace = nullptr; },
+            name + " needs a 16-byte aligned device workspace of split_workspace_bytes() = " +
+                std::to_string(gpu::split_workspace_bytes(w)) + " bytes (split_workspace is null)");
+    refused([](gpu::AttentionArgs& b) { b.plan = {}; }, "schedule plan");
+    if (kind == SchedulerKind::SplitKv) {
+      refused([](gpu::AttentionArgs& b) { b.queue_counter = nullptr; }, "counter");
+      refused([](gpu::AttentionArgs& b) { b.plan.split.piece_count += 1; },
+              "the split_kv scheduler's plan hands out");
+    } else {
+      refused([](gpu::AttentionArgs& b) { b.plan.split.ranges -= 1; },
+              "the stream_k scheduler's plan cuts");
+    }
+    // The workload's BN counts the pieces' blocks: it must be the kernel's.
+    refused([](gpu::AttentionArgs& b) { b.workload.block_n = 128; },
+            name +
+                " splits tiles in the kernel's KV blocks: give BN (block_n) 80 at head dim "
+                "256, not 128");
+  }
 }

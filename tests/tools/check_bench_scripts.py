@@ -268,13 +268,14 @@ echo "makespan         4228 us                              4221 us"
     env = dict(os.environ, PATH=fake_dir + os.pathsep + os.environ.get("PATH", ""))
     p = subprocess.run(["bash", script, fake_ts, os.path.join(scratch, "san_z")], capture_output=True,
                        text=True, env=env)
-    expect(p.returncode == 1 and "clean: 28 of 30" in p.stdout,
+    expect(p.returncode == 1 and "clean: 34 of 36" in p.stdout,
            f"sanitize_set.sh stand-ins: {p.returncode} {p.stdout[-300:]} {p.stderr}")
     expect("NOT CLEAN  memcheck_planned_d" in p.stdout and "NOT CLEAN  racecheck_split_tail_d128" in p.stdout,
            f"sanitize_set.sh not-clean lines: {p.stdout}")
     with open(calls) as f:
         ran = f.read()
-    for kind in ("tile", "queued", "transient", "lpt", "lpt_queued", "planned", "ragged_queued", "split_tail"):
+    for kind in ("tile", "queued", "transient", "lpt", "lpt_queued", "planned", "ragged_queued", "split_tail",
+                 "split_kv", "stream_k"):
         expect(f"--scheduler {kind}\n" in ran or f"--scheduler {kind} " in ran,
                f"sanitize_set.sh never ran {kind}: {ran}")
     expect("--clusters always" in ran, f"sanitize_set.sh never ran the cluster kernel: {ran}")

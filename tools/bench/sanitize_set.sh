@@ -3,9 +3,11 @@
 # device machine: memcheck, racecheck and synccheck of each kind (tile, queued, transient, lpt,
 # lpt_queued, planned, ragged_queued) on a ragged causal batch (a sequence of length 1, an empty
 # one, keys != queries), the head dim rotating over 64, 128 and 256; split_tail (mask none only)
-# on a padded dense batch; lpt_queued at d = 64 BM 192; d = 128's tile kernel in clusters of two
-# CTAs (--clusters always) and its queued configuration under lpt_queued (short rows); initcheck
-# of the tile kernel at d = 256.
+# on a padded dense batch; split_kv (chunks of one KV block, d = 64) and stream_k (d = 256, its
+# BN 80) on the ragged causal batch, so that tiles split into pieces and the combine runs;
+# lpt_queued at d = 64 BM 192; d = 128's tile kernel in clusters of two CTAs (--clusters always)
+# and its queued configuration under lpt_queued (short rows); initcheck of the tile kernel at
+# d = 256.
 # Each run is `tilesched run` (checked against the simulator) under the tool; it counts as clean
 # when the tool exits 0, its summary says "0 errors" (racecheck: "0 hazards displayed") and the run
 # prints `run: OK`.
@@ -53,6 +55,11 @@ done
 for tool in memcheck racecheck synccheck; do
   check "${tool}_split_tail_d128" "$tool" --batch 2 --seq-len 640 --heads 2 --kv-heads 1 \
     --head-dim 128 --mask none --ctas 5 --scheduler split_tail
+done
+for tool in memcheck racecheck synccheck; do
+  check "${tool}_split_kv_d64" "$tool" "${ragged[@]}" --head-dim 64 --scheduler split_kv \
+    --split-kv-blocks 1
+  check "${tool}_stream_k_d256" "$tool" "${ragged[@]}" --head-dim 256 --bn 80 --scheduler stream_k
 done
 check "racecheck_lpt_queued_d64_bm192" racecheck "${ragged[@]}" --head-dim 64 --bm 192 \
   --scheduler lpt_queued

@@ -155,9 +155,7 @@ std::size_t recommended_index(const std::vector<StrategyResult>& ranked) {
 }
 
 bool kernel_runs(const StrategyResult& r) {
-  const Workload& w = r.trace.workload;
-  return !w.decoding && w.scheduler != SchedulerKind::SplitKv &&
-         w.scheduler != SchedulerKind::StreamK;
+  return !r.trace.workload.decoding;
 }
 
 const StrategyResult* fastest_kernel_run(const std::vector<StrategyResult>& ranked) {

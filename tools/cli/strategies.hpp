@@ -40,8 +40,8 @@ inline constexpr u32 kSplitCandidateRounds = 4;
 
 // What `compare` and `recommend` rank: all_strategies, then the split schedules (split_kv,
 // stream_k) where the workload allows them (Workload::validate) and has fewer than
-// kSplitCandidateRounds rounds of tiles. The simulator runs them; the GPU kernel does not yet, so
-// `suite-run` and the GPU tests keep to all_strategies.
+// kSplitCandidateRounds rounds of tiles. `suite-run` keeps to all_strategies, and the GPU tests
+// draw the split schedules apart (they need the kernel's BN).
 std::vector<Workload> compared_strategies(const Workload& base);
 
 // Whether a strategy (strategy_name) is one of the seed's own.
@@ -95,8 +95,8 @@ std::size_t recommended_index(const std::vector<StrategyResult>& ranked);
 // The recommendation among the runs at the workload's own l2_bytes (searched_l2 false).
 std::size_t recommended_own_l2_index(const std::vector<StrategyResult>& ranked);
 
-// Whether the GPU kernel runs a ranked run: the split schedules (split_kv, stream_k) and decode
-// workloads are simulated only so far (gpu::check_kernel_support says the same, with a device).
+// Whether the GPU kernel runs a ranked run: decode workloads are simulated only so far
+// (gpu::check_kernel_support says the same, with a device).
 bool kernel_runs(const StrategyResult& r);
 
 // The fastest run in `ranked` that the GPU kernel runs, or null when none does (a decode

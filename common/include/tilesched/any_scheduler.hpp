@@ -5,7 +5,8 @@
 // once per tile (first_work / advance), next to a tile's thousands of cycles, so one kernel
 // instantiated with AnyScheduler runs every kind. The kernel stays templated on the scheduler
 // policy, and a concrete scheduler plugs in where its static kind is worth an instantiation: the
-// sm90 kernel has its own for tile, queued and lpt_queued, whose tile path is shorter code
+// sm90 kernel has its own for tile, queued and lpt_queued, whose tile path is shorter code, and
+// the kinds that hand out pieces of tiles (split_tail, split_kv, stream_k) run only in theirs
 // (docs/gpu-kernel.md).
 //
 // Build one from any runtime scheduler, e.g. through with_scheduler (workload.hpp), with the
@@ -34,11 +35,11 @@ class AnyScheduler {
       case SchedulerKind::Planned: return f(planned);
       case SchedulerKind::RaggedQueued: return f(ragged_queued);
 #if !TS_DEVICE_PASS
-      // Host only: the GPU runs split_tail in a kernel of its own (gpu/src/sm90/launch.cuh).
-      // In the AnyScheduler kernel its walk made ptxas build the K/V loop's wgmma descriptors in
-      // ordinary registers (48 R2UR per block at d = 128), so the device switch leaves it out.
+      // Host only: the GPU runs the splitting kinds in kernels of their own
+      // (gpu/src/sm90/launch.cuh). In the AnyScheduler kernel split_tail's walk made ptxas build
+      // the K/V loop's wgmma descriptors in ordinary registers (48 R2UR per block at d = 128), so
+      // the device switch leaves them out, and with them the pieces' code.
       case SchedulerKind::SplitTail: return f(split_tail);
-      // Host only until the kernel runs them (gpu::attention_forward refuses them).
       case SchedulerKind::SplitKv: return f(split_kv);
       case SchedulerKind::StreamK: return f(stream_k);
 #endif

@@ -252,6 +252,11 @@ inline std::vector<u32> stream_k_bounds(const Workload& w, const std::vector<Til
   return bounds;
 }
 
+// split_kv's pieces of a tile of cost `c`: chunks of split_kv_blocks blocks from its first.
+inline u32 split_kv_pieces(const Workload& w, const TileCost& c) {
+  return ceil_div(c.kv_blocks, w.split_kv_blocks);
+}
+
 // The split schedules' arrays for w (valid, scheduler split_kv or stream_k), with block costs from
 // `cost` (stream_k's ranges).
 inline SplitPlan split_plan(const Workload& w, const TileCostFn& cost) {
@@ -276,13 +281,44 @@ inline SplitPlan split_plan(const Workload& w, const TileCostFn& cost) {
   for (std::size_t o = 0; o < costs.size(); ++o) {
     const u32 pieces =
         stream_k ? range_of(plan.block_start[o + 1] - 1) - range_of(plan.block_start[o]) + 1
-                 : ceil_div(costs[o].kv_blocks, w.split_kv_blocks);
+                 : split_kv_pieces(w, costs[o]);
     plan.piece_start.push_back(plan.piece_start.back() + pieces);
     plan.slot_start.push_back(plan.slot_start.back() + (pieces > 1 ? pieces : 0));
     if (pieces > 1) plan.split_tiles.push_back(static_cast<u32>(o));
   }
   if (stream_k) plan.piece_start.clear();  // stream_k walks ranges, not piece numbers
   return plan;
+}
+
+// What a split schedule hands out for w (valid, scheduler split_kv or stream_k), known from the
+// workload alone: the pieces (work items) and the workspace slots of the split tiles (piece_slots).
+// split_kv's exactly, the ends of split_plan's piece_start and slot_start, since its chunks
+// follow from each tile's own blocks. stream_k's at most, since where its ranges cut depends on
+// the cost model: each of its R - 1 inner bounds (R = min(C, KV blocks)) lies inside at most one
+// tile, adding one piece to it and making it split at most once, so at most M + R - 1 pieces and
+// 2 (R - 1) slots.
+struct SplitCounts {
+  std::uint64_t pieces = 0;
+  std::uint64_t slots = 0;
+};
+inline SplitCounts split_counts(const Workload& w) {
+  SplitCounts n;
+  if (w.scheduler == SchedulerKind::StreamK) {
+    const std::uint64_t ranges = std::min<std::uint64_t>(w.num_ctas, w.total_kv_blocks());
+    const std::uint64_t inner = ranges == 0 ? 0 : ranges - 1;
+    n.pieces = w.valid_tile_count() + inner;
+    n.slots = 2 * inner;
+    return n;
+  }
+  for (u32 b = 0; b < w.batch_size(); ++b)
+    for (u32 offset = 0; offset < w.q_lens[b]; offset += w.tile_shape()) {
+      const u32 pieces = split_kv_pieces(w, w.tile_cost(b, offset));
+      n.pieces += pieces;
+      if (pieces > 1) n.slots += pieces;
+    }
+  n.pieces *= w.scheduled_heads();
+  n.slots *= w.scheduled_heads();
+  return n;
 }
 
 // The arrays a workload's scheduler walks (empty for the seed's schedulers, which need none).
@@ -300,6 +336,7 @@ struct SchedulePlan {
     PlanArrays a{tile_count, data(order), data(list_offsets), data(list_tiles),
                  data(sequence_tiles)};
     a.split.split_tile_count = static_cast<u32>(split.split_tiles.size());
+    a.split.piece_count = split.piece_start.empty() ? 0u : split.piece_start.back();
     a.split.tiles = data(split.tiles);
     a.split.block_start = data(split.block_start);
     a.split.piece_start = data(split.piece_start);

@@ -39,9 +39,12 @@
 namespace tilesched {
 
 // The arrays of a split schedule (schedule_plan.hpp's SplitPlan builds them). M is the number of
-// valid tiles, S of split tiles, R of stream-K ranges.
+// valid tiles, S of split tiles, R of stream-K ranges, P of split_kv's pieces. The counts are
+// values, so that the host plans a launch (its grid, the combine's) from arrays that are device
+// copies without reading them.
 struct SplitArrays {
   u32 split_tile_count = 0;           // S
+  u32 piece_count = 0;                // P = piece_start[M] (split_kv)
   const u32* tiles = nullptr;         // M tile ids (DEFAULT linear index) in stream order
   const u32* block_start = nullptr;   // M+1 prefix sums of the tiles' KV blocks
   const u32* piece_start = nullptr;   // M+1 prefix sums of the tiles' pieces (split_kv)
@@ -150,9 +153,7 @@ class SplitKvScheduler : public detail::SplitScheduler {
       : SplitScheduler(m, ctas, tiles, a), chunk(chunk_blocks), counter(c) {}
 
   // Pieces in all.
-  TS_HOST_DEVICE constexpr u32 piece_count() const {
-    return tile_count == 0 ? 0u : arrays.piece_start[tile_count];
-  }
+  TS_HOST_DEVICE constexpr u32 piece_count() const { return arrays.piece_count; }
   TS_HOST_DEVICE constexpr GridDim grid_dim(const TileSummary&) const {
     return GridDim{min_u32(num_ctas, piece_count()), 1, 1};
   }

@@ -82,6 +82,11 @@ class SplitTailScheduler : public detail::MappedScheduler {
   }
   // Workspace slots a kernel needs for the pieces: every slot split_of gives is below C + R.
   TS_HOST_DEVICE constexpr u32 piece_slots() const { return num_ctas + tail_tiles(); }
+  // The tiles a combine finishes, as split_kv and stream_k name theirs (split_schedules.hpp): the
+  // tail's R tiles, F + i. A tail tile that lies in one CTA's range is not split (split_of gives
+  // it one piece, which stored its rows itself), so a combine skips it.
+  TS_HOST_DEVICE constexpr u32 split_tile_count() const { return tail_tiles(); }
+  TS_HOST_DEVICE constexpr u32 split_tile(u32 i) const { return full_tiles + i; }
 
   // What the walk hands out in all: the full waves' tiles and the tail's pieces (a tile crossed
   // by k CTAs' ranges is k pieces). Host side: a loop over the tail's tiles.

@@ -1,7 +1,9 @@
-// split_tail's pieces: a piece of a split tile saves its partial state (unscaled O, each row's max
-// and its part of the sum) to a slot of the split workspace, and a second kernel, launched after
-// the attention kernel, combines each split tile's pieces in KV-block order and writes O and LSE
-// as the epilogue does.
+// The pieces of the splitting kinds (split_tail, split_kv, stream_k): a piece of a split tile
+// saves its partial state (unscaled O, each row's max and its part of the sum) to a slot of the
+// split workspace, and a second kernel, launched after the attention kernel, combines each split
+// tile's pieces in KV-block order and writes O and LSE as the epilogue does. The three share it
+// through the schedulers' one interface (split_schedules.hpp): split_of, split_tile_count,
+// split_tile.
 #pragma once
 
 #include <cute/tensor.hpp>
@@ -10,16 +12,17 @@
 #include "sm90/problem.cuh"
 #include "sm90/softmax.cuh"
 #include "sm90/traits.cuh"
+#include "tilesched/split_schedules.hpp"
 #include "tilesched/split_tail.hpp"
 
 namespace tilesched::gpu::sm90 {
 
 struct CombineParams {
-  // The pieces' slots (attention.hpp's SplitWorkspaceLayout); null but for split_tail.
+  // The pieces' slots (attention.hpp's SplitWorkspaceLayout); null but for the splitting kinds.
   float* split_partials = nullptr;
 };
 
-// split_tail: where piece `rank` of a split tile keeps one warpgroup's state. Per consumer thread
+// Where piece `rank` of a split tile keeps one warpgroup's state. Per consumer thread
 // its head_dim / 2 accumulators (unscaled O), then its two rows' max and its part of their sums;
 // as float4 columns of the warpgroup's 128 threads, so that the stores and loads coalesce.
 template <class Params>
@@ -53,7 +56,8 @@ __device__ __forceinline__ void save_piece(const Params& p, const SplitPiece& pi
 }
 
 // The rows the epilogue stores for a tile the consumers finished: none for a piece of a split
-// tile (split_tail), which saves its state for combine_split_tiles instead; the tile's own else.
+// tile, which saves its state for combine_split_tiles instead; the tile's own else (a piece that
+// is its whole tile is handed out as the tile).
 template <class Params, class FragmentO>
 __device__ __forceinline__ TileRows save_if_piece(const Params& p, const SeqInfo& work,
                                                   u32 work_idx, const TileGeometry& g,
@@ -72,11 +76,11 @@ __device__ __forceinline__ TileRows save_if_piece(const Params& p, const SeqInfo
   return rows;
 }
 
-// split_tail's second kernel, launched after the attention kernel on the same stream: block
-// (t, w) finishes warpgroup w's rows of the tail's split tile t from its pieces' states, in
-// KV-block order (the running maxima's max; sums and unscaled O rescaled to it), then O / sum
-// and LSE as the attention kernel's epilogue writes them. 128 threads, each combining what the
-// same consumer thread held.
+// The second kernel, launched after the attention kernel on the same stream: block (i, w)
+// finishes warpgroup w's rows of tile split_tile(i) from its pieces' states, in KV-block order
+// (the running maxima's max; sums and unscaled O rescaled to it), so the result never depends on
+// which CTA ran a piece or when, then O / sum and LSE as the attention kernel's epilogue writes
+// them. 128 threads, each combining what the same consumer thread held.
 template <class Params>
 __global__ void __launch_bounds__(128) combine_split_tiles(const __grid_constant__ Params p) {
   using namespace cute;
@@ -85,9 +89,9 @@ __global__ void __launch_bounds__(128) combine_split_tiles(const __grid_constant
   constexpr int kRows = Traits::kWarpgroupRows;
   constexpr int kThreads = Traits::kWarpgroupThreads;
   const auto& sched = p.scheduler;
-  const u32 idx = sched.full_tiles + blockIdx.x;
+  const u32 idx = sched.split_tile(blockIdx.x);
   const SplitPiece piece = sched.split_of(idx, 0);
-  if (!piece.is_split()) return;  // a tail tile in one CTA's range: stored by the kernel
+  if (!piece.is_split()) return;  // split_tail's tail tile in one CTA's range: stored by the kernel
   const int warpgroup = static_cast<int>(blockIdx.y);
   const int thread = static_cast<int>(threadIdx.x);
   const SeqInfo tile = sched.unsafe_seq_info(p.summary, idx);

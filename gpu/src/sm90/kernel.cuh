@@ -10,7 +10,8 @@
 //     of the tile's BM = 64 * consumers query rows. Per tile: receive it from the hand-off, run
 //     the K/V loop (mainloop.cuh, with the softmax of softmax.cuh), then the epilogue
 //     (epilogue.cuh: O / rowsum and LSE, stored through shared memory and a TMA store), or for a
-//     split_tail piece save its partial state (combine.cuh).
+//     piece of a split tile (split_tail, split_kv, stream_k) save its partial state
+//     (combine.cuh).
 //
 // In clusters of two CTAs (kClusterM, d = 128's dense rows of one length: launch.cuh) the two
 // CTAs run tiles of the same head and keys; each loader loads half of every K/V block, multicast

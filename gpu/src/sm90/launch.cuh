@@ -152,8 +152,8 @@ FmhaParams<Scheduler, Config> make_params(const AttentionArgs& a, const LaunchPl
   return p;
 }
 
-// The launch of `Config`'s kernel with `scheduler` (the plan's, or its kind's part), then for
-// split_tail the combine kernel that finishes the tail's split tiles.
+// The launch of `Config`'s kernel with `scheduler` (the plan's, or its kind's part), then for the
+// splitting kinds the combine kernel that finishes their split tiles.
 template <class Config, class Scheduler>
 Status launch_with(const AttentionArgs& a, const LaunchPlan& plan, const Scheduler& scheduler) {
   using Traits = FmhaTraits<Config>;
@@ -175,11 +175,13 @@ Status launch_with(const AttentionArgs& a, const LaunchPlan& plan, const Schedul
   }
   if (Status s = detail::cuda_status(cudaGetLastError(), "launching the attention kernel"); !s)
     return s;
-  if constexpr (std::is_same_v<Scheduler, runtime::SplitTailScheduler>) {
-    if (scheduler.tail_tiles() > 0) {
-      combine_split_tiles<<<dim3(scheduler.tail_tiles(), Traits::kConsumerWarpgroups),
+  if constexpr (kSchedulerHandsOutPieces<Scheduler>) {
+    if (scheduler.split_tile_count() > 0) {
+      combine_split_tiles<<<dim3(scheduler.split_tile_count(), Traits::kConsumerWarpgroups),
                             Traits::kWarpgroupThreads, 0, stream>>>(p);
-      return detail::cuda_status(cudaGetLastError(), "launching split_tail's combine kernel");
+      return detail::cuda_status(
+          cudaGetLastError(),
+          fmt::format("launching {}'s combine kernel", to_string(Scheduler::kind)).c_str());
     }
   }
   return Status::success();
@@ -227,6 +229,8 @@ static_assert(kind_kernel(SchedulerKind::Tile).own_kernel &&
                   kind_kernel(SchedulerKind::Queued).own_kernel &&
                   kind_kernel(SchedulerKind::LptQueued).own_kernel &&
                   kind_kernel(SchedulerKind::SplitTail).own_kernel &&
+                  kind_kernel(SchedulerKind::SplitKv).own_kernel &&
+                  kind_kernel(SchedulerKind::StreamK).own_kernel &&
                   !kind_kernel(SchedulerKind::Transient).own_kernel &&
                   !kind_kernel(SchedulerKind::Lpt).own_kernel &&
                   !kind_kernel(SchedulerKind::Planned).own_kernel &&
@@ -247,13 +251,20 @@ Status with_planned_kernel(const LaunchPlan& plan, F&& f) {
     case K::Tile: return with(std::integral_constant<K, K::Tile>{}, s.tile);
     case K::Queued: return with(std::integral_constant<K, K::Queued>{}, s.queued);
     case K::LptQueued: return with(std::integral_constant<K, K::LptQueued>{}, s.lpt_queued);
+    // The splitting kinds only at kernel_block_n's BN (validate() refuses the others, since
+    // their pieces count the kernel's blocks): no split kernel for the rest.
     case K::SplitTail:
-      // Only at kernel_block_n's BN (validate() refuses the others): no split kernel for the rest.
-      if constexpr (Set::Dense::kBlockN == kernel_block_n(Set::Dense::kHeadDim))
+    case K::SplitKv:
+    case K::StreamK:
+      if constexpr (Set::Dense::kBlockN == kernel_block_n(Set::Dense::kHeadDim)) {
+        if (s.kind == K::SplitKv) return with(std::integral_constant<K, K::SplitKv>{}, s.split_kv);
+        if (s.kind == K::StreamK) return with(std::integral_constant<K, K::StreamK>{}, s.stream_k);
         return with(std::integral_constant<K, K::SplitTail>{}, s.split_tail);
-      else
+      } else {
         return Status::error(
-            "split_tail runs only the kernel's K/V blocks of kernel_block_n(head_dim) keys");
+            fmt::format("{} runs only the kernel's K/V blocks of kernel_block_n(head_dim) keys",
+                        to_string(s.kind)));
+      }
     default: return with(std::integral_constant<K, K::Transient>{}, s);  // the AnyScheduler kernel
   }
 }

@@ -26,13 +26,12 @@ inline constexpr KindKernel kKindKernels[] = {
     {SchedulerKind::Queued,       true,  KernelVariant::Queued, KernelVariant::Queued, false},
     {SchedulerKind::LptQueued,    true,  KernelVariant::Causal, KernelVariant::Queued, false},
     {SchedulerKind::SplitTail,    true,  KernelVariant::Dense,  KernelVariant::Dense,  false},
+    {SchedulerKind::SplitKv,      true,  KernelVariant::Dense,  KernelVariant::Dense,  false},
+    {SchedulerKind::StreamK,      true,  KernelVariant::Dense,  KernelVariant::Dense,  false},
     {SchedulerKind::Transient,    false, KernelVariant::Dense,  KernelVariant::Dense,  false},
     {SchedulerKind::Lpt,          false, KernelVariant::Dense,  KernelVariant::Dense,  false},
     {SchedulerKind::Planned,      false, KernelVariant::Dense,  KernelVariant::Dense,  false},
     {SchedulerKind::RaggedQueued, false, KernelVariant::Dense,  KernelVariant::Dense,  false},
-    // Refused before launch (check_kernel_support) until the kernel runs their pieces.
-    {SchedulerKind::SplitKv,      false, KernelVariant::Dense,  KernelVariant::Dense,  false},
-    {SchedulerKind::StreamK,      false, KernelVariant::Dense,  KernelVariant::Dense,  false},
 };
 constexpr KindKernel kind_kernel(SchedulerKind kind) {
   for (const KindKernel& k : kKindKernels)
@@ -63,8 +62,8 @@ bool cluster_pairs_allowed(const Workload& w, ClusterPolicy policy, u32 tiles, u
 template <int D, int BM, int BN>
 Status plan_kernel(const AttentionArgs& args, LaunchPlan& plan);
 
-// Launches `plan`'s kernel on `args` (and split_tail's combine kernel after it). Queue counter and
-// trace count must already be reset on the stream.
+// Launches `plan`'s kernel on `args` (and for the splitting kinds the combine kernel after it).
+// Queue counter and trace count must already be reset on the stream.
 template <int D, int BM, int BN>
 Status launch(const AttentionArgs& args, const LaunchPlan& plan);
 
@@ -74,8 +73,8 @@ Status resident_ctas_per_sm(int& out);
 
 // The kernels that exist, one (head dim, BM, BN) each: the one list the declarations below, the
 // launch's dispatch, kernel_block_ms and kernel_block_ns (attention.cu) expand. At d = 256 the
-// first BN listed is kernel_block_n's (long rows, split_tail), the second recommended_block_n's
-// for short rows.
+// first BN listed is kernel_block_n's (long rows, and the splitting kinds), the second
+// recommended_block_n's for short rows.
 #define TILESCHED_SM90_KERNELS(X) \
   X(64, 128, 128) X(64, 192, 128) X(128, 128, 128) X(256, 128, 80) X(256, 128, 64)
 

@@ -149,9 +149,9 @@ class MainloopProducer {
   // The loads of one tile, issued by the loader: Q and the highest K block, then `between` (in
   // every thread that called this), then the rest of the K/V blocks in the consumers' order:
   // QK^T(last), then for each j below it QK^T(j) with PV(j + 1), finally PV(0). Loading K(j)
-  // before V(j + 1) keeps the next GEMM's operand first. A split_tail piece loads its blocks
-  // [kv_block_begin, kv_block_end) alike. `release` holds back a V load into a stage that still
-  // holds a staged O (epilogue.cuh).
+  // before V(j + 1) keeps the next GEMM's operand first. A piece of a tile (split_tail, split_kv,
+  // stream_k) loads its blocks [kv_block_begin, kv_block_end) alike. `release` holds back a V
+  // load into a stage that still holds a staged O (epilogue.cuh).
   template <class Pipelines, class Between>
   __device__ __forceinline__ void load_tile(Pipelines& pipes, OReleaseWait<Traits>& release,
                                             const SeqInfo& work, const TileGeometry& g,
@@ -362,7 +362,7 @@ class MainloopConsumer {
     // and kRebuildQOperand's q_step depend on it.
     loop.never = p_.problem.q_rows < 0;
     cute::clear(o_);
-    // The blocks [kv_block_begin, kv_block_end): all of the tile's but for split_tail's pieces.
+    // The blocks [kv_block_begin, kv_block_end): all of the tile's but for a piece's.
     loop.begin = first_kv_block<Params>(g);
     loop.block = end_kv_block<Params>(g) - 1;
     consumer_wait(pipes.q, reads.q, "Q buffer (consumer)");
@@ -445,8 +445,8 @@ class MainloopConsumer {
     const int block = loop.block;
     const u32 first_key0 = static_cast<u32>(block) * kBlockN;
     bool narrow = false;
-    // (Not for split_tail's pieces, whose kernel then kept S in local memory; its tiles have no
-    // mask but the key tail.)
+    // (Not in the kernels of the kinds that hand out pieces: split_tail's then kept S in local
+    // memory.)
     if constexpr (Traits::kNarrowFirst && !kHandsOutPieces<Params>)
       narrow = mask.visible_end() <= first_key0 + kNarrowN;
     turns.wait_turn();

@@ -54,17 +54,23 @@ __device__ __forceinline__ TileGeometry tile_geometry(const Params& p, const Seq
 
 // Whether a tile has anything to compute; both roles decide it from the same SeqInfo.
 __device__ __forceinline__ bool has_work(const TileGeometry& g) {
-  return g.rows.query_rows > 0 && g.kv_blocks > 0;  // a piece is never empty (split_tail)
+  return g.rows.query_rows > 0 && g.kv_blocks > 0;  // the splitting kinds' pieces are never empty
 }
 
-// Whether a kernel's scheduler hands out pieces of tiles (split_tail; the AnyScheduler kernel
-// never runs it: any_scheduler.hpp). The other kernels keep their code as it was without
-// pieces (the block range's bounds as constants: one instruction less per K/V block).
+// Whether a scheduler hands out pieces of tiles (split_tail, split_kv, stream_k: each runs in a
+// kernel of its own, and the AnyScheduler kernel never runs them, any_scheduler.hpp). The other
+// kernels keep their code as it was without pieces (the block range's bounds as constants: one
+// instruction less per K/V block).
+template <class Scheduler>
+inline constexpr bool kSchedulerHandsOutPieces =
+    std::is_same_v<Scheduler, runtime::SplitTailScheduler> ||
+    std::is_same_v<Scheduler, runtime::SplitKvScheduler> ||
+    std::is_same_v<Scheduler, runtime::StreamKScheduler>;
 template <class Params>
 inline constexpr bool kHandsOutPieces =
-    std::is_same_v<std::decay_t<decltype(Params::scheduler)>, runtime::SplitTailScheduler>;
+    kSchedulerHandsOutPieces<std::decay_t<decltype(Params::scheduler)>>;
 
-// The K/V blocks a tile (or a split_tail piece) runs: [begin, end).
+// The K/V blocks a tile (or a piece) runs: [begin, end).
 template <class Params>
 __device__ __forceinline__ int first_kv_block(const TileGeometry& g) {
   return kHandsOutPieces<Params> ? static_cast<int>(g.kv_block_begin) : 0;

@@ -46,7 +46,8 @@ __device__ __forceinline__ void fill_event_head(const Params& p, DeviceTraceEven
                 p.trace.block_n, p.softmax.causal ? Mask::Causal : Mask::None)
           .kv_blocks;
   e.kv_block_begin = 0;
-  // A piece (split_tail, whose workload's BN is the kernel's: validate()) counts its own blocks.
+  // A piece (of the splitting kinds, whose workload's BN is the kernel's: validate()) counts its
+  // own blocks.
   if constexpr (kHandsOutPieces<Params>) {
     if (work.is_piece()) {
       e.kv_blocks = g.piece_blocks();

@@ -40,14 +40,15 @@ struct Status {
 std::vector<u32> kernel_block_ms(u32 head_dim);
 u32 recommended_block_m(const Workload& w);
 // BN, the keys of one shared-memory K/V block, is the kernel's own: 128 at d = 64 and 128; 80 or
-// 64 at d = 256 (kernel_block_ns). kernel_block_n is the long rows' BN, the one split_tail runs
-// (its pieces count the kernel's blocks, so its workload's block_n must be that). Which one a
+// 64 at d = 256 (kernel_block_ns). kernel_block_n is the long rows' BN, the one the splitting
+// kinds (split_tail, split_kv, stream_k) run (their pieces count the kernel's blocks, so their
+// workload's block_n must be that). Which one a
 // launch runs is AttentionArgs::kernel_block_n, by default recommended_block_n (measured:
-// docs/gpu-performance.md, "K/V blocks at d = 256"): at d = 256, 64 when a query row sees fewer than 1024 keys on average
-// over the batch (as for recommended_block_m), else 80; with a paged cache, the other of the two
-// where only it divides the page size. A trace still counts KV blocks with the
-// workload's block_n, so GPU and simulator traces speak of the same cost whatever BN the kernel
-// uses.
+// docs/gpu-performance.md, "K/V blocks at d = 256"): at d = 256, 64 when a query row sees fewer
+// than 1024 keys on average over the batch (as for recommended_block_m), else 80; with a paged
+// cache, the other of the two where only it divides the page size. A trace still counts KV blocks
+// with the workload's block_n, so GPU and simulator traces speak of the same cost whatever BN the
+// kernel uses.
 std::vector<u32> kernel_block_ns(u32 head_dim);
 u32 recommended_block_n(const Workload& w);  // 0 for an unsupported head dim
 constexpr u32 kernel_block_n(u32 head_dim) {
@@ -65,7 +66,7 @@ struct DeviceTraceEvent {
   u32 query_rows = 0;
   u32 kv_blocks = 0;
   u32 sm_id = 0;
-  u32 kv_block_begin = 0;  // a split_tail piece's first KV block (0 for a whole tile)
+  u32 kv_block_begin = 0;  // a piece's first KV block (the splitting kinds; 0 for a whole tile)
   std::uint64_t start_ns = 0;
   std::uint64_t end_ns = 0;
 };
@@ -117,10 +118,10 @@ struct AttentionArgs {
   const u32* q_row_offsets = nullptr;   // device, B+1 entries; ragged batches only
   const u32* kv_row_offsets = nullptr;  // device, B+1 entries; ragged batches only
   float softmax_scale = 0.f;            // <= 0 means 1/sqrt(head_dim)
-  // Counter schedulers only (queued, lpt_queued, ragged_queued): one u32 of device memory.
-  // attention_forward sets it to counter_start() on `stream` before every launch (a one-thread
-  // kernel, which also zeroes the trace's count), so the call can be captured in a CUDA graph and
-  // replayed; unless `launch_ready`.
+  // Counter schedulers only (queued, lpt_queued, ragged_queued, split_kv): one u32 of device
+  // memory. attention_forward sets it to counter_start() on `stream` before every launch (a
+  // one-thread kernel, which also zeroes the trace's count), so the call can be captured in a
+  // CUDA graph and replayed; unless `launch_ready`.
   u32* queue_counter = nullptr;
   // Optional: one u32 of device memory of its own. With it each CTA counts itself done at its
   // end and the grid's last leaves what the next launch needs: a counter scheduler's
@@ -137,16 +138,17 @@ struct AttentionArgs {
   // A wrong word is a wrong schedule (tiles skipped or done twice) or a wrong trace.
   // DeviceProblem sets it from its second launch on.
   bool launch_ready = false;
-  // Planned schedulers only (lpt, lpt_queued, planned, ragged_queued): device copies of the
-  // workload's schedule plan (common/schedule_plan.hpp; sim::plan_schedule builds the one the
-  // simulator replays). DeviceProblem uploads them.
+  // Planned schedulers only (lpt, lpt_queued, planned, ragged_queued, split_kv, stream_k): device
+  // copies of the workload's schedule plan (common/schedule_plan.hpp; sim::plan_schedule builds
+  // the one the simulator replays), with its counts (PlanArrays::tile_count, SplitArrays'
+  // split_tile_count and ranges) as host values. DeviceProblem uploads them.
   PlanArrays plan;
-  // split_tail only: split_workspace_bytes(workload) bytes of device memory, where the pieces of
-  // a split tile leave their partial results for the combine kernel that attention_forward
-  // launches after the attention kernel.
+  // The splitting kinds only (split_tail, split_kv, stream_k): split_workspace_bytes(workload)
+  // bytes of device memory, where the pieces of a split tile leave their partial results for the
+  // combine kernel that attention_forward launches after the attention kernel.
   void* split_workspace = nullptr;
   // The kernel's keys per K/V block: 0 runs recommended_block_n(workload); otherwise one of
-  // kernel_block_ns(head_dim) (kernel_block_n's with split_tail).
+  // kernel_block_ns(head_dim) (kernel_block_n's with the splitting kinds).
   u32 kernel_block_n = 0;
   KvPages pages;  // paged KV cache only (workload.page_size > 0)
   ClusterPolicy clusters = ClusterPolicy::Auto;
@@ -157,7 +159,7 @@ struct AttentionArgs {
 // Which configuration of the kernel's shape a launch runs (gpu/src/sm90/configs.hpp: one per
 // shipped kernel, and the table of which scheduler kind runs which in launch.hpp).
 enum class KernelVariant : std::uint8_t {
-  Dense,    // the tile kind, split_tail, and the kinds that run the AnyScheduler kernel
+  Dense,    // the tile kind, the splitting kinds, and the kinds that run the AnyScheduler kernel
   Causal,   // lpt_queued
   Queued,   // queued, and lpt_queued where every sequence has at most 1024 keys
   Cluster,  // the tile kind in clusters of two CTAs
@@ -198,7 +200,7 @@ struct LaunchPlan {
 Status plan_launch(const AttentionArgs& args, LaunchPlan& out);
 
 // Launches `plan` on `args`: resets the queue counter / trace count on the stream (unless
-// launch_ready) and launches the kernel (and split_tail's combine). `plan` must come from
+// launch_ready) and launches the kernel (and the splitting kinds' combine). `plan` must come from
 // plan_launch on arguments with the same workload and scheduler words; the buffers are checked,
 // the workload is not validated again.
 Status launch_planned(const AttentionArgs& args, const LaunchPlan& plan);
@@ -216,12 +218,15 @@ Status validate(const AttentionArgs& args);
 Status attention_forward(const AttentionArgs& args);
 
 // Tiles the schedulers will process: sum over sequences of ceil(q_len / BM) * num_q_heads; for
-// split_tail the full waves' tiles and the tail's pieces. The capacity a TraceBuffer needs.
+// split_tail the full waves' tiles and the tail's pieces, for split_kv its pieces, for stream_k
+// the most pieces a plan of the workload can have (split_counts: where its ranges cut depends on
+// the cost model, so a launch records this many or fewer). The capacity a TraceBuffer needs.
 u32 processed_tile_count(const Workload& w);
 
-// The device memory split_tail needs (AttentionArgs::split_workspace): per piece slot the
+// The device memory the splitting kinds need (AttentionArgs::split_workspace): per piece slot the
 // partial state of BM rows in fp32, as the consumer threads hold it (each thread's unscaled O,
-// its two rows' max and its part of their sums). Nothing for the other schedulers.
+// its two rows' max and its part of their sums); for stream_k as many slots as a plan of the
+// workload can use (split_counts). Nothing for the other schedulers.
 struct SplitWorkspaceLayout {
   std::size_t slot_floats = 0;  // floats per piece slot
   std::size_t slots = 0;

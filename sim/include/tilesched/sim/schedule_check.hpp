@@ -15,12 +15,14 @@ namespace tilesched::sim {
 // One sentence per difference; empty when `measured` follows `model` (normally sim::replay of
 // the same workload):
 // - the same number of launched CTAs;
-// - static schedulers (tile, transient, lpt, planned): each CTA's sequence of tiles (index,
-//   offset, head, prompt, rows, KV blocks, step) equals the model's;
-// - counter schedulers (queued, lpt_queued, ragged_queued): the fetch order depends on timing, so
-//   the same set of indices, each exactly once and each naming the model's tile, in an order
-//   consistent with the counter (a CTA's first C indices are its static one, every later index
-//   comes from the counter and so exceeds the one before).
+// - static schedulers (tile, transient, lpt, planned, split_tail, stream_k): each CTA's sequence
+//   of tiles (index, offset, head, prompt, rows, KV blocks and first KV block, step) equals the
+//   model's;
+// - counter schedulers (queued, lpt_queued, ragged_queued, split_kv): the fetch order depends on
+//   timing, so the same set of indices (split_kv: pieces, an index and a first KV block), each
+//   exactly once and each naming the model's tile, in an order consistent with the counter (a
+//   CTA's first index is its static one, below C, every later index comes from the counter and
+//   so exceeds the one before; split_kv's counter numbers pieces in stream order).
 std::vector<std::string> schedule_differences(const Trace& model, const Trace& measured);
 
 // How far a tile's O and LSE may be from the simulator's blockwise softmax on the same bf16
