@@ -6,6 +6,8 @@
 #include <cmath>
 #include <cstring>
 #include <functional>
+#include <iterator>
+#include <utility>
 
 #include "tilesched/sim/sim.hpp"
 #include "viz/block_m_choice.hpp"
@@ -184,8 +186,8 @@ StepPlan::StepPlan(const StepRequest& r) : request_(r) {
     fail(fmt::format("unknown scheduler '{}': give 'auto' or one of {}", r.scheduler,
                      enum_choices<SchedulerKind>()));
   }
-  // split_tail counts its pieces in the kernel's K/V blocks (attention.hpp).
-  if (w.scheduler == SchedulerKind::SplitTail && !kernel_block_ns(r.head_dim).empty())
+  // The splitting kinds count their pieces in the kernel's K/V blocks (attention.hpp).
+  if (splits_tiles(w.scheduler) && !kernel_block_ns(r.head_dim).empty())
     w.block_n = kernel_block_ns(r.head_dim).front();
   if (r.deterministic) {
     // A tile's result must not depend on its batchmates: whole tiles of a fixed height and K/V
@@ -280,12 +282,24 @@ StepPlan::StepPlan(const StepRequest& r) : request_(r) {
   const std::size_t counter_at = image.size();
   image.push_back(0);  // queue counter (set by the first launch's reset)
   image.push_back(0);  // launch_done
-  const std::vector<u32>* arrays[] = {&schedule_.order, &schedule_.list_offsets,
-                                      &schedule_.list_tiles, &schedule_.sequence_tiles};
-  std::size_t array_at[4];
-  for (int i = 0; i < 4; ++i) {
-    array_at[i] = image.size();
-    image.insert(image.end(), arrays[i]->begin(), arrays[i]->end());
+  // Every array of the schedule plan, each with the field of PlanArrays that points at it.
+  PlanArrays p = schedule_.arrays();
+  const SplitPlan& sp = schedule_.split;
+  const std::pair<const std::vector<u32>*, const u32**> arrays[] = {
+      {&schedule_.order, &p.order},
+      {&schedule_.list_offsets, &p.list_offsets},
+      {&schedule_.list_tiles, &p.list_tiles},
+      {&schedule_.sequence_tiles, &p.sequence_tiles},
+      {&sp.tiles, &p.split.tiles},
+      {&sp.block_start, &p.split.block_start},
+      {&sp.piece_start, &p.split.piece_start},
+      {&sp.slot_start, &p.split.slot_start},
+      {&sp.split_tiles, &p.split.split_tiles},
+      {&sp.range_bounds, &p.split.range_bounds}};
+  std::vector<std::size_t> array_at;
+  for (const auto& entry : arrays) {
+    array_at.push_back(image.size());
+    image.insert(image.end(), entry.first->begin(), entry.first->end());
   }
   const std::size_t workspace_bytes = gpu::split_workspace_bytes(workload_);
   const std::size_t workspace_at = (image.size() * sizeof(u32) + 255) / 256 * 256;
@@ -302,14 +316,9 @@ StepPlan::StepPlan(const StepRequest& r) : request_(r) {
   a.kv_row_offsets = base + q_offsets.size();
   if (takes_from_counter(workload_.scheduler)) a.queue_counter = base + counter_at;
   a.launch_done = base + counter_at + 1;
-  PlanArrays p = schedule_.arrays();
-  const auto device_array = [&](const u32* host, int i) -> const u32* {
-    return host == nullptr ? nullptr : base + array_at[i];
-  };
-  p.order = device_array(p.order, 0);
-  p.list_offsets = device_array(p.list_offsets, 1);
-  p.list_tiles = device_array(p.list_tiles, 2);
-  p.sequence_tiles = device_array(p.sequence_tiles, 3);
+  // The host pointers become the device copies' (null stays null: an array the kind walks not).
+  for (std::size_t i = 0; i < std::size(arrays); ++i)
+    if (*arrays[i].second != nullptr) *arrays[i].second = base + array_at[i];
   a.plan = p;
   if (workspace_bytes > 0) a.split_workspace = static_cast<char*>(dev_->words) + workspace_at;
   // plan_launch checks pointers it does not read; run sets the real ones.

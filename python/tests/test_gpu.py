@@ -446,7 +446,8 @@ def test_plan_serves_several_layers_kvcache():
         assert torch.equal(x, y), f"layer {i}"
 
 
-SCHEDULERS = ("tile", "queued", "lpt", "lpt_queued", "planned", "ragged_queued")
+SCHEDULERS = ("tile", "queued", "lpt", "lpt_queued", "planned", "ragged_queued", "split_kv",
+              "stream_k")
 
 
 @pytest.mark.parametrize("scheduler", SCHEDULERS)
@@ -497,6 +498,31 @@ def test_deterministic_batch_invariance():
         row = sum(q_lens[:at])
         assert torch.equal(out[row:row + fixed_q], alone), f"batch {trial}: {q_lens}/{kv_lens}"
         assert torch.equal(lse[:, row:row + fixed_q], lse_alone), f"batch {trial}"
+
+
+def test_split_kv_decode_batch_invariance():
+    # split_kv cuts a tile's keys by its own length: a decode sequence's output and LSE are the
+    # same bits beside any batchmates, also under deterministic=True.
+    hq, hkv, d, keys = 8, 2, 128, 5000
+    gen = cuda_gen(47)
+    q0 = randn((1, 1, hq, d), gen)
+    kc0, vc0 = randn((1, keys, hkv, d), gen), randn((1, keys, hkv, d), gen)
+    alone, lse_alone = flash_attn_with_kvcache(q0, kc0, vc0, keys, scheduler="split_kv",
+                                               deterministic=True, return_lse=True)
+    rng = random.Random(4711)
+    for trial in range(10):
+        lens = [rng.randint(1, 9000) for _ in range(rng.randint(1, 6))]
+        at = rng.randint(0, len(lens))
+        lens.insert(at, keys)
+        cache = max(lens)
+        q = randn((len(lens), 1, hq, d), gen)
+        kc, vc = randn((len(lens), cache, hkv, d), gen), randn((len(lens), cache, hkv, d), gen)
+        q[at], kc[at, :keys], vc[at, :keys] = q0[0], kc0[0], vc0[0]
+        lens_t = torch.tensor(lens, dtype=torch.int32, device=DEV)
+        out, lse = flash_attn_with_kvcache(q, kc, vc, lens_t, scheduler="split_kv",
+                                           deterministic=True, return_lse=True)
+        assert torch.equal(out[at], alone[0]), f"batch {trial}: {lens}"
+        assert torch.equal(lse[at], lse_alone[0]), f"batch {trial}"
 
 
 # ----------------------------------------------------------------------------------------------

@@ -76,7 +76,8 @@ def parse_args(argv):
                                                           "suite")),
                     help="the workload suite's folder (default: the repository's "
                          "tools/bench/suite)")
-    ap.add_argument("--only", metavar="SUBSTR", help="only rows whose name contains SUBSTR")
+    ap.add_argument("--only", metavar="SUBSTR[,...]",
+                    help="only rows whose name contains one of the comma-separated SUBSTRs")
     ap.add_argument("--iters", type=_positive_int, default=20, help="timed calls (default 20)")
     ap.add_argument("--warmup", type=_non_negative_int, default=3,
                     help="untimed calls first (default 3)")
@@ -605,9 +606,10 @@ def main(argv=None):
         jobs.append((f"prefill_chunk256_ctx{ctx // 1024}k", "cache",
                      dict(PREFILL, batch=args.prefill_batch, kv_len=ctx + PREFILL["q_len"])))
     if args.only:
-        jobs = [j for j in jobs if args.only in j[0]]
+        wanted = [w for w in args.only.split(",") if w]
+        jobs = [j for j in jobs if any(w in j[0] for w in wanted)]
     if not jobs:
-        sys.exit(f"tilesched.bench: no row's name contains {args.only!r}")
+        sys.exit(f"tilesched.bench: no row's name contains any of {args.only!r}")
 
     fa4, fa4_reason = load_fa4(args.fa4_site)
     fi, fi_reason = load_flashinfer()
