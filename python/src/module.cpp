@@ -112,6 +112,9 @@ NB_MODULE(_C, m) {
   using namespace tilesched;
   using namespace tilesched::python;
   m.doc() = "tilesched's compiled half: plans, launches (DLPack tensors), simulator and pictures";
+  // Plans live in the package's plan cache and in callers' globals until the interpreter exits,
+  // after nanobind's shutdown check has run: that check would report each as a leak.
+  nb::set_leak_warnings(false);
 
   nb::register_exception_translator([](const std::exception_ptr& p, void*) {
     try {
