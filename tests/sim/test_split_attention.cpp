@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <utility>
 #include <vector>
 
 #include "sim_test_util.hpp"
@@ -51,18 +52,24 @@ std::vector<float> rows_of(const std::vector<float>& buf, const std::vector<u32>
                             buf.begin() + std::ptrdiff_t(offsets[b + 1] * per_row));
 }
 
-}  // namespace
-
-TEST_CASE("decoding: 1 to 16 new tokens, each seeing the keys up to its own position") {
+// A decoding workload of 2 KV heads and `q_heads` query heads, d = 16, BN = 32.
+Workload small_decode(u32 q_heads, std::vector<u32> new_tokens, std::vector<u32> keys, u32 ctas) {
   Workload w;
   w.decoding = true;
-  w.num_q_heads = 4;
+  w.num_q_heads = q_heads;
   w.num_kv_heads = 2;
   w.head_dim = 16;
   w.block_n = 32;
-  w.q_lens = {5, 1, 16};
-  w.kv_lens = {100, 40, 16};
-  w.num_ctas = 3;
+  w.q_lens = std::move(new_tokens);
+  w.kv_lens = std::move(keys);
+  w.num_ctas = ctas;
+  return w;
+}
+
+}  // namespace
+
+TEST_CASE("decoding: 1 to 16 new tokens, each seeing the keys up to its own position") {
+  Workload w = small_decode(4, {5, 1, 16}, {100, 40, 16}, 3);
   REQUIRE(w.validate().empty());
   sim::AttentionInputs in = sim::make_inputs(w, 7);
   const sim::AttentionResult tiled = run(w, in);
@@ -90,15 +97,8 @@ TEST_CASE("decoding: 1 to 16 new tokens, each seeing the keys up to its own posi
 }
 
 TEST_CASE("mixed batch: a prefill sequence in tiles of 16 new tokens beside decode sequences") {
-  Workload w;
-  w.decoding = true;
-  w.num_q_heads = 6;
-  w.num_kv_heads = 2;
-  w.head_dim = 16;
-  w.block_n = 32;
-  w.q_lens = {1, 70, 3, 17};  // 70 and 17 new tokens: prefill chunks of 5 and 2 tiles per KV head
-  w.kv_lens = {100, 200, 40, 17};
-  w.num_ctas = 5;
+  // 70 and 17 new tokens: prefill chunks of 5 and 2 tiles per KV head.
+  Workload w = small_decode(6, {1, 70, 3, 17}, {100, 200, 40, 17}, 5);
   REQUIRE(w.validate().empty());
   CHECK(w.mixed());
   CHECK_FALSE(w.decode_only());
