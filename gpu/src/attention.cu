@@ -92,10 +92,9 @@ bool aligned_16(const void* p) {
 }  // namespace
 
 u32 processed_tile_count(const Workload& w) {
-  std::uint64_t n = w.valid_tile_count();
-  if (splits_tiles(w.scheduler) && w.validate().empty())
-    n = w.scheduler == SchedulerKind::SplitTail ? split_tail_scheduler(w).work_items()
-                                                : split_counts(w).pieces;
+  const std::uint64_t n = splits_tiles(w.scheduler) && w.validate().empty()
+                              ? split_counts(w).pieces
+                              : w.valid_tile_count();
   return static_cast<u32>(std::min<std::uint64_t>(n, kU32Limit));
 }
 
@@ -105,12 +104,7 @@ SplitWorkspaceLayout split_workspace_layout(const Workload& w) {
   const std::size_t warpgroups = std::max<u32>(w.block_m / 64, 1);
   // Per consumer thread: its head_dim / 2 accumulators, then its two rows' max and sum.
   l.slot_floats = warpgroups * 128 * (w.head_dim / 2 + 4);
-  if (w.scheduler == SchedulerKind::SplitTail) {
-    const runtime::SplitTailScheduler s = split_tail_scheduler(w);
-    l.slots = s.tail_tiles() == 0 ? 0 : s.piece_slots();
-  } else {
-    l.slots = split_counts(w).slots;
-  }
+  l.slots = split_counts(w).slots;
   return l;
 }
 
@@ -210,7 +204,7 @@ Status validate_split(const AttentionArgs& a) {
           plan.piece_count, w.split_kv_blocks, pieces));
   }
   if (w.scheduler == SchedulerKind::StreamK) {
-    const std::uint64_t ranges = std::min<std::uint64_t>(w.num_ctas, w.total_kv_blocks());
+    const std::uint64_t ranges = stream_k_range_count(w, w.total_kv_blocks());
     if (plan.ranges != ranges)
       return Status::error(fmt::format(
           "the stream_k scheduler's plan cuts {} ranges, but {} CTAs over the workload's {} KV "

@@ -7,6 +7,7 @@
 #include <thrust/fill.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <string>
 
@@ -58,11 +59,9 @@ struct DeviceProblem::Buffers {
   thrust::device_vector<float> split;  // the splitting kinds' workspace (empty otherwise)
   thrust::device_vector<std::int32_t> page_table;  // a paged KV cache's (empty otherwise)
   std::vector<std::int32_t> host_page_table;       // its host copy, which upload scatters by
-  // The schedule plan's arrays (planned schedulers only; empty otherwise), split_kv's and
-  // stream_k's (SplitPlan) among them.
-  thrust::device_vector<u32> order, list_offsets, list_tiles, sequence_tiles;
-  thrust::device_vector<u32> split_stream, block_start, piece_start, slot_start, split_tiles,
-      range_bounds;
+  // The schedule plan's arrays (SchedulePlan::array_fields' order; the planned and split
+  // schedulers' only, empty otherwise).
+  std::array<thrust::device_vector<u32>, SchedulePlan::kArrays> plan;
 };
 
 namespace {
@@ -124,8 +123,7 @@ Status DeviceProblem::create(const Workload& w, bool record_trace, const Schedul
         to_string(w.scheduler)));
   if (std::string m = schedule_plan_mismatch(w, plan); !m.empty()) return Status::error(m);
   workload_ = w;
-  plan_tiles_ = plan.tile_count;
-  plan_split_ = plan.arrays().split;
+  plan_ = plan.arrays();
   record_trace_ = record_trace;
   clusters_ = clusters;
   // At least one element each: an empty batch still gets valid device pointers.
@@ -149,17 +147,12 @@ Status DeviceProblem::create(const Workload& w, bool record_trace, const Schedul
             buffers_->kv_offsets.assign(ko.begin(), ko.end());
             buffers_->counter.resize(2);  // the counter and launch_done
             buffers_->split.resize((split_workspace_bytes(w) + sizeof(float) - 1) / sizeof(float));
-            buffers_->order.assign(plan.order.begin(), plan.order.end());
-            buffers_->list_offsets.assign(plan.list_offsets.begin(), plan.list_offsets.end());
-            buffers_->list_tiles.assign(plan.list_tiles.begin(), plan.list_tiles.end());
-            buffers_->sequence_tiles.assign(plan.sequence_tiles.begin(), plan.sequence_tiles.end());
-            const SplitPlan& split = plan.split;
-            buffers_->split_stream.assign(split.tiles.begin(), split.tiles.end());
-            buffers_->block_start.assign(split.block_start.begin(), split.block_start.end());
-            buffers_->piece_start.assign(split.piece_start.begin(), split.piece_start.end());
-            buffers_->slot_start.assign(split.slot_start.begin(), split.slot_start.end());
-            buffers_->split_tiles.assign(split.split_tiles.begin(), split.split_tiles.end());
-            buffers_->range_bounds.assign(split.range_bounds.begin(), split.range_bounds.end());
+            // plan_ keeps the plan's counts and points at the device copies of its arrays.
+            const auto fields = plan.array_fields(plan_);
+            for (std::size_t i = 0; i < fields.size(); ++i) {
+              buffers_->plan[i].assign(fields[i].values->begin(), fields[i].values->end());
+              if (*fields[i].field != nullptr) *fields[i].field = device_data(buffers_->plan[i]);
+            }
             if (w.page_size != 0) {
               buffers_->host_page_table = shuffled_page_table(w, total_pages(w), page_stride());
               buffers_->page_table.assign(buffers_->host_page_table.begin(),
@@ -233,18 +226,7 @@ AttentionArgs DeviceProblem::args() const {
   }
   a.split_workspace =
       buffers_->split.empty() ? nullptr : thrust::raw_pointer_cast(buffers_->split.data());
-  a.plan =
-      PlanArrays{plan_tiles_, device_data(buffers_->order), device_data(buffers_->list_offsets),
-                 device_data(buffers_->list_tiles), device_data(buffers_->sequence_tiles)};
-  // The plan's counts, over the device copies of its arrays.
-  SplitArrays& split = a.plan.split;
-  split = plan_split_;
-  split.tiles = device_data(buffers_->split_stream);
-  split.block_start = device_data(buffers_->block_start);
-  split.piece_start = device_data(buffers_->piece_start);
-  split.slot_start = device_data(buffers_->slot_start);
-  split.split_tiles = device_data(buffers_->split_tiles);
-  split.range_bounds = device_data(buffers_->range_bounds);
+  a.plan = plan_;
   if (record_trace_ && tracing_) a.trace = recorder_.buffer();
   a.softmax_scale = scale_;
   a.kernel_block_n = kernel_block_n_;

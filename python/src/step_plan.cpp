@@ -6,8 +6,6 @@
 #include <cmath>
 #include <cstring>
 #include <functional>
-#include <iterator>
-#include <utility>
 
 #include "tilesched/sim/sim.hpp"
 #include "viz/block_m_choice.hpp"
@@ -282,24 +280,13 @@ StepPlan::StepPlan(const StepRequest& r) : request_(r) {
   const std::size_t counter_at = image.size();
   image.push_back(0);  // queue counter (set by the first launch's reset)
   image.push_back(0);  // launch_done
-  // Every array of the schedule plan, each with the field of PlanArrays that points at it.
+  // Every array of the schedule plan, beside the field of PlanArrays that points at it.
   PlanArrays p = schedule_.arrays();
-  const SplitPlan& sp = schedule_.split;
-  const std::pair<const std::vector<u32>*, const u32**> arrays[] = {
-      {&schedule_.order, &p.order},
-      {&schedule_.list_offsets, &p.list_offsets},
-      {&schedule_.list_tiles, &p.list_tiles},
-      {&schedule_.sequence_tiles, &p.sequence_tiles},
-      {&sp.tiles, &p.split.tiles},
-      {&sp.block_start, &p.split.block_start},
-      {&sp.piece_start, &p.split.piece_start},
-      {&sp.slot_start, &p.split.slot_start},
-      {&sp.split_tiles, &p.split.split_tiles},
-      {&sp.range_bounds, &p.split.range_bounds}};
+  const auto arrays = schedule_.array_fields(p);
   std::vector<std::size_t> array_at;
-  for (const auto& entry : arrays) {
+  for (const SchedulePlan::ArrayField& entry : arrays) {
     array_at.push_back(image.size());
-    image.insert(image.end(), entry.first->begin(), entry.first->end());
+    image.insert(image.end(), entry.values->begin(), entry.values->end());
   }
   const std::size_t workspace_bytes = gpu::split_workspace_bytes(workload_);
   const std::size_t workspace_at = (image.size() * sizeof(u32) + 255) / 256 * 256;
@@ -317,8 +304,8 @@ StepPlan::StepPlan(const StepRequest& r) : request_(r) {
   if (takes_from_counter(workload_.scheduler)) a.queue_counter = base + counter_at;
   a.launch_done = base + counter_at + 1;
   // The host pointers become the device copies' (null stays null: an array the kind walks not).
-  for (std::size_t i = 0; i < std::size(arrays); ++i)
-    if (*arrays[i].second != nullptr) *arrays[i].second = base + array_at[i];
+  for (std::size_t i = 0; i < arrays.size(); ++i)
+    if (*arrays[i].field != nullptr) *arrays[i].field = base + array_at[i];
   a.plan = p;
   if (workspace_bytes > 0) a.split_workspace = static_cast<char*>(dev_->words) + workspace_at;
   // plan_launch checks pointers it does not read; run sets the real ones.

@@ -23,6 +23,7 @@
 #pragma once
 
 #include <algorithm>
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <queue>
@@ -212,6 +213,12 @@ struct SplitPlan {
   std::vector<u32> range_bounds;  // R+1 (stream_k)
 };
 
+// stream_k's range count over `blocks` KV blocks: R = min(C, blocks), so that every CTA's range
+// holds at least one block.
+inline std::uint64_t stream_k_range_count(const Workload& w, std::uint64_t blocks) {
+  return std::min<std::uint64_t>(w.num_ctas, blocks);
+}
+
 // stream_k's ranges: R = min(C, P) bounds over the P blocks of `costs` (each tile's TileCost, in
 // stream order), bound c the block boundary whose prefix cost is nearest to c / R of the total,
 // kept strictly increasing so that every CTA has at least one block. Where no block costs more
@@ -224,7 +231,7 @@ inline std::vector<u32> stream_k_bounds(const Workload& w, const std::vector<Til
     blocks += c.kv_blocks;
     for (u32 j = 0; j < c.kv_blocks; ++j) total += block.of(c, j);
   }
-  const u32 ranges = static_cast<u32>(std::min<std::uint64_t>(w.num_ctas, blocks));
+  const u32 ranges = static_cast<u32>(stream_k_range_count(w, blocks));
   std::vector<u32> bounds(1, 0);
   if (ranges == 0) return bounds;
   u32 position = 0;   // blocks before (tile, j)
@@ -290,21 +297,28 @@ inline SplitPlan split_plan(const Workload& w, const TileCostFn& cost) {
   return plan;
 }
 
-// What a split schedule hands out for w (valid, scheduler split_kv or stream_k), known from the
-// workload alone: the pieces (work items) and the workspace slots of the split tiles (piece_slots).
-// split_kv's exactly, the ends of split_plan's piece_start and slot_start, since its chunks
-// follow from each tile's own blocks. stream_k's at most, since where its ranges cut depends on
-// the cost model: each of its R - 1 inner bounds (R = min(C, KV blocks)) lies inside at most one
-// tile, adding one piece to it and making it split at most once, so at most M + R - 1 pieces and
-// 2 (R - 1) slots.
+// What a splitting schedule hands out for w (valid, scheduler split_tail, split_kv or stream_k),
+// known from the workload alone: the work items (whole tiles and pieces) and the workspace slots
+// of the split tiles. split_tail's exactly, from its walk (work_items, and piece_slots where the
+// tail has tiles). split_kv's exactly, the ends of split_plan's piece_start and slot_start, since
+// its chunks follow from each tile's own blocks. stream_k's at most, since where its ranges cut
+// depends on the cost model: each of its R - 1 inner bounds (R = min(C, KV blocks)) lies inside at
+// most one tile, adding one piece to it and making it split at most once, so at most M + R - 1
+// pieces and 2 (R - 1) slots.
 struct SplitCounts {
   std::uint64_t pieces = 0;
   std::uint64_t slots = 0;
 };
 inline SplitCounts split_counts(const Workload& w) {
   SplitCounts n;
+  if (w.scheduler == SchedulerKind::SplitTail) {
+    const runtime::SplitTailScheduler s = split_tail_scheduler(w);
+    n.pieces = s.work_items();
+    n.slots = s.tail_tiles() == 0 ? 0 : s.piece_slots();
+    return n;
+  }
   if (w.scheduler == SchedulerKind::StreamK) {
-    const std::uint64_t ranges = std::min<std::uint64_t>(w.num_ctas, w.total_kv_blocks());
+    const std::uint64_t ranges = stream_k_range_count(w, w.total_kv_blocks());
     const std::uint64_t inner = ranges == 0 ? 0 : ranges - 1;
     n.pieces = w.valid_tile_count() + inner;
     n.slots = 2 * inner;
@@ -345,6 +359,27 @@ struct SchedulePlan {
     a.split.range_bounds = data(split.range_bounds);
     a.split.ranges = split.range_bounds.empty() ? 0u : u32(split.range_bounds.size() - 1);
     return a;
+  }
+
+  // Every array of the plan beside the field of `a` (arrays()' result) that points at it: the
+  // one list a copy to the device walks, copying each array and pointing its field at the copy
+  // (a null field, an empty array, stays null).
+  struct ArrayField {
+    const std::vector<u32>* values;
+    const u32** field;
+  };
+  static constexpr std::size_t kArrays = 10;
+  std::array<ArrayField, kArrays> array_fields(PlanArrays& a) const {
+    return {{{&order, &a.order},
+             {&list_offsets, &a.list_offsets},
+             {&list_tiles, &a.list_tiles},
+             {&sequence_tiles, &a.sequence_tiles},
+             {&split.tiles, &a.split.tiles},
+             {&split.block_start, &a.split.block_start},
+             {&split.piece_start, &a.split.piece_start},
+             {&split.slot_start, &a.split.slot_start},
+             {&split.split_tiles, &a.split.split_tiles},
+             {&split.range_bounds, &a.split.range_bounds}}};
   }
 };
 
@@ -387,7 +422,7 @@ inline std::string schedule_plan_mismatch(const Workload& w, const SchedulePlan&
         return wrong("slot_start", s.slot_start.size(), tiles + 1);
       if (w.scheduler == SchedulerKind::SplitKv && s.piece_start.size() != tiles + 1)
         return wrong("piece_start", s.piece_start.size(), tiles + 1);
-      const std::uint64_t ranges = std::min<std::uint64_t>(w.num_ctas, s.block_start.back()) + 1;
+      const std::uint64_t ranges = stream_k_range_count(w, s.block_start.back()) + 1;
       if (w.scheduler == SchedulerKind::StreamK && s.range_bounds.size() != ranges)
         return wrong("range_bounds", s.range_bounds.size(), ranges);
       break;

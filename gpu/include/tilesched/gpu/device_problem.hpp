@@ -87,9 +87,7 @@ class DeviceProblem {
   struct Buffers;
   std::unique_ptr<Buffers> buffers_;
   Workload workload_;
-  u32 plan_tiles_ = 0;  // the plan's tile count (its arrays live in buffers_)
-  // split_kv's and stream_k's counts (args() points their arrays at the device copies).
-  SplitArrays plan_split_{};
+  PlanArrays plan_{};  // the plan's counts, and its arrays' device copies in buffers_
   TraceRecorder recorder_;
   bool record_trace_ = false;
   bool tracing_ = true;
