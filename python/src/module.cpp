@@ -128,6 +128,15 @@ NB_MODULE(_C, m) {
     }
   });
 
+  m.def(
+      "scheduler_names",
+      [] {
+        std::vector<std::string> names;
+        for (const auto& row : kSchedulerKindNames)
+          if (!row.alias) names.emplace_back(row.name);
+        return names;
+      },
+      "The scheduler kinds' names, from the one table every tool reads (names.hpp).");
   m.def("gpu_built", &gpu_built, "Whether this build launches kernels (the GPU half is in it).");
   m.def("kernel_block_ns", &kernel_block_ns, "head_dim"_a,
         "The kernel's K/V blocks (keys) at a head dim: a paged cache's pages are loaded page by "

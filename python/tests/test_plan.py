@@ -225,3 +225,13 @@ def test_key_lengths_come_from_cu_seqlens_k_or_a_paged_cache_s_seqused_k():
         tilesched.plan([0, 3, 7], None, 8, 2, 128, device=False)
     with pytest.raises(ValueError, match="2 sequences in cu_seqlens_q but 3 key lengths"):
         tilesched.plan([0, 3, 7], [0, 3, 7, 9], 8, 2, 128, device=False)
+
+
+def test_scheduler_names_come_from_the_kind_table():
+    # The package accepts the kinds the C++ table names (names.hpp), "auto" beside them.
+    names = tilesched._C.scheduler_names()
+    assert {"tile", "queued", "lpt_queued", "split_tail", "split_kv", "stream_k"} <= set(names)
+    for name in ("split_kv", "stream_k"):
+        p = tilesched.plan([0, 300, 700], [0, 900, 1400], 8, 2, 128, causal=True,
+                           scheduler=name, device=False)
+        assert p.scheduler == name

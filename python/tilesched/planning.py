@@ -19,8 +19,7 @@ from . import _C
 
 Trace = _C.Trace
 
-_SCHEDULERS = ("auto", "tile", "queued", "lpt", "lpt_queued", "planned", "ragged_queued",
-               "split_tail", "split_kv", "stream_k", "transient")
+_SCHEDULERS = ("auto",) + tuple(_C.scheduler_names())
 _MAX_U32 = (1 << 32) - 1
 # Plans by the number the op torch.ops.tilesched.varlen_fwd knows them by.
 _registry: "weakref.WeakValueDictionary[int, SchedulePlan]" = weakref.WeakValueDictionary()
