@@ -218,7 +218,7 @@ Status validate_split(const AttentionArgs& a) {
   return Status::success();
 }
 
-// A paged KV cache: pages of whole K/V blocks, and a page table that covers every sequence.
+// A paged KV cache: a page table that covers every sequence (pages of any size: Problem::page_rows).
 Status validate_pages(const AttentionArgs& a) {
   const Workload& w = a.workload;
   const KvPages& p = a.pages;
@@ -229,12 +229,6 @@ Status validate_pages(const AttentionArgs& a) {
           "size");
     return Status::success();
   }
-  const u32 block_n = launch_block_n(a);
-  if (w.page_size % block_n != 0)
-    return Status::error(fmt::format(
-        "page size {} is not a multiple of the kernel's K/V block ({} keys at head dim {}): the "
-        "kernel loads each block from one page, so it takes pages of {} keys or a multiple",
-        w.page_size, block_n, w.head_dim, block_n));
   if (p.page_table == nullptr)
     return Status::error("a paged KV cache needs a device page table (pages.page_table is null)");
   if (reinterpret_cast<std::uintptr_t>(p.page_table) % alignof(std::int32_t) != 0)
@@ -485,8 +479,10 @@ u32 recommended_block_n(const Workload& w) {
   if (w.head_dim != 256 || splits_tiles(w.scheduler)) return bn;
   const VisibleKeys v = visible_keys(w);
   const u32 choice = v.rows > 0 && v.keys < 1024 * v.rows ? 64 : bn;
-  // A paged cache's blocks must not cross pages: the other BN where only it divides the page.
-  if (w.page_size != 0 && w.page_size % choice != 0) return choice == 64 ? bn : 64;
+  // A block within one page is one TMA box, a block across pages one box per page piece
+  // (Problem::page_rows): the other BN where only it divides the page.
+  const u32 other = choice == 64 ? bn : 64;
+  if (w.page_size != 0 && w.page_size % choice != 0 && w.page_size % other == 0) return other;
   return choice;
 }
 

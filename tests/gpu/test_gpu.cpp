@@ -210,6 +210,30 @@ TEST_CASE("split_kv and stream_k: pieces of tiles combined by the second kernel"
         }
 }
 
+TEST_CASE("paged caches of any page size: blocks across pages load box by box") {
+  // Pages smaller than a K/V block, and pages that are not a multiple of it, against the
+  // simulator's attention; keys past a sequence's pages fall in boxes the TMA zero-fills.
+  int i = 0;
+  for (u32 d : {64u, 128u, 256u})
+    for (u32 page_size : {1u, 3u, 16u, 48u, 200u}) {
+      Workload w = ragged_base();
+      w.kv_lens = {400, 90, 0, 600, 128, 300};
+      w.head_dim = d;
+      w.num_kv_heads = 2;
+      w.num_q_heads = 8;
+      w.mask = i % 2 == 0 ? Mask::Causal : Mask::None;
+      w.scheduler = i % 3 == 0 ? SchedulerKind::Tile
+                    : i % 3 == 1 ? SchedulerKind::LptQueued
+                                 : SchedulerKind::SplitKv;
+      if (w.scheduler == SchedulerKind::SplitKv) w = split_schedule_of(w, w.scheduler, 1);
+      w.page_size = page_size;
+      w.num_ctas = 7;
+      ++i;
+      REQUIRE_MESSAGE(w.validate().empty(), w.validate());
+      expect_ok(w, 9000 + i);
+    }
+}
+
 TEST_CASE("padded and ragged, GQA 1/4/8, d 64/128/256, causal and not") {
   int i = 0;
   for (bool padded : {true, false})
@@ -371,14 +395,16 @@ TEST_CASE("random problems") {
     // The planned orders group heads into L2 sections: none, a few heads, or the default L2.
     const std::uint64_t l2_choices[] = {0, 64 * 1024, w.l2_bytes};
     w.l2_bytes = l2_choices[pick(3)];
-    // One problem in four reads K and V from a paged cache, in pages of whole K/V blocks of the
-    // launch (at d = 256 multiples of 320 suit BN 80 and 64 alike).
+    // One problem in four reads K and V from a paged cache: in pages of whole K/V blocks of the
+    // launch (at d = 256 multiples of 320 suit BN 80 and 64 alike), or, one in two of those, of
+    // pages smaller than a block or not a multiple of it, which the kernel loads in pieces.
     if (pick(4) == 0) {
       const u32 pages_bn128[] = {128, 256, 384}, pages_bn64[] = {64, 128, 256},
-                pages_d256[] = {320, 640};
-      w.page_size = w.head_dim != 256  ? pages_bn128[pick(3)]
-                    : kernel_bn == 64 ? pages_bn64[pick(3)]
-                                      : pages_d256[pick(2)];
+                pages_d256[] = {320, 640}, pieces[] = {1, 3, 16, 48, 200};
+      w.page_size = pick(2) == 0            ? pieces[pick(5)]
+                    : w.head_dim != 256     ? pages_bn128[pick(3)]
+                    : kernel_bn == 64       ? pages_bn64[pick(3)]
+                                            : pages_d256[pick(2)];
     }
     if (!w.validate().empty()) {
       --i;  // e.g. every sequence empty: draw again

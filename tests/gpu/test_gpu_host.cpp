@@ -285,10 +285,12 @@ TEST_CASE("validate: a paged KV cache's page size, table and clusters") {
   a.pages.num_pages = 0;
   CHECK(gpu::validate(a).message == "a paged KV cache needs at least one page");
   a.pages.num_pages = 4;
-  a.workload.page_size = 16;
-  CHECK(gpu::validate(a).message ==
-        "page size 16 is not a multiple of the kernel's K/V block (128 keys at head dim 128): the "
-        "kernel loads each block from one page, so it takes pages of 128 keys or a multiple");
+  // Pages of any size: a block across pages is loaded in pieces (sm90/problem.cuh, page_rows).
+  for (u32 page_size : {1u, 16u, 48u, 200u}) {
+    a.workload.page_size = page_size;
+    a.pages.max_pages_per_seq = a.workload.max_pages_per_seq();
+    CHECK(gpu::validate(a).ok);
+  }
   a.workload.page_size = 128;
   a.pages.max_pages_per_seq = 3;
   a.clusters = gpu::ClusterPolicy::Always;

@@ -5,9 +5,9 @@
 # one, keys != queries), the head dim rotating over 64, 128 and 256; split_tail (mask none only)
 # on a padded dense batch; split_kv (chunks of one KV block, d = 64) and stream_k (d = 256, its
 # BN 80) on the ragged causal batch, so that tiles split into pieces and the combine runs;
-# lpt_queued at d = 64 BM 192; d = 128's tile kernel in clusters of two CTAs (--clusters always)
-# and its queued configuration under lpt_queued (short rows); initcheck of the tile kernel at
-# d = 256.
+# lpt_queued at d = 64 BM 192; paged caches of 16, 3 and 256 keys a page; d = 128's tile kernel
+# in clusters of two CTAs (--clusters always) and its queued configuration under lpt_queued (short
+# rows); initcheck of the tile kernel at d = 256.
 # Each run is `tilesched run` (checked against the simulator) under the tool; it counts as clean
 # when the tool exits 0, its summary says "0 errors" (racecheck: "0 hazards displayed") and the run
 # prints `run: OK`.
@@ -67,6 +67,15 @@ for tool in memcheck racecheck synccheck; do
   check "${tool}_tile_clusters_d128" "$tool" --batch 2 --seq-len 512 --heads 4 --kv-heads 4 --head-dim 128 \
     --mask none --ctas 8 --scheduler tile --clusters always
 done
+# Paged caches: pages of whole blocks (256 keys), and pages of 16 and 3 keys, which the kernel
+# loads box by box (a block across pages, keys past a sequence zero-filled).
+for tool in memcheck racecheck synccheck; do
+  check "${tool}_paged16_d128" "$tool" "${ragged[@]}" --head-dim 128 --scheduler lpt_queued \
+    --page-size 16
+done
+check "memcheck_paged3_d64" memcheck "${ragged[@]}" --head-dim 64 --scheduler tile --page-size 3
+check "memcheck_paged256_d256" memcheck "${ragged[@]}" --head-dim 256 --scheduler queued \
+  --page-size 256
 check "racecheck_lpt_queued_d128" racecheck "${ragged[@]}" --head-dim 128 --scheduler lpt_queued
 check "initcheck_tile_d256" initcheck "${ragged[@]}" --head-dim 256 --scheduler tile
 echo "clean: $clean of $runs"

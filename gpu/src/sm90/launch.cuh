@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <mutex>
 #include <type_traits>
+#include <utility>
 
 #include "cuda_status.hpp"
 #include "sm90/combine.cuh"
@@ -120,6 +121,8 @@ FmhaParams<Scheduler, Config> make_params(const AttentionArgs& a, const LaunchPl
     problem.page_table = a.pages.page_table;
     problem.page_stride = a.pages.max_pages_per_seq;
     problem.page_blocks = w.page_size / plan.block_n;
+    problem.page_size = w.page_size;
+    problem.page_rows = page_rows(w.page_size, plan.block_n);
   }
   p.mainloop.tma_q = make_tma_copy(SM90_TMA_LOAD{}, gmem(a.q, problem.q_rows, w.num_q_heads),
                                    typename Traits::SmemLayoutQ{}(_, _, _0{}));
@@ -152,13 +155,43 @@ FmhaParams<Scheduler, Config> make_params(const AttentionArgs& a, const LaunchPl
   return p;
 }
 
+// K or V as the page-row boxes see it (MainloopParams::page_rows_k/v): (d, heads, rows), boxes
+// of 64 columns by `box_rows` rows with the stages' 128-byte swizzle; rows past the cache are
+// zero-filled.
+template <int D>
+Status encode_page_rows(cute::TmaDescriptor& desc, const void* base, std::int32_t rows, u32 heads,
+                        u32 box_rows) {
+  const cuuint64_t dims[3] = {cuuint64_t(D), heads, cuuint64_t(rows)};
+  const cuuint64_t strides[2] = {D * sizeof(Element), cuuint64_t(heads) * D * sizeof(Element)};
+  const cuuint32_t box[3] = {64, 1, box_rows};
+  const cuuint32_t element_strides[3] = {1, 1, 1};
+  const CUresult r = CUTLASS_CUDA_DRIVER_WRAPPER_CALL(cuTensorMapEncodeTiled)(
+      &desc, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 3, const_cast<void*>(base), dims, strides, box,
+      element_strides, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+      CU_TENSOR_MAP_L2_PROMOTION_L2_128B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  if (r != CUDA_SUCCESS)
+    return Status::error(fmt::format(
+        "cuTensorMapEncodeTiled failed ({}) for the paged cache's boxes of {} rows", int(r),
+        box_rows));
+  return Status::success();
+}
+
 // The launch of `Config`'s kernel with `scheduler` (the plan's, or its kind's part), then for the
 // splitting kinds the combine kernel that finishes their split tiles.
 template <class Config, class Scheduler>
 Status launch_with(const AttentionArgs& a, const LaunchPlan& plan, const Scheduler& scheduler) {
   using Traits = FmhaTraits<Config>;
   static_assert(kSharedBytes<Config> <= 227 * 1024, "shared storage exceeds the sm90 limit per CTA");
-  const FmhaParams<Scheduler, Config> p = make_params<Config>(a, plan, scheduler);
+  FmhaParams<Scheduler, Config> p = make_params<Config>(a, plan, scheduler);
+  if (Traits::kClusterM == 1 && p.problem.page_rows != 0) {
+    for (auto [desc, base] : {std::pair{&p.mainloop.page_rows_k, a.k},
+                              std::pair{&p.mainloop.page_rows_v, a.v}})
+      if (Status s = encode_page_rows<Traits::kHeadDim>(*desc, base, p.problem.kv_rows,
+                                                        p.problem.num_kv_heads,
+                                                        p.problem.page_rows);
+          !s)
+        return s;
+  }
   auto* kernel = &fmha_kernel<Scheduler, Config>;
   if (Status s = allow_shared_memory<Config, Scheduler>(); !s) return s;
   const auto stream = static_cast<cudaStream_t>(a.stream);

@@ -26,6 +26,11 @@ struct MainloopParams {
   typename Traits::TmaQ tma_q;
   typename Traits::TmaKV tma_k;
   typename Traits::TmaKV tma_v;
+  // A paged cache whose pages are not whole K/V blocks (Problem::page_rows): K and V as (d,
+  // heads, rows) in boxes of 64 columns (the 128-byte swizzle's width) by page_rows rows, which
+  // land in a stage exactly where the whole block's box would put them. Unused otherwise.
+  cute::TmaDescriptor page_rows_k;
+  cute::TmaDescriptor page_rows_v;
 };
 
 // Q buffers and the K and V stage rings: rows x d, d contiguous, 128-byte swizzle.
@@ -123,8 +128,13 @@ class MainloopProducer {
   // The loader's first step, before anything else: the descriptors on their way into the cache.
   static __device__ __forceinline__ void prefetch_descriptors(const Params& p) {
     cute::prefetch_tma_descriptor(p.mainloop.tma_q.get_tma_descriptor());
-    cute::prefetch_tma_descriptor(p.mainloop.tma_k.get_tma_descriptor());
-    cute::prefetch_tma_descriptor(p.mainloop.tma_v.get_tma_descriptor());
+    if (p.problem.page_rows != 0) {
+      cute::prefetch_tma_descriptor(&p.mainloop.page_rows_k);
+      cute::prefetch_tma_descriptor(&p.mainloop.page_rows_v);
+    } else {
+      cute::prefetch_tma_descriptor(p.mainloop.tma_k.get_tma_descriptor());
+      cute::prefetch_tma_descriptor(p.mainloop.tma_v.get_tma_descriptor());
+    }
   }
 
   __device__ __forceinline__ MainloopProducer(const Params& p, MainloopBuffers<Traits>& buffers,
@@ -165,6 +175,7 @@ class MainloopProducer {
         kCluster > 1 ? static_cast<int>(cute::block_rank_in_cluster()) : 0;
     const auto k_parts = kv_partition(p_.mainloop.tma_k, sK_, mK_, kv_head, g, rank);
     const auto v_parts = kv_partition(p_.mainloop.tma_v, sV_, mV_, kv_head, g, rank);
+    const KvSource src{work.prompt_idx, g.kv_len, kv_head};
     const bool wait_o = release.waits();
     const int begin = first_kv_block<Params>(g);
     const int last = end_kv_block<Params>(g) - 1;
@@ -174,16 +185,16 @@ class MainloopProducer {
       copy(p_.mainloop.tma_q.with(*pipes.q.producer_get_barrier(writes_.q)), tQg,
            tQs(_, writes_.q.index()));
       ++writes_.q;
-      load_k(pipes, k_parts, cached(work, block));
+      load_k(pipes, k_parts, src, block);
     }
     between();
     if (loads) {
       for (; block > begin; --block) {
-        load_k(pipes, k_parts, cached(work, block - 1));
-        load_v(pipes, release, v_parts, cached(work, block), wait_o && block == last);
+        load_k(pipes, k_parts, src, block - 1);
+        load_v(pipes, release, v_parts, src, block, wait_o && block == last);
       }
       const u32 o_stage = static_cast<u32>(writes_.v.index());  // V(0)'s
-      load_v(pipes, release, v_parts, cached(work, begin), wait_o && begin == last);
+      load_v(pipes, release, v_parts, src, begin, wait_o && begin == last);
       release.after_tile(o_stage);
     }
   }
@@ -238,9 +249,69 @@ class MainloopProducer {
       return tma_partition(tma, group_modes<0, 2>(s), group_modes<0, 2>(blocks));
   }
 
+  // What locates a tile's K/V blocks: its sequence (and that sequence's keys) and KV head.
+  struct KvSource {
+    u32 prompt;
+    u32 kv_len;
+    int kv_head;
+  };
+
   // Where a tile's K/V block is among kv_partition's blocks (a paged cache's page).
-  __device__ __forceinline__ int cached(const SeqInfo& work, int block) const {
-    return kv_block_in_cache(p_.problem, work.prompt_idx, block);
+  __device__ __forceinline__ int cached(const KvSource& src, int block) const {
+    return kv_block_in_cache(p_.problem, src.prompt, block);
+  }
+
+  // A K/V block of a paged cache whose pages are not whole blocks, copied into `stage` box by
+  // box: BN / page_rows boxes of page_rows keys, each from the page that holds them, every box in
+  // d / 64 column slices of 128 bytes. A slice's rows go where the whole block's box would put
+  // them (column slice c of the stage's (BN, d) tile starts at row 0 of slice c, BN rows of 128
+  // bytes each; the swizzle is the address's). Keys past the sequence are not looked up: their
+  // boxes start past the cache's last row and the TMA fills them with zeros (the consumers mask
+  // those keys). The page numbers of up to kLookups boxes are read before their copies are
+  // issued, so the reads overlap.
+  __device__ __forceinline__ void load_page_rows(const cute::TmaDescriptor& desc, Element* stage,
+                                                 std::uint64_t* barrier, const KvSource& src,
+                                                 int block) const {
+    // The stage layout before its swizzle (which CuTe, like the TMA, applies to the address).
+    constexpr auto layout = typename Traits::SmemLayoutKV{}.layout_b();
+    // Column 64 is the second slice's first (d = 64 has one slice: column 0 then stands in).
+    constexpr int kSecondSlice = D > 64 ? 64 : 0;
+    static_assert(layout(cute::make_coord(cute::Int<8>{}, cute::_0{}, cute::_0{})) == 8 * 64 &&
+                      layout(cute::make_coord(cute::_0{}, cute::Int<kSecondSlice>{},
+                                          cute::_0{})) == Traits::kBlockN * kSecondSlice &&
+                      layout(cute::make_coord(cute::_0{}, cute::_0{}, cute::_1{})) ==
+                          Traits::kBlockN * D,
+                  "a stage is d / 64 column slices of BN rows of 64 elements, one after another");
+    constexpr int kLookups = 4;
+    constexpr std::uint64_t kEvictNormal =
+        static_cast<std::uint64_t>(cute::TMA::CacheHintSm90::EVICT_NORMAL);
+    const Problem& pr = p_.problem;
+    const u32 rows = pr.page_rows, page_size = pr.page_size;
+    const std::int32_t* table = pr.page_table + std::size_t(src.prompt) * pr.page_stride;
+    const u32 first_key = static_cast<u32>(block) * Traits::kBlockN;
+    for (u32 r0 = 0; r0 < u32(Traits::kBlockN); r0 += kLookups * rows) {
+      std::int32_t row[kLookups];
+      CUTE_UNROLL
+      for (int i = 0; i < kLookups; ++i) {
+        const u32 r = r0 + u32(i) * rows, key = first_key + r;
+        row[i] = pr.kv_rows;  // past the cache: zero-filled
+        if (r < u32(Traits::kBlockN) && key < src.kv_len) {
+          const std::int64_t cache_row =
+              std::int64_t(__ldg(table + key / page_size)) * page_size + key % page_size;
+          if (cache_row >= 0 && cache_row < pr.kv_rows) row[i] = static_cast<std::int32_t>(cache_row);
+        }
+      }
+      CUTE_UNROLL
+      for (int i = 0; i < kLookups; ++i) {
+        const u32 r = r0 + u32(i) * rows;
+        if (r >= u32(Traits::kBlockN)) break;
+        CUTE_UNROLL
+        for (int c = 0; c < D / 64; ++c)
+          cute::SM90_TMA_LOAD_3D::copy(&desc, barrier, kEvictNormal,
+                                       stage + (c * Traits::kBlockN + r) * 64, c * 64, src.kv_head,
+                                       row[i]);
+      }
+    }
   }
 
   // The copy of one stage, multicast to the cluster's CTAs where there is one.
@@ -253,23 +324,40 @@ class MainloopProducer {
   }
 
   template <class Pipelines, class Parts>
-  __device__ __forceinline__ void load_k(Pipelines& pipes, const Parts& k_parts, int block) {
+  __device__ __forceinline__ void load_k(Pipelines& pipes, const Parts& k_parts,
+                                         const KvSource& src, int block) {
     using namespace cute;
     producer_acquire(pipes.k, writes_.k, "K stage (producer)");
-    copy(kv_tma(p_.mainloop.tma_k, *pipes.k.producer_get_barrier(writes_.k)),
-         get<0>(k_parts)(_, block), get<1>(k_parts)(_, writes_.k.index()));
+    std::uint64_t* barrier = pipes.k.producer_get_barrier(writes_.k);
+    if (kCluster == 1 && p_.problem.page_rows != 0)
+      load_page_rows(p_.mainloop.page_rows_k, stage_of(sK_, writes_.k.index()), barrier, src,
+                     block);
+    else
+      copy(kv_tma(p_.mainloop.tma_k, *barrier), get<0>(k_parts)(_, cached(src, block)),
+           get<1>(k_parts)(_, writes_.k.index()));
     ++writes_.k;
+  }
+
+  // The first element of a K or V stage.
+  static __device__ __forceinline__ Element* stage_of(const SmemKV& s, int stage) {
+    return cute::raw_pointer_cast(s.data()) + stage * (Traits::kBlockN * D);
   }
 
   // `wait_o`: the tile's first V load, which waits for the previous tile's staged O (InV).
   template <class Pipelines, class Parts>
   __device__ __forceinline__ void load_v(Pipelines& pipes, OReleaseWait<Traits>& release,
-                                         const Parts& v_parts, int block, bool wait_o) {
+                                         const Parts& v_parts, const KvSource& src, int block,
+                                         bool wait_o) {
     using namespace cute;
     release.before_v_load(wait_o, static_cast<u32>(writes_.v.index()));
     producer_acquire(pipes.v, writes_.v, "V stage (producer)");
-    copy(kv_tma(p_.mainloop.tma_v, *pipes.v.producer_get_barrier(writes_.v)),
-         get<0>(v_parts)(_, block), get<1>(v_parts)(_, writes_.v.index()));
+    std::uint64_t* barrier = pipes.v.producer_get_barrier(writes_.v);
+    if (kCluster == 1 && p_.problem.page_rows != 0)
+      load_page_rows(p_.mainloop.page_rows_v, stage_of(sV_, writes_.v.index()), barrier, src,
+                     block);
+    else
+      copy(kv_tma(p_.mainloop.tma_v, *barrier), get<0>(v_parts)(_, cached(src, block)),
+           get<1>(v_parts)(_, writes_.v.index()));
     ++writes_.v;
   }
 
