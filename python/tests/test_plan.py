@@ -144,19 +144,14 @@ def test_queries_without_keys_are_refused():
         host_plan([4, 4], kv_lens=[10, 0], causal=False)
 
 
-def test_paged_plans_load_whole_blocks_or_gather():
-    kw = dict(causal=True, max_pages_per_seq=40, num_pages=100, device=False)
-    native = make_plan([1, 1], [5000, 300], 32, 8, 128, page_size=256, **kw)
-    assert not native.gathers_pages and native.page_size == 256
-    for ps in (1, 16, 64, 200):
+def test_paged_plans_take_any_page_size():
+    # The kernel loads pages of any size itself (docs/gpu-kernel.md, "Paged KV cache").
+    for ps in (1, 16, 64, 200, 256):
         pages = math.ceil(5000 / ps)
         p = make_plan([1, 1], [5000, 300], 32, 8, 128, page_size=ps, causal=True,
                       max_pages_per_seq=pages, num_pages=pages + 10, device=False)
-        assert p.gathers_pages and p.page_size == ps
-        assert "gathered" in p.describe()
-    # d = 256 runs K/V blocks of 80 or 64 keys: pages of 320 or 64 load whole.
-    assert not make_plan([1], [640], 8, 8, 256, page_size=320, causal=True, max_pages_per_seq=2,
-                         num_pages=4, device=False).gathers_pages
+        assert p.page_size == ps and p._c.max_pages_per_seq == pages
+        assert p._c.num_pages == pages + 10
     with pytest.raises(ValueError, match="needs 20 pages of 256"):
         make_plan([1], [5000], 32, 8, 128, page_size=256, causal=True, max_pages_per_seq=10,
                   num_pages=100, device=False)
@@ -167,9 +162,9 @@ def test_paged_plans_load_whole_blocks_or_gather():
 
 def test_contiguous_cache_plans():
     even = tilesched.plan_kvcache([4000, 10, 1024], 1, 32, 8, 128, cache_len=4096, device=False)
-    assert not even.gathers_pages and even.page_size == 4096
+    assert even.page_size == 4096
     uneven = tilesched.plan_kvcache([999, 10], 8, 32, 8, 128, cache_len=1000, device=False)
-    assert uneven.gathers_pages
+    assert uneven.page_size == 1000
     with pytest.raises(ValueError, match=r"cache_seqlens\[1\] = 5000 exceeds"):
         tilesched.plan_kvcache([10, 5000], 1, 32, 8, 128, cache_len=4096, device=False)
     with pytest.raises(ValueError, match="cache_len"):

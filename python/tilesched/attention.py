@@ -107,49 +107,11 @@ def _(q, k, v, page_table, plan_id, softmax_scale):
     return torch.empty_like(q), q.new_empty((rows, heads), dtype=torch.float32)
 
 
-def _gathered(plan: SchedulePlan, name_k: str, name_v: str, k_cache, v_cache, page_table):
-    """K and V of a cache whose pages the kernel does not load itself, gathered into
-    consecutive rows (sequence b's keys at its prefix-sum offset)."""
-    g = plan._gather
-    ps, pages = g["page_size"], g["num_pages"]
-    want = (pages, ps, plan.num_kv_heads, plan.head_dim)
-    for name, t in ((name_k, k_cache), (name_v, v_cache)):
-        if tuple(t.shape) != want:
-            raise ValueError(f"{name} has shape {tuple(t.shape)} but the plan needs {want} "
-                             "(num_pages, page_size, kv_heads, head_dim)")
-        if t.dtype != torch.bfloat16:
-            raise TypeError(f"{name} must be bfloat16, not {t.dtype}")
-        if not t.is_cuda:
-            raise ValueError(f"{name} must be on a CUDA device, not {t.device}")
-    if not isinstance(page_table, torch.Tensor):
-        raise TypeError(f"page_table must be a torch.Tensor, not {type(page_table).__name__}")
-    table = (plan.batch_size, g["max_pages_per_seq"])
-    if tuple(page_table.shape) != table:
-        raise ValueError(f"page_table has shape {tuple(page_table.shape)} but the plan needs "
-                         f"{table} (batch, max_pages)")
-    if page_table.dtype != torch.int32:
-        raise TypeError(f"page_table must be int32, not {page_table.dtype}")
-    if page_table.device != k_cache.device or v_cache.device != k_cache.device:
-        raise ValueError(f"page_table, {name_k} and {name_v} must be on one device, not "
-                         f"{page_table.device}, {k_cache.device} and {v_cache.device}")
-    seq, page_of, row_in_page = plan._tensors["gather"]
-    rows = page_table[seq, page_of].to(torch.int64) * ps + row_in_page
-    k = k_cache.reshape(pages * ps, plan.num_kv_heads, plan.head_dim).index_select(0, rows)
-    v = v_cache.reshape(pages * ps, plan.num_kv_heads, plan.head_dim).index_select(0, rows)
-    return k, v
-
-
-def _forward(plan: SchedulePlan, q, k, v, page_table, scale: float, trace: bool,
-             names: tuple[str, str]):
+def _forward(plan: SchedulePlan, q, k, v, page_table, scale: float, trace: bool):
     if not isinstance(plan, SchedulePlan):
         raise TypeError(f"plan must be a tilesched.SchedulePlan, not {type(plan).__name__}")
     if plan._identity_pages:
         page_table = plan._tensors["identity_pages"]
-    if plan._gather is not None:
-        if page_table is None:
-            raise ValueError("the plan is for a paged cache but no page_table was given")
-        k, v = _gathered(plan, names[0], names[1], k, v, page_table)
-        page_table = None
     if trace:
         if torch.compiler.is_compiling():
             raise RuntimeError("trace=True reads the trace back on the host: call it eagerly")
@@ -216,7 +178,7 @@ def flash_attn_varlen_func(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, ma
                                  deterministic=deterministic, api="varlen")
 
         plan = _plans.get(key, build)
-    out, lse, tr = _forward(plan, q, k, v, page_table, scale, want_trace, ("k", "v"))
+    out, lse, tr = _forward(plan, q, k, v, page_table, scale, want_trace)
     result = (out,)
     if return_lse:
         result += (lse.t().contiguous(),)
@@ -301,8 +263,7 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, cache_seqlens, page_table=None,
                              f"{group * plan.num_kv_heads}, head_dim)")
         hkv = plan.num_kv_heads
         q = q.reshape(batch, hkv, group, head_dim).transpose(1, 2).contiguous()
-    out, lse, tr = _forward(plan, q, k_cache, v_cache, page_table, scale, want_trace,
-                            ("k_cache", "v_cache"))
+    out, lse, tr = _forward(plan, q, k_cache, v_cache, page_table, scale, want_trace)
     if group:
         out = out.transpose(1, 2).reshape(batch, 1, heads, head_dim)
         lse = lse.view(batch, group, hkv).transpose(1, 2).reshape(batch, heads)

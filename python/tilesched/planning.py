@@ -134,18 +134,15 @@ class SchedulePlan:
     model do). The lengths it was made for are not checked again when it is passed to a call.
     """
 
-    def __init__(self, c_plan: Any, gather: Optional[dict] = None):
+    def __init__(self, c_plan: Any):
         self._c = c_plan
-        # A page size the kernel does not load page by page: K and V are gathered into
-        # consecutive rows before the call (the attention functions build the index).
-        self._gather = gather
         self._identity_pages = False  # a contiguous cache run as one page per sequence
         # Decode with GQA packed (plan_kvcache): rows of a tile are the query heads of a KV head.
         self._packed_group = 0
         self._query_heads = 0
         # Device tensors the attention functions use (built with the plan, so that a compiled
         # function or a captured graph finds them ready): the identity page table of a
-        # contiguous cache, the gather's index of a paged one.
+        # contiguous cache.
         self._tensors: dict = {}
         self._op_id = next(_plan_numbers)  # the number the op knows the plan by
         _registry[self._op_id] = self
@@ -170,27 +167,18 @@ class SchedulePlan:
     @property
     def page_size(self) -> int:
         """The cache's page size (0: each sequence's keys in consecutive rows)."""
-        return self._gather["page_size"] if self._gather else self._c.page_size
+        return self._c.page_size
 
     @property
     def packs_gqa(self) -> bool:
         """Whether a tile's rows are the query heads of one KV head (decode, plan_kvcache)."""
         return self._packed_group > 0
 
-    @property
-    def gathers_pages(self) -> bool:
-        """Whether K and V are gathered out of their pages before the kernel runs (a page size
-        that is not a multiple of the kernel's K/V block)."""
-        return self._gather is not None
-
     def describe(self) -> str:
         text = self._c.describe()
         if self._packed_group:
             text += (f"\nGQA packed: the {self._packed_group} query heads of each KV head are "
                      f"the rows of one tile (one new token per sequence)")
-        if self._gather:
-            text += (f"\npages of {self._gather['page_size']} keys gathered into consecutive "
-                     f"rows before the kernel (not a multiple of its K/V block)")
         return text
 
     def simulate(self) -> Trace:
@@ -203,11 +191,6 @@ class SchedulePlan:
 
     def __repr__(self) -> str:
         return f"<tilesched.SchedulePlan {self.describe()}>"
-
-
-def _native_page(page_size: int, head_dim: int) -> bool:
-    """Whether the kernel loads pages of this size itself (a multiple of one of its K/V blocks)."""
-    return any(page_size % bn == 0 for bn in _C.kernel_block_ns(head_dim))
 
 
 def make_plan(q_lens: Sequence[int], kv_lens: Sequence[int], num_q_heads: int,
@@ -229,16 +212,6 @@ def make_plan(q_lens: Sequence[int], kv_lens: Sequence[int], num_q_heads: int,
         raise TypeError(f"deterministic must be True or False, not {deterministic!r}")
     if page_size < 0:
         raise ValueError(f"page_size must be at least 1 for a paged cache, got {page_size}")
-    gather = None
-    if page_size > 0 and not _native_page(page_size, head_dim):
-        # The kernel loads a K/V block from one page: smaller or uneven pages are gathered into
-        # consecutive rows first (docs/python.md, "Paged KV cache").
-        gather = {"page_size": page_size, "max_pages_per_seq": max_pages_per_seq,
-                  "num_pages": num_pages, "kv_lens": list(kv_lens)}
-        if num_pages < 1:
-            raise ValueError("a paged cache needs at least one page (num_pages)")
-        _check_pages_per_row(kv_lens, page_size, max_pages_per_seq)
-        page_size = max_pages_per_seq = num_pages = 0
     c_plan = _C.Plan(list(q_lens), list(kv_lens), num_q_heads, num_kv_heads, head_dim, causal,
                      page_size=page_size, max_pages_per_seq=max_pages_per_seq,
                      num_pages=num_pages, scheduler=scheduler,
@@ -246,28 +219,21 @@ def make_plan(q_lens: Sequence[int], kv_lens: Sequence[int], num_q_heads: int,
                      block_m=_optional_count("block_m", block_m),
                      kernel_block_n=_optional_count("kernel_block_n", kernel_block_n),
                      clusters=clusters, deterministic=deterministic, api=api, on_device=device)
-    p = SchedulePlan(c_plan, gather)
+    p = SchedulePlan(c_plan)
     p._identity_pages = identity_pages
-    if device and (identity_pages or gather):
+    if device and identity_pages:
         _device_tensors(p, c_plan.device)
     return p
 
 
 def _device_tensors(p: SchedulePlan, device_index: int) -> None:
-    """The identity page table and the gather's index, on the plan's device."""
+    """The identity page table of a contiguous cache run as pages, on the plan's device."""
     import torch  # only a plan for the device gets here, and only the attention functions use it
 
     device = torch.device("cuda", device_index)
     if p._identity_pages:
         p._tensors["identity_pages"] = torch.arange(p.batch_size, dtype=torch.int32,
                                                     device=device).view(-1, 1)
-    if p._gather:
-        ps = p._gather["page_size"]
-        lens = torch.tensor(p._gather["kv_lens"], dtype=torch.int64, device=device)
-        seq = torch.repeat_interleave(torch.arange(len(lens), device=device), lens)
-        starts = torch.cumsum(lens, 0) - lens
-        pos = torch.arange(seq.numel(), device=device) - starts[seq]
-        p._tensors["gather"] = (seq, pos // ps, pos % ps)
 
 
 def _check_page_table(page_table: Any, kv_lens: Sequence[int], page_size: int,
