@@ -3,8 +3,9 @@
 Rows: every workload of the suite (tools/bench/suite/*.json, ragged prefill batches); decode, 64
 sequences x 1 query over 8k keys (32/8 heads, d=128), in a paged cache per --page-sizes and in a
 contiguous one; chunked prefill, 256 new tokens over 8k and 32k keys (128k with --long), causal
-aligned to the bottom right. Columns: ours (no plan given: the call reads the lengths on the host
-and takes its plan from the cache), ours (plan) (plan= made once, untimed), FlashAttention-4
+aligned to the bottom right, and the 8k chunk again over a cache paged per --page-sizes. Columns:
+ours (no plan given: the call reads the lengths on the host and takes its plan from the cache),
+ours (plan) (plan= made once, untimed), FlashAttention-4
 (flash_attn.cute from --fa4-site), cuDNN (SDPA under the cuDNN backend) and FlashInfer (where it
 imports); a peer that cannot run a row says why.
 
@@ -59,9 +60,10 @@ def _page_sizes(text):
     if not sizes:
         raise argparse.ArgumentTypeError("give at least one page size")
     for ps in sizes:
-        if DECODE["kv_len"] % ps:
-            raise argparse.ArgumentTypeError(f"page size {ps} does not divide the decode rows' "
-                                             f"{DECODE['kv_len']} keys")
+        for keys in (DECODE["kv_len"], 8192 + PREFILL["q_len"]):
+            if keys % ps:
+                raise argparse.ArgumentTypeError(f"page size {ps} does not divide the {keys} keys "
+                                                 f"of the decode or paged chunk rows")
     return sizes
 
 
@@ -605,6 +607,10 @@ def main(argv=None):
     for ctx in (8192, 32768) + ((131072,) if args.long else ()):
         jobs.append((f"prefill_chunk256_ctx{ctx // 1024}k", "cache",
                      dict(PREFILL, batch=args.prefill_batch, kv_len=ctx + PREFILL["q_len"])))
+    for ps in args.page_sizes:  # the 8k chunk again, its cache paged
+        jobs.append((f"prefill_chunk256_ctx8k_paged{ps}", "cache",
+                     dict(PREFILL, batch=args.prefill_batch, kv_len=8192 + PREFILL["q_len"],
+                          page_size=ps)))
     if args.only:
         wanted = [w for w in args.only.split(",") if w]
         jobs = [j for j in jobs if any(w in j[0] for w in wanted)]
