@@ -6,6 +6,7 @@
 #include <cuda_runtime.h>
 #include <fmt/format.h>
 
+#include <atomic>
 #include <cmath>
 #include <cstdint>
 #include <mutex>
@@ -38,13 +39,22 @@ using ConfigOf = std::conditional_t<
                                           typename Set::Cluster>>>;
 
 // The kernel's shared memory exceeds the 48 KB default: opt in before launching or asking for
-// occupancy.
+// occupancy. The attribute holds for the kernel on its device, so it is set once per device (of
+// the first 64) and process, not on every launch.
 template <class Config, class Scheduler>
 Status allow_shared_memory() {
-  return detail::cuda_status(
+  static std::atomic<std::uint64_t> devices_set{0};
+  int device = 0;
+  if (Status s = detail::cuda_status(cudaGetDevice(&device), "cudaGetDevice"); !s) return s;
+  const std::uint64_t bit = device >= 0 && device < 64 ? std::uint64_t(1) << device : 0;
+  if (bit != 0 && (devices_set.load(std::memory_order_acquire) & bit) != 0)
+    return Status::success();
+  Status s = detail::cuda_status(
       cudaFuncSetAttribute(&fmha_kernel<Scheduler, Config>,
                            cudaFuncAttributeMaxDynamicSharedMemorySize, kSharedBytes<Config>),
       "cudaFuncSetAttribute(max dynamic shared memory)");
+  if (s) devices_set.fetch_or(bit, std::memory_order_release);
+  return s;
 }
 
 // A launch of `Config`'s kernel in clusters of Traits::kClusterM CTAs along x: the launch itself
