@@ -26,12 +26,7 @@ namespace {
 TensorView view_of(const nb::ndarray<>& a) {
   TensorView t;
   t.data = a.data();
-  t.shape.resize(a.ndim());
-  t.strides.resize(a.ndim());
-  for (std::size_t i = 0; i < a.ndim(); ++i) {
-    t.shape[i] = static_cast<std::int64_t>(a.shape(i));
-    t.strides[i] = a.stride(i);
-  }
+  t.set_dims(static_cast<int>(a.ndim()), a.shape_ptr(), a.stride_ptr());
   t.dtype_code = a.dtype().code;
   t.dtype_bits = a.dtype().bits;
   t.device_type = a.device_type();
