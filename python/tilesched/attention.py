@@ -27,6 +27,12 @@ try:  # torch >= 2.9 also has torch.to_dlpack; this one takes no stream and sync
 except ImportError:  # pragma: no cover
     _to_dlpack = torch.to_dlpack
 
+# torch >= 2.10 carries the DLPack C exchange API on its tensor type: the compiled module then reads
+# each tensor's metadata straight from it and asks torch for the current stream, with no capsule
+# and no Stream object. Older torch hands over capsules and the stream's handle.
+_EXCHANGE = hasattr(torch.Tensor, "__dlpack_c_exchange_api__")
+_raw_stream = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+
 _plans = PlanCache()
 
 
@@ -81,7 +87,14 @@ def _launch(plan: SchedulePlan, q, k, v, page_table, scale: float, record: bool 
     out = torch.empty_like(q)
     lse = torch.empty((plan._c.total_q, plan._c.num_q_heads), dtype=torch.float32,
                       device=q.device)
-    stream = torch.cuda.current_stream(q.device).cuda_stream if q.is_cuda else 0
+    if _EXCHANGE:  # the stream: torch's current one on q's device, asked by the module
+        return out, lse, plan._c.run(q, k, v, out, lse, page_table, scale, None, record)
+    if not q.is_cuda:
+        stream = 0
+    elif _raw_stream is not None:
+        stream = _raw_stream(q.device.index)
+    else:
+        stream = torch.cuda.current_stream(q.device).cuda_stream
     trace = plan._c.run(_to_dlpack(q), _to_dlpack(k), _to_dlpack(v), _to_dlpack(out),
                         _to_dlpack(lse), None if page_table is None else _to_dlpack(page_table),
                         scale, stream, record)
