@@ -488,7 +488,8 @@ void StepPlan::run(const TensorView& q, const TensorView& k, const TensorView& v
   // A launch with launch_done leaves the words the next one needs (attention.hpp): only the
   // first launch of a plan, and one after a failure, resets them.
   a.launch_ready = dev_->launch_ready && !record;
-  const gpu::Status s = gpu::launch_planned(a, dev_->launch);
+  // The workload is the one the plan was made from, and nothing changes it.
+  const gpu::Status s = gpu::launch_planned_same_workload(a, dev_->launch);
   dev_->launch_ready = static_cast<bool>(s);
   if (!s) throw DeviceError(s.message);
   if (record) {
