@@ -127,6 +127,35 @@ std::vector<u32> kernel_block_ns(u32 head_dim) {
 }
 
 #if TILESCHED_PYTHON_GPU
+namespace {
+
+// Makes `device` the current CUDA device for a scope and restores the one before (the kernel
+// launches, and the trace recorder allocates, on the current device): what torch.cuda.device does,
+// without its Python objects, and only a query where the device is current already.
+class CurrentDevice {
+ public:
+  explicit CurrentDevice(int device) {
+    if (cudaGetDevice(&previous_) != cudaSuccess)
+      throw DeviceError(fmt::format("cudaGetDevice: {}", cudaGetErrorString(cudaGetLastError())));
+    if (previous_ == device) return;
+    if (cudaSetDevice(device) != cudaSuccess)
+      throw DeviceError(fmt::format("making cuda:{} current: {}", device,
+                                    cudaGetErrorString(cudaGetLastError())));
+    switched_ = true;
+  }
+  ~CurrentDevice() {
+    if (switched_) cudaSetDevice(previous_);
+  }
+  CurrentDevice(const CurrentDevice&) = delete;
+  CurrentDevice& operator=(const CurrentDevice&) = delete;
+
+ private:
+  int previous_ = 0;
+  bool switched_ = false;
+};
+
+}  // namespace
+
 struct StepPlan::Device {
   void* words = nullptr;  // row offsets, counter, launch_done, plan arrays, split workspace
   gpu::AttentionArgs args;
@@ -467,6 +496,7 @@ void StepPlan::run(const TensorView& q, const TensorView& k, const TensorView& v
 #if TILESCHED_PYTHON_GPU
   if (!request_.on_device)
     fail("this plan was made on the host (on_device=False): it can be simulated, not launched");
+  const CurrentDevice current(device_);  // the tensors are on it (check_tensors)
   gpu::AttentionArgs& a = dev_->args;
   a.q = q.data;
   a.k = k.data;

@@ -81,9 +81,7 @@ def _flag(name: str, x: Any) -> bool:
 
 
 def _launch(plan: SchedulePlan, q, k, v, page_table, scale: float, record: bool = False):
-    if q.is_cuda and q.device.index != torch.cuda.current_device():
-        with torch.cuda.device(q.device):  # the kernel launches on the current device
-            return _launch(plan, q, k, v, page_table, scale, record)
+    # The module makes the plan's device current for the launch (the tensors must be on it).
     out = torch.empty_like(q)
     lse = torch.empty((plan._c.total_q, plan._c.num_q_heads), dtype=torch.float32,
                       device=q.device)
