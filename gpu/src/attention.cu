@@ -361,15 +361,11 @@ Status plan_launch(const AttentionArgs& a, LaunchPlan& out) {
   return Status::success();
 }
 
-Status launch_planned(const AttentionArgs& a, const LaunchPlan& plan) {
-  const Workload& w = a.workload;
-  if (plan.threads == 0) return Status::error("the launch plan is empty (plan_launch makes one)");
-  if (plan.head_dim != w.head_dim || plan.block_m != w.block_m ||
-      plan.scheduler.kind != w.scheduler || plan.queue_counter != a.queue_counter ||
-      plan.q_row_offsets != a.q_row_offsets || plan.workload_tiles != w.valid_tile_count())
-    return Status::error(
-        "the launch plan was made for other arguments (another workload, counter or row "
-        "offsets): make it again with plan_launch");
+namespace {
+
+// A launch of arguments known to be the plan's: the buffers and words checked, the reset, the
+// kernel.
+Status launch_plan_checked(const AttentionArgs& a, const LaunchPlan& plan) {
   if (Status s = validate_tensors(a); !s) return s;
   if (Status s = validate_words(a); !s) return s;
   if (Status s = reset_launch_words(a, plan); !s) return s;
@@ -378,6 +374,30 @@ Status launch_planned(const AttentionArgs& a, const LaunchPlan& plan) {
         return sm90::launch<decltype(dim)::value, decltype(bm)::value, decltype(bn)::value>(a,
                                                                                           plan);
       });
+}
+
+Status check_plan_not_empty(const LaunchPlan& plan) {
+  if (plan.threads == 0) return Status::error("the launch plan is empty (plan_launch makes one)");
+  return Status::success();
+}
+
+}  // namespace
+
+Status launch_planned(const AttentionArgs& a, const LaunchPlan& plan) {
+  const Workload& w = a.workload;
+  if (Status s = check_plan_not_empty(plan); !s) return s;
+  if (plan.head_dim != w.head_dim || plan.block_m != w.block_m ||
+      plan.scheduler.kind != w.scheduler || plan.queue_counter != a.queue_counter ||
+      plan.q_row_offsets != a.q_row_offsets || plan.workload_tiles != w.valid_tile_count())
+    return Status::error(
+        "the launch plan was made for other arguments (another workload, counter or row "
+        "offsets): make it again with plan_launch");
+  return launch_plan_checked(a, plan);
+}
+
+Status launch_planned_same_workload(const AttentionArgs& a, const LaunchPlan& plan) {
+  if (Status s = check_plan_not_empty(plan); !s) return s;
+  return launch_plan_checked(a, plan);
 }
 
 Status attention_forward(const AttentionArgs& a) {

@@ -2,7 +2,6 @@
 // DLPack and links no framework: the torch layer (python/tilesched/) is pure Python, so one build
 // serves every torch version, and the checks run without torch or a GPU.
 #include <nanobind/nanobind.h>
-#include <nanobind/ndarray.h>
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/unique_ptr.h>
@@ -14,6 +13,7 @@
 #include <vector>
 
 #include "step_plan.hpp"
+#include "tensor_argument.hpp"
 #include "tilesched/sim/sim.hpp"
 #include "viz/schedule_outputs.hpp"
 
@@ -22,22 +22,6 @@ using namespace nb::literals;
 
 namespace tilesched::python {
 namespace {
-
-TensorView view_of(const nb::ndarray<>& a) {
-  TensorView t;
-  t.data = a.data();
-  t.shape.resize(a.ndim());
-  t.strides.resize(a.ndim());
-  for (std::size_t i = 0; i < a.ndim(); ++i) {
-    t.shape[i] = static_cast<std::int64_t>(a.shape(i));
-    t.strides[i] = a.stride(i);
-  }
-  t.dtype_code = a.dtype().code;
-  t.dtype_bits = a.dtype().bits;
-  t.device_type = a.device_type();
-  t.device_id = a.device_id();
-  return t;
-}
 
 // A trace and what people ask of it.
 struct PyTrace {
@@ -219,29 +203,43 @@ NB_MODULE(_C, m) {
       .def("simulate", [](const StepPlan& p) { return PyTrace{p.simulate()}; })
       .def(
           "check",
-          [](const StepPlan& p, nb::ndarray<> q, nb::ndarray<> k, nb::ndarray<> v,
-             nb::ndarray<> out, nb::ndarray<> lse, std::optional<nb::ndarray<>> page_table) {
-            const TensorView pt = page_table ? view_of(*page_table) : TensorView{};
-            p.check_tensors(view_of(q), view_of(k), view_of(v), view_of(out), view_of(lse),
-                            page_table ? &pt : nullptr);
+          [](const StepPlan& p, nb::handle q, nb::handle k, nb::handle v, nb::handle out,
+             nb::handle lse, nb::handle page_table) {
+            const TensorArgument tq(q, "q"), tk(k, "k"), tv(v, "v"), to(out, "out"),
+                tl(lse, "lse");
+            const std::optional<TensorArgument> tp =
+                page_table.is_none() ? std::nullopt
+                                     : std::optional<TensorArgument>(std::in_place, page_table,
+                                                                     "page_table");
+            p.check_tensors(tq.view(), tk.view(), tv.view(), to.view(), tl.view(),
+                            tp ? &tp->view() : nullptr);
           },
           "q"_a, "k"_a, "v"_a, "out"_a, "lse"_a, "page_table"_a = nb::none(),
           "Raises the error run would raise for these tensors; nothing when they fit the plan.")
       .def(
           "run",
-          [](StepPlan& p, nb::ndarray<> q, nb::ndarray<> k, nb::ndarray<> v, nb::ndarray<> out,
-             nb::ndarray<> lse, std::optional<nb::ndarray<>> page_table, float softmax_scale,
-             std::uintptr_t stream, bool record) -> std::optional<PyTrace> {
-            const TensorView pt = page_table ? view_of(*page_table) : TensorView{};
+          [](StepPlan& p, nb::handle q, nb::handle k, nb::handle v, nb::handle out,
+             nb::handle lse, nb::handle page_table, float softmax_scale,
+             std::optional<std::uintptr_t> stream, bool record) -> std::optional<PyTrace> {
+            const TensorArgument tq(q, "q"), tk(k, "k"), tv(v, "v"), to(out, "out"),
+                tl(lse, "lse");
+            const std::optional<TensorArgument> tp =
+                page_table.is_none() ? std::nullopt
+                                     : std::optional<TensorArgument>(std::in_place, page_table,
+                                                                     "page_table");
+            if (!stream) stream = tq.current_stream().value_or(0);
             PyTrace t;
-            p.run(view_of(q), view_of(k), view_of(v), view_of(out), view_of(lse),
-                  page_table ? &pt : nullptr, softmax_scale, stream, record, t.trace);
+            p.run(tq.view(), tk.view(), tv.view(), to.view(), tl.view(),
+                  tp ? &tp->view() : nullptr, softmax_scale, *stream, record, t.trace);
             if (!record) return std::nullopt;
             return t;
           },
           "q"_a, "k"_a, "v"_a, "out"_a, "lse"_a, "page_table"_a = nb::none(),
-          "softmax_scale"_a, "stream"_a = 0, "record"_a = false,
-          "Launches the plan on these tensors (DLPack) on `stream` (a cudaStream_t as an int); "
-          "with record=True returns the launch's Trace.")
+          "softmax_scale"_a, "stream"_a = nb::none(), "record"_a = false,
+          "Launches the plan on these tensors on `stream` (a cudaStream_t as an int). Tensors: "
+          "any object DLPack reads (torch tensors through the DLPack C exchange API where torch "
+          "has it, else DLPack capsules). stream None: the framework's current stream on q's "
+          "device where q came through the exchange API, else the legacy default stream (0). "
+          "With record=True returns the launch's Trace.")
       .def("__repr__", [](const StepPlan& p) { return "<tilesched.Plan " + p.describe() + ">"; });
 }

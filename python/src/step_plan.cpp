@@ -36,9 +36,13 @@ std::string dlpack_device_name(int type) {
 
 [[noreturn]] void fail(const std::string& m) { throw ArgumentError(m); }
 
-std::string shape_text(const std::vector<std::int64_t>& s) {
+// "[a, b, c]": a view's sizes or strides, or a shape the plan needs (a view of more than
+// TensorView::kMaxDims dimensions shows the first ones and its count).
+std::string dims_text(const std::int64_t* values, int ndim) {
+  const int shown = std::min(ndim, TensorView::kMaxDims);
   std::string out = "[";
-  for (std::size_t i = 0; i < s.size(); ++i) out += (i ? ", " : "") + std::to_string(s[i]);
+  for (int i = 0; i < shown; ++i) out += (i ? ", " : "") + std::to_string(values[i]);
+  if (ndim > shown) out += fmt::format(", ... ({} dimensions)", ndim);
   return out + "]";
 }
 
@@ -123,6 +127,35 @@ std::vector<u32> kernel_block_ns(u32 head_dim) {
 }
 
 #if TILESCHED_PYTHON_GPU
+namespace {
+
+// Makes `device` the current CUDA device for a scope and restores the one before (the kernel
+// launches, and the trace recorder allocates, on the current device): what torch.cuda.device does,
+// without its Python objects, and only a query where the device is current already.
+class CurrentDevice {
+ public:
+  explicit CurrentDevice(int device) {
+    if (cudaGetDevice(&previous_) != cudaSuccess)
+      throw DeviceError(fmt::format("cudaGetDevice: {}", cudaGetErrorString(cudaGetLastError())));
+    if (previous_ == device) return;
+    if (cudaSetDevice(device) != cudaSuccess)
+      throw DeviceError(fmt::format("making cuda:{} current: {}", device,
+                                    cudaGetErrorString(cudaGetLastError())));
+    switched_ = true;
+  }
+  ~CurrentDevice() {
+    if (switched_) cudaSetDevice(previous_);
+  }
+  CurrentDevice(const CurrentDevice&) = delete;
+  CurrentDevice& operator=(const CurrentDevice&) = delete;
+
+ private:
+  int previous_ = 0;
+  bool switched_ = false;
+};
+
+}  // namespace
+
 struct StepPlan::Device {
   void* words = nullptr;  // row offsets, counter, launch_done, plan arrays, split workspace
   gpu::AttentionArgs args;
@@ -343,6 +376,22 @@ std::string StepPlan::describe() const {
   return s;
 }
 
+void TensorView::set_dims(int dims, const std::int64_t* sizes,
+                          const std::int64_t* element_strides) {
+  ndim = dims;
+  const int kept = std::min(dims, kMaxDims);
+  for (int i = 0; i < kept; ++i) shape[i] = sizes[i];
+  if (element_strides != nullptr) {
+    for (int i = 0; i < kept; ++i) strides[i] = element_strides[i];
+    return;
+  }
+  std::int64_t stride = 1;  // row-major: the product of the sizes after each
+  for (int i = dims - 1; i >= 0; --i) {
+    if (i < kMaxDims) strides[i] = stride;
+    stride *= sizes[i];
+  }
+}
+
 void StepPlan::check_tensors(const TensorView& q, const TensorView& k, const TensorView& v,
                              const TensorView& o, const TensorView& lse,
                              const TensorView* page_table) const {
@@ -354,75 +403,89 @@ void StepPlan::check_tensors(const TensorView& q, const TensorView& k, const Ten
   const bool paged = w.page_size > 0;
   // What each tensor must be; checked rule by rule over all of them (every shape, then every
   // element type, layout and device), so that the first rule broken is named for the first
-  // tensor that breaks it.
+  // tensor that breaks it. Fixed-size: a launch's checks allocate nothing unless one fails.
   struct Expect {
     const TensorView* t;
     const char* name;
-    std::vector<std::int64_t> shape;
+    int ndim;
+    std::int64_t shape[TensorView::kMaxDims];
     const char* shape_text;
     std::uint8_t code, bits;
+
+    bool shape_matches() const {
+      if (t->ndim != ndim) return false;
+      for (int i = 0; i < ndim; ++i)
+        if (t->shape[i] != shape[i]) return false;
+      return true;
+    }
   };
-  std::vector<Expect> expect;
+  Expect expect[6];
+  int count = 0;
+  const auto add = [&](const Expect& e) { expect[count++] = e; };
   // q: [total_q, Hq, d], or [B, S, Hq, d] where every sequence has S queries.
-  if (q.shape.size() == 4) {
+  if (q.ndim == 4) {
     const std::int64_t b = q.shape[0], s = q.shape[1];
     bool uniform = b == w.batch_size();
     for (u32 len : w.q_lens) uniform = uniform && len == s;
     if (!uniform)
       fail(fmt::format("q has shape {} but the plan has {} sequences of query lengths that are "
                        "not all {}",
-                       shape_text(q.shape), w.batch_size(), s));
-    expect.push_back({&q, "q", {b, s, hq, d}, "(batch, seqlen_q, heads, head_dim)", kBfloat, 16});
-    expect.push_back({&o, "out", {b, s, hq, d}, "(like q)", kBfloat, 16});
+                       dims_text(q.shape, q.ndim), w.batch_size(), s));
+    add({&q, "q", 4, {b, s, hq, d}, "(batch, seqlen_q, heads, head_dim)", kBfloat, 16});
+    add({&o, "out", 4, {b, s, hq, d}, "(like q)", kBfloat, 16});
   } else {
-    expect.push_back({&q, "q", {total_q_, hq, d}, "(total_q, heads, head_dim)", kBfloat, 16});
-    expect.push_back({&o, "out", {total_q_, hq, d}, "(like q)", kBfloat, 16});
+    add({&q, "q", 3, {total_q_, hq, d}, "(total_q, heads, head_dim)", kBfloat, 16});
+    add({&o, "out", 3, {total_q_, hq, d}, "(like q)", kBfloat, 16});
   }
-  expect.push_back({&lse, "softmax_lse", {total_q_, hq}, "(total_q, heads), float32", kFloat, 32});
+  add({&lse, "softmax_lse", 2, {total_q_, hq}, "(total_q, heads), float32", kFloat, 32});
   if (paged) {
     const std::int64_t pages = request_.num_pages, ps = w.page_size;
     const char* text = "(num_pages, page_size, kv_heads, head_dim)";
-    expect.push_back({&k, k_name, {pages, ps, hk, d}, text, kBfloat, 16});
-    expect.push_back({&v, v_name, {pages, ps, hk, d}, text, kBfloat, 16});
+    add({&k, k_name, 4, {pages, ps, hk, d}, text, kBfloat, 16});
+    add({&v, v_name, 4, {pages, ps, hk, d}, text, kBfloat, 16});
     if (page_table == nullptr) fail("the plan is for a paged cache but no page_table was given");
-    expect.push_back({page_table, "page_table",
-                      {std::int64_t(w.batch_size()), request_.max_pages_per_seq},
-                      "(batch, max_pages), int32", kInt, 32});
+    add({page_table, "page_table", 2,
+         {std::int64_t(w.batch_size()), request_.max_pages_per_seq},
+         "(batch, max_pages), int32", kInt, 32});
   } else {
     if (page_table != nullptr)
       fail("page_table was given but the plan is for a packed KV cache: plan with the page table");
     const char* text = "(total_k, kv_heads, head_dim)";
-    expect.push_back({&k, k_name, {total_k_, hk, d}, text, kBfloat, 16});
-    expect.push_back({&v, v_name, {total_k_, hk, d}, text, kBfloat, 16});
+    add({&k, k_name, 3, {total_k_, hk, d}, text, kBfloat, 16});
+    add({&v, v_name, 3, {total_k_, hk, d}, text, kBfloat, 16});
   }
-  for (const Expect& e : expect)
-    if (e.t->shape != e.shape)
-      fail(fmt::format("{} has shape {} but the plan needs {} {}", e.name,
-                       shape_text(e.t->shape), shape_text(e.shape), e.shape_text));
-  for (const Expect& e : expect)
-    if (e.t->dtype_code != e.code || e.t->dtype_bits != e.bits)
-      throw DtypeError(fmt::format("{} must be {}, not {}", e.name, dtype_text(e.code, e.bits),
-                                   dtype_text(e.t->dtype_code, e.t->dtype_bits)));
-  for (const Expect& e : expect) {
+  const Expect* const end = expect + count;
+  for (const Expect* e = expect; e != end; ++e)
+    if (!e->shape_matches())
+      fail(fmt::format("{} has shape {} but the plan needs {} {}", e->name,
+                       dims_text(e->t->shape, e->t->ndim), dims_text(e->shape, e->ndim),
+                       e->shape_text));
+  for (const Expect* e = expect; e != end; ++e)
+    if (e->t->dtype_code != e->code || e->t->dtype_bits != e->bits)
+      throw DtypeError(fmt::format("{} must be {}, not {}", e->name, dtype_text(e->code, e->bits),
+                                   dtype_text(e->t->dtype_code, e->t->dtype_bits)));
+  for (const Expect* e = expect; e != end; ++e) {
+    // A tensor of no elements has no layout to keep (torch calls every such tensor contiguous).
+    if (std::find(e->shape, e->shape + e->ndim, 0) != e->shape + e->ndim) continue;
     std::int64_t stride = 1;
-    for (int i = static_cast<int>(e.shape.size()) - 1; i >= 0; --i) {
-      if (e.shape[i] != 1 && e.t->strides[i] != stride)
+    for (int i = e->ndim - 1; i >= 0; --i) {
+      if (e->shape[i] != 1 && e->t->strides[i] != stride)
         fail(fmt::format("{} must be contiguous (row-major); its strides are {}: call "
                          ".contiguous() first",
-                         e.name, shape_text(e.t->strides)));
-      stride *= e.shape[i];
+                         e->name, dims_text(e->t->strides, e->t->ndim)));
+      stride *= e->shape[i];
     }
   }
-  for (const Expect& e : expect) {
-    if (e.t->device_type != kCuda)
-      fail(fmt::format("{} must be on a CUDA device, not {}", e.name,
-                       dlpack_device_name(e.t->device_type)));
-    if (device_ >= 0 && e.t->device_id != device_)
-      fail(fmt::format("{} is on cuda:{} but the plan was made for cuda:{}", e.name,
-                       e.t->device_id, device_));
-    if (e.t->data != nullptr && reinterpret_cast<std::uintptr_t>(e.t->data) % 16 != 0)
+  for (const Expect* e = expect; e != end; ++e) {
+    if (e->t->device_type != kCuda)
+      fail(fmt::format("{} must be on a CUDA device, not {}", e->name,
+                       dlpack_device_name(e->t->device_type)));
+    if (device_ >= 0 && e->t->device_id != device_)
+      fail(fmt::format("{} is on cuda:{} but the plan was made for cuda:{}", e->name,
+                       e->t->device_id, device_));
+    if (e->t->data != nullptr && reinterpret_cast<std::uintptr_t>(e->t->data) % 16 != 0)
       fail(fmt::format("{} must start on a 16-byte boundary (the kernel loads it with TMA)",
-                       e.name));
+                       e->name));
   }
 }
 
@@ -435,6 +498,7 @@ void StepPlan::run(const TensorView& q, const TensorView& k, const TensorView& v
 #if TILESCHED_PYTHON_GPU
   if (!request_.on_device)
     fail("this plan was made on the host (on_device=False): it can be simulated, not launched");
+  const CurrentDevice current(device_);  // the tensors are on it (check_tensors)
   gpu::AttentionArgs& a = dev_->args;
   a.q = q.data;
   a.k = k.data;
@@ -456,7 +520,8 @@ void StepPlan::run(const TensorView& q, const TensorView& k, const TensorView& v
   // A launch with launch_done leaves the words the next one needs (attention.hpp): only the
   // first launch of a plan, and one after a failure, resets them.
   a.launch_ready = dev_->launch_ready && !record;
-  const gpu::Status s = gpu::launch_planned(a, dev_->launch);
+  // The workload is the one the plan was made from, and nothing changes it.
+  const gpu::Status s = gpu::launch_planned_same_workload(a, dev_->launch);
   dev_->launch_ready = static_cast<bool>(s);
   if (!s) throw DeviceError(s.message);
   if (record) {

@@ -51,13 +51,21 @@ struct DeviceError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-// A tensor as the binding sees it (DLPack metadata; the caller keeps it alive).
+// A tensor as the binding sees it (DLPack metadata; the caller keeps it alive). Of fixed size, so
+// that reading a tensor's metadata on every launch allocates nothing: the tensors of a plan have
+// at most kMaxDims dimensions; a view of more keeps its true `ndim` (which fails every shape
+// check) and its first kMaxDims sizes.
 struct TensorView {
+  static constexpr int kMaxDims = 4;
   void* data = nullptr;
-  std::vector<std::int64_t> shape;
-  std::vector<std::int64_t> strides;  // in elements
+  int ndim = 0;
+  std::int64_t shape[kMaxDims] = {};
+  std::int64_t strides[kMaxDims] = {};          // in elements
   std::uint8_t dtype_code = 0, dtype_bits = 0;  // DLPack codes: 0 int, 1 uint, 2 float, 4 bfloat
   int device_type = 0, device_id = 0;           // DLPack: 1 CPU, 2 CUDA
+
+  // Sets the dimensions from DLPack's arrays; null strides mean row-major (DLPack's convention).
+  void set_dims(int dims, const std::int64_t* sizes, const std::int64_t* element_strides);
 };
 
 class StepPlan {

@@ -403,6 +403,26 @@ def test_plan_reuse_is_bit_identical():
     assert torch.equal(out0, out1) and torch.equal(lse0, lse1) and torch.equal(out1, out2)
 
 
+@pytest.mark.skipif(torch.cuda.device_count() < 2, reason="needs a second CUDA device")
+def test_plan_launches_on_its_device_whatever_the_current_one():
+    # The module makes the plan's device current for the launch and restores the caller's.
+    hq, hkv, d = 8, 2, 128
+    mq, mk = max(RAGGED_Q), max(RAGGED_K)
+    tensors = make_varlen(RAGGED_Q, RAGGED_K, hq, hkv, d, seed=13)
+    second = torch.device("cuda", 1)
+    q, k, v, cu_q, cu_k = (t.to(second) for t in tensors)
+    with torch.cuda.device(second):
+        p = tilesched.plan(cu_q, cu_k, hq, hkv, d, causal=True, deterministic=True)
+    before = torch.cuda.current_device()
+    assert before != 1
+    out = flash_attn_varlen_func(q, k, v, cu_q, cu_k, mq, mk, causal=True, plan=p)
+    assert torch.cuda.current_device() == before and out.device == second
+    q0, k0, v0, cu_q0, cu_k0 = tensors
+    expected = flash_attn_varlen_func(q0, k0, v0, cu_q0, cu_k0, mq, mk, causal=True,
+                                      deterministic=True)
+    assert torch.equal(out.cpu(), expected.cpu())
+
+
 def test_plan_serves_several_layers_varlen():
     hq, hkv, d = 8, 2, 128
     mq, mk = max(RAGGED_Q), max(RAGGED_K)

@@ -186,6 +186,8 @@ def test_tensor_checks_name_the_argument_and_the_rule():
         p._c.check(q, q, k, q, lse)
     with pytest.raises(ValueError, match="softmax_lse has shape"):
         p._c.check(q, k, k, q, lse[:, :2])
+    with pytest.raises(ValueError, match=r"q has shape \[8, 4, 64, 1, \.\.\. \(5 dimensions\)\]"):
+        p._c.check(q.reshape(8, 4, 64, 1, 1), k, k, q, lse)
     with pytest.raises(ValueError, match="no page_table"):
         paged = make_plan([1], [512], 4, 2, 64, causal=True, page_size=256, max_pages_per_seq=2,
                           num_pages=2, device=False)

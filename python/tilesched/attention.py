@@ -27,6 +27,12 @@ try:  # torch >= 2.9 also has torch.to_dlpack; this one takes no stream and sync
 except ImportError:  # pragma: no cover
     _to_dlpack = torch.to_dlpack
 
+# torch >= 2.10 carries the DLPack C exchange API on its tensor type: the compiled module then reads
+# each tensor's metadata straight from it and asks torch for the current stream, with no capsule
+# and no Stream object. Older torch hands over capsules and the stream's handle.
+_EXCHANGE = hasattr(torch.Tensor, "__dlpack_c_exchange_api__")
+_raw_stream = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+
 _plans = PlanCache()
 
 
@@ -59,8 +65,10 @@ def _fa2_aliases(page_table, block_table, return_lse, return_softmax_lse):
 
 
 def _scale(softmax_scale: Optional[float], head_dim: int) -> float:
-    if softmax_scale is None:
-        return 1.0 / math.sqrt(head_dim)
+    return 1.0 / math.sqrt(head_dim) if softmax_scale is None else _given_scale(softmax_scale)
+
+
+def _given_scale(softmax_scale: Any) -> float:
     if isinstance(softmax_scale, bool) or not isinstance(softmax_scale, (int, float)):
         raise TypeError(f"softmax_scale must be a number, not {type(softmax_scale).__name__}")
     if not (math.isfinite(softmax_scale) and softmax_scale > 0):
@@ -75,13 +83,23 @@ def _flag(name: str, x: Any) -> bool:
 
 
 def _launch(plan: SchedulePlan, q, k, v, page_table, scale: float, record: bool = False):
-    if q.is_cuda and q.device.index != torch.cuda.current_device():
-        with torch.cuda.device(q.device):  # the kernel launches on the current device
-            return _launch(plan, q, k, v, page_table, scale, record)
+    # The module makes the plan's device current for the launch (the tensors must be on it).
     out = torch.empty_like(q)
-    lse = torch.empty((plan._c.total_q, plan._c.num_q_heads), dtype=torch.float32,
-                      device=q.device)
-    stream = torch.cuda.current_stream(q.device).cuda_stream if q.is_cuda else 0
+    if plan._lse_like is not None:
+        # Contiguous: torch.empty_like keeps only non-overlapping dense strides, and the
+        # template's one element serves every row and head (where it is the only one, strides do
+        # not matter).
+        lse = torch.empty_like(plan._lse_like)
+    else:  # a plan made on the host, which the module refuses to launch
+        lse = torch.empty(plan._lse_shape, dtype=torch.float32, device=q.device)
+    if _EXCHANGE:  # the stream: torch's current one on q's device, asked by the module
+        return out, lse, plan._c.run(q, k, v, out, lse, page_table, scale, None, record)
+    if not q.is_cuda:
+        stream = 0
+    elif _raw_stream is not None:
+        stream = _raw_stream(q.device.index)
+    else:
+        stream = torch.cuda.current_stream(q.device).cuda_stream
     trace = plan._c.run(_to_dlpack(q), _to_dlpack(k), _to_dlpack(v), _to_dlpack(out),
                         _to_dlpack(lse), None if page_table is None else _to_dlpack(page_table),
                         scale, stream, record)
@@ -107,19 +125,21 @@ def _(q, k, v, page_table, plan_id, softmax_scale):
     return torch.empty_like(q), q.new_empty((rows, heads), dtype=torch.float32)
 
 
-def _forward(plan: SchedulePlan, q, k, v, page_table, scale: float, trace: bool):
+def _check_plan(plan) -> None:
     if not isinstance(plan, SchedulePlan):
         raise TypeError(f"plan must be a tilesched.SchedulePlan, not {type(plan).__name__}")
+
+
+def _forward(plan: SchedulePlan, q, k, v, page_table, scale: float, trace: bool):
+    """The launch of a plan (of the right type: _check_plan)."""
     if plan._identity_pages:
         page_table = plan._tensors["identity_pages"]
-    if trace:
-        if torch.compiler.is_compiling():
-            raise RuntimeError("trace=True reads the trace back on the host: call it eagerly")
-        return _launch(plan, q, k, v, page_table, scale, record=True)
     if torch.compiler.is_compiling():
+        if trace:
+            raise RuntimeError("trace=True reads the trace back on the host: call it eagerly")
         out, lse = torch.ops.tilesched.varlen_fwd(q, k, v, page_table, plan._op_id, scale)
         return out, lse, None
-    return _launch(plan, q, k, v, page_table, scale)
+    return _launch(plan, q, k, v, page_table, scale, trace)
 
 
 def flash_attn_varlen_func(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
@@ -139,8 +159,9 @@ def flash_attn_varlen_func(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, ma
     (num_q_heads, total_q), fp32, the natural log of each row's sum of exp(scale * score); with
     trace=True the launch's Trace last.
     """
-    page_table, return_lse = _fa2_aliases(page_table, block_table, return_lse,
-                                          return_softmax_lse)
+    if block_table is not None or return_softmax_lse is not None:
+        page_table, return_lse = _fa2_aliases(page_table, block_table, return_lse,
+                                              return_softmax_lse)
     _tensor("q", q, 3, "(total_q, num_heads, head_dim)")
     paged = page_table is not None
     kv_what = "(num_pages, page_size, kv_heads, head_dim)" if paged else \
@@ -150,9 +171,13 @@ def flash_attn_varlen_func(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, ma
     return_lse, deterministic = _flag("return_lse", return_lse), _flag("deterministic",
                                                                           deterministic)
     want_trace = False if trace is None else _flag("trace", trace)
-    head_dim = q.shape[2]
-    scale = _scale(softmax_scale, head_dim)
-    if plan is None:
+    if plan is not None:
+        _check_plan(plan)
+        # The plan's head dim is q's, or the module refuses q.
+        scale = plan._default_scale if softmax_scale is None else _given_scale(softmax_scale)
+    else:
+        head_dim = q.shape[2]
+        scale = _scale(softmax_scale, head_dim)
         _on_cuda("q", q)
         q_lens, kv_lens = varlen_lengths(cu_seqlens_q, cu_seqlens_k, seqused_k, paged)
         for name, given, lens in (("max_seqlen_q", max_seqlen_q, q_lens),
@@ -207,8 +232,9 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, cache_seqlens, page_table=None,
     if k is not None or v is not None:
         raise ValueError("appending new keys (k=, v=) is not supported: write them into the "
                          "cache first and count them in cache_seqlens")
-    page_table, return_lse = _fa2_aliases(page_table, block_table, return_lse,
-                                          return_softmax_lse)
+    if block_table is not None or return_softmax_lse is not None:
+        page_table, return_lse = _fa2_aliases(page_table, block_table, return_lse,
+                                              return_softmax_lse)
     _tensor("q", q, 4, "(batch, seqlen_q, num_heads, head_dim)")
     _tensor("k_cache", k_cache, 4, "(batch or num_pages, cache_len or page_size, kv_heads, "
             "head_dim)")
@@ -217,8 +243,12 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, cache_seqlens, page_table=None,
                                                                           deterministic)
     want_trace = False if trace is None else _flag("trace", trace)
     batch, seqlen_q, heads, head_dim = q.shape
-    scale = _scale(softmax_scale, head_dim)
-    if plan is None:
+    if plan is not None:
+        _check_plan(plan)
+        # The plan's head dim is q's, or the module refuses q.
+        scale = plan._default_scale if softmax_scale is None else _given_scale(softmax_scale)
+    else:
+        scale = _scale(softmax_scale, head_dim)
         _on_cuda("q", q)
         if isinstance(cache_seqlens, int) and not isinstance(cache_seqlens, bool):
             kv_lens = [cache_seqlens] * batch
@@ -251,8 +281,6 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, cache_seqlens, page_table=None,
                                     num_ctas=num_ctas, _table_checked=True)
 
         plan = _plans.get(key, build)
-    if not isinstance(plan, SchedulePlan):
-        raise TypeError(f"plan must be a tilesched.SchedulePlan, not {type(plan).__name__}")
     group = plan._packed_group
     if group:
         # The query heads of each KV head become the rows of its tile: [B, 1, Hkv * g, d] ->

@@ -10,6 +10,7 @@ and can be captured in a CUDA graph.
 from __future__ import annotations
 
 import itertools
+import math
 import os
 import weakref
 from collections import OrderedDict
@@ -144,6 +145,13 @@ class SchedulePlan:
         # function or a captured graph finds them ready): the identity page table of a
         # contiguous cache.
         self._tensors: dict = {}
+        # What every call with the plan asks, kept as Python values: the LSE output's shape
+        # (the kernel's rows and heads), a template of it on the plan's device (one element
+        # expanded: torch.empty_like of it allocates the output at half torch.empty's cost), and
+        # the softmax scale when none is given.
+        self._lse_shape = (c_plan.total_q, c_plan.num_q_heads)
+        self._lse_like = None
+        self._default_scale = 1.0 / math.sqrt(c_plan.head_dim)
         self._op_id = next(_plan_numbers)  # the number the op knows the plan by
         _registry[self._op_id] = self
 
@@ -221,16 +229,23 @@ def make_plan(q_lens: Sequence[int], kv_lens: Sequence[int], num_q_heads: int,
                      clusters=clusters, deterministic=deterministic, api=api, on_device=device)
     p = SchedulePlan(c_plan)
     p._identity_pages = identity_pages
-    if device and identity_pages:
+    if device:
         _device_tensors(p, c_plan.device)
     return p
 
 
 def _device_tensors(p: SchedulePlan, device_index: int) -> None:
-    """The identity page table of a contiguous cache run as pages, on the plan's device."""
-    import torch  # only a plan for the device gets here, and only the attention functions use it
+    """The identity page table of a contiguous cache run as pages, and the LSE output's template,
+    on the plan's device."""
+    try:  # only the attention functions use them, and they need torch
+        import torch
+    except ImportError:
+        if p._identity_pages:
+            raise
+        return
 
     device = torch.device("cuda", device_index)
+    p._lse_like = torch.empty(1, dtype=torch.float32, device=device).expand(*p._lse_shape)
     if p._identity_pages:
         p._tensors["identity_pages"] = torch.arange(p.batch_size, dtype=torch.int32,
                                                     device=device).view(-1, 1)

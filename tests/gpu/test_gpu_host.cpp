@@ -264,6 +264,15 @@ TEST_CASE("plan_launch: what a plan says of itself, and a plan refused for other
   s = gpu::launch_planned(p.args, gpu::LaunchPlan{});
   CHECK_FALSE(s.ok);
   CHECK(s.message == "the launch plan is empty (plan_launch makes one)");
+  // The launch of a plan whose owner keeps the workload skips that comparison, not the checks of
+  // the buffers.
+  s = gpu::launch_planned_same_workload(p.args, gpu::LaunchPlan{});
+  CHECK(s.message == "the launch plan is empty (plan_launch makes one)");
+  PlaceholderArgs no_q = p;
+  no_q.args.q = nullptr;
+  s = gpu::launch_planned_same_workload(no_q.args, plan);
+  CHECK_FALSE(s.ok);
+  CHECK(s.message == "Q, K and V must be device pointers (one of them is null)");
 }
 
 TEST_CASE("validate: a paged KV cache's page size, table and clusters") {

@@ -204,6 +204,12 @@ Status plan_launch(const AttentionArgs& args, LaunchPlan& out);
 // plan_launch on arguments with the same workload and scheduler words; the buffers are checked,
 // the workload is not validated again.
 Status launch_planned(const AttentionArgs& args, const LaunchPlan& plan);
+// launch_planned for a caller that owns the arguments and their plan together and changes nothing
+// of the arguments between launches but Q, K, V, O, LSE, the page table, the softmax scale,
+// launch_ready, the trace and the stream (as the Python package's StepPlan does): the workload is
+// not compared with the plan again, which walks the batch on every launch. The buffers and the
+// words are still checked. Arguments of another workload launch a wrong schedule.
+Status launch_planned_same_workload(const AttentionArgs& args, const LaunchPlan& plan);
 
 // Whether the kernel runs this kind of workload at all: every scheduler, but no decode workload
 // (the kernel has no decode path; the simulator has). Needs no device, so a tool can refuse before
