@@ -72,8 +72,8 @@ void add_workload_flags(CLI::App& command, WorkloadFlags& f, WorkloadFlagSet set
                   "2; a workload file without the field: 1)",
                   /*min=*/1);
   add_number_flag(command, "--page-size", f.page_size,
-                  "Keys per page of a paged KV cache (0: no paging; the GPU kernel takes "
-                  "multiples of its K/V block)",
+                  "Keys per page of a paged KV cache (0: no paging; the GPU kernel takes any "
+                  "size)",
                   /*min=*/0, Workload::kMaxPageSize);
   add_number_flag(command, "--split-kv-blocks", f.split_kv_blocks,
                   fmt::format("split_kv: KV blocks per chunk (default {})", kDefaultSplitKvBlocks),
