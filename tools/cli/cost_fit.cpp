@@ -106,9 +106,11 @@ void fit_paged_factors(const std::vector<Trace>& traces, bool base_named, CostFi
         "cannot fit the paged factor of head_dim{} {}: the factor scales the contiguous "
         "per-block costs, and no trace without pages of {} was fitted, nor a base table named "
         "(--base PROFILE or --base-model FILE) to take them from; add traces of the same kernel "
-        "recorded without --page-size, or name the table fitted to them",
+        "recorded without --page-size, or name the table fitted to them{}",
         without_costs.size() == 1 ? "" : "s", fmt::join(without_costs, ", "),
-        without_costs.size() == 1 ? "it" : "them"));
+        without_costs.size() == 1 ? "it" : "them",
+        report.skipped.empty() ? std::string()
+                               : fmt::format(" ({})", fmt::join(report.skipped, "; "))));
   for (const auto& [d, boxes] : groups) {
     HeadDimPaged p;
     p.head_dim = d;
