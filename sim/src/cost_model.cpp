@@ -10,6 +10,7 @@
 #include <optional>
 #include <set>
 #include <stdexcept>
+#include <tuple>
 
 #include "builtin_costs.hpp"
 #include "json_read.hpp"
@@ -57,6 +58,33 @@ u32 tile_height_key(const std::string& key, const std::string& field) {
   return bm;
 }
 
+// A paged key (version 7): TMA boxes per K/V block, 1..4096 (a box holds at least one of BN <= 4096
+// keys), spelt one way like head dims.
+u32 boxes_key(const std::string& key, const std::string& field) {
+  const u32 boxes = plain_decimal_key(key, kMaxBlockN);
+  if (boxes == 0)
+    detail::fail(field, fmt::format("key must be a count of TMA boxes per K/V block in 1..{} in "
+                                    "plain decimal",
+                                    kMaxBlockN));
+  return boxes;
+}
+
+// An entry's paged factors (version 7): {"<boxes>": factor, ...}, each factor in (0, 100].
+std::map<u32, double> paged_from_json(const json& members, const std::string& field) {
+  using namespace detail;
+  require_object(members, "field '" + field + "'");
+  std::map<u32, double> factors;
+  for (auto it = members.begin(); it != members.end(); ++it) {
+    const std::string member = field + "." + it.key();
+    const u32 boxes = boxes_key(it.key(), member);
+    const double factor = as_double(it.value(), member);
+    const std::string problem = paged_factor_problem(factor);
+    if (!problem.empty()) fail(member, problem);
+    factors[boxes] = factor;
+  }
+  return factors;
+}
+
 CostCoefficients scaled(const CostCoefficients& c, double f) {
   return CostCoefficients{c.fixed_us * f, c.us_per_block * f, c.us_per_masked_block * f};
 }
@@ -70,7 +98,7 @@ CostCoefficients per_block_scaled(const CostCoefficients& c, u32 keys, u32 table
   return CostCoefficients{c.fixed_us, c.us_per_block * f, c.us_per_masked_block * f};
 }
 
-constexpr u32 kCostFormatVersion = 6;
+constexpr u32 kCostFormatVersion = 7;
 
 // A field of a cost file and the version that added it: a file holds only the fields of its
 // version, and a field of a later version in an earlier file is an unknown field.
@@ -85,7 +113,8 @@ constexpr VersionedField kTableFields[] = {
 constexpr VersionedField kEntryFields[] = {
     {"fixed_us", 1},      {"us_per_block", 1}, {"us_per_masked_block", 1},
     {"ctas_per_sm", 2},   {"shared_rates", 2}, {"cta_launch_us", 3},
-    {"block_m", 4},       {"tile_heights", 4}, {"schedulers", 6}};
+    {"block_m", 4},       {"tile_heights", 4}, {"schedulers", 6},
+    {"paged", 7}};
 
 // The names of `fields` a file of `version` may hold.
 template <std::size_t N>
@@ -250,7 +279,28 @@ CostCoefficients CostModel::coefficients(u32 head_dim) const {
 }
 
 CostCoefficients CostModel::coefficients(const Workload& w) const {
-  return per_block_scaled(coefficients(w.head_dim, w.block_m, w.scheduler), w.block_n, block_n);
+  const CostCoefficients c =
+      per_block_scaled(coefficients(w.head_dim, w.block_m, w.scheduler), w.block_n, block_n);
+  const double paged = paged_factor(w);
+  return CostCoefficients{c.fixed_us, c.us_per_block * paged, c.us_per_masked_block * paged};
+}
+
+double CostModel::paged_factor(const Workload& w) const {
+  if (w.page_size == 0) return 1.0;
+  return paged_factor(w.head_dim, kv_block_boxes(w.page_size, w.block_n));
+}
+
+double CostModel::paged_factor(u32 head_dim, u32 boxes) const {
+  const auto dim = paged_by_head_dim.find(head_dim);
+  if (dim == paged_by_head_dim.end() || dim->second.empty()) return 1.0;
+  const std::map<u32, double>& factors = dim->second;
+  const auto hi = factors.lower_bound(boxes);
+  if (hi == factors.end()) return std::prev(hi)->second;
+  if (hi->first == boxes || hi == factors.begin()) return hi->second;
+  const auto lo = std::prev(hi);
+  const double f = std::log2(double(boxes) / double(lo->first)) /
+                   std::log2(double(hi->first) / double(lo->first));
+  return lo->second + f * (hi->second - lo->second);
 }
 
 CostModel CostModel::with_block_n(u32 keys) const {
@@ -351,6 +401,10 @@ CostModel CostModel::from_json(const json& j) {
           },
           [&](SchedulerKind kind, const CostCoefficients& c) { m.by_scheduler[d][kind] = c; });
     if (version >= 2) m.sharing_by_head_dim[d] = sharing_from_json(it.value(), prefix);
+    if (version >= 7 && it.value().contains("paged")) {
+      std::map<u32, double> factors = paged_from_json(it.value()["paged"], prefix + "paged");
+      if (!factors.empty()) m.paged_by_head_dim[d] = std::move(factors);
+    }
     if (version >= 3 && it.value().contains("cta_launch_us")) {
       const std::string field = prefix + "cta_launch_us";
       const double us = as_double(it.value()["cta_launch_us"], field);
@@ -385,6 +439,12 @@ json CostModel::to_json() const {
       for (const auto& [kind, c] : kinds->second) k[to_string(kind)] = coefficients_to_json(c);
       entry["schedulers"] = k;
     }
+    const auto paged = paged_by_head_dim.find(d);
+    if (paged != paged_by_head_dim.end() && !paged->second.empty()) {
+      json p = json::object();
+      for (const auto& [boxes, factor] : paged->second) p[fmt::format("{}", boxes)] = factor;
+      entry["paged"] = p;
+    }
     dims[fmt::format("{}", d)] = entry;
   }
   json out{
@@ -398,7 +458,9 @@ json CostModel::to_json() const {
        "freed slot holds it cta_launch_us before its first tile; block_m is the tile height the "
        "entry was measured at, tile_heights the coefficients of other heights, schedulers those "
        "of a scheduler kind's own kernel at the entry's height; a KV block is block_n keys where "
-       "given (a workload of another BN: per-block costs scaled by BN / block_n)"},
+       "given (a workload of another BN: per-block costs scaled by BN / block_n); paged: the "
+       "factor on the per-block costs of a paged cache whose K/V blocks load as that many TMA "
+       "boxes"},
       {"sms", multiprocessors},
       {"l2_bytes", l2_bytes},
       {"head_dims", dims}};
@@ -481,9 +543,39 @@ TileCost whole_tile_cost(const Workload& w, const TraceEvent& e) {
 
 namespace {
 
-// Whether trace `t` ran tiles of `head_dim` and (when block_m > 0) of that height.
+// Whether trace `t` ran tiles of `head_dim` and (when block_m > 0) of that height on a contiguous
+// cache: the coefficients are the contiguous cost, a paged cache's is fit_paged_factor's.
 bool of_tiles(const Trace& t, u32 head_dim, u32 block_m) {
-  return t.workload.head_dim == head_dim && (block_m == 0 || t.workload.block_m == block_m);
+  return t.workload.page_size == 0 && t.workload.head_dim == head_dim &&
+         (block_m == 0 || t.workload.block_m == block_m);
+}
+
+// How many traces of `head_dim` (and of tile height `block_m` when > 0) ran on a paged cache.
+std::size_t paged_traces_of(const std::vector<Trace>& traces, u32 head_dim, u32 block_m) {
+  return std::size_t(std::count_if(traces.begin(), traces.end(), [&](const Trace& t) {
+    return t.workload.page_size != 0 && t.workload.head_dim == head_dim &&
+           (block_m == 0 || t.workload.block_m == block_m);
+  }));
+}
+
+// The mean gap between a CTA's consecutive tiles (the next tile's start minus this one's end) in
+// `traces`, and how many pairs it was measured on.
+std::pair<double, std::size_t> mean_handoff(const std::vector<const Trace*>& traces) {
+  double gaps = 0;
+  std::size_t pairs = 0;
+  for (const Trace* tp : traces) {
+    std::vector<const TraceEvent*> by_cta;
+    for (const TraceEvent& e : tp->events) by_cta.push_back(&e);
+    std::stable_sort(by_cta.begin(), by_cta.end(), [](const TraceEvent* a, const TraceEvent* b) {
+      return a->cta != b->cta ? a->cta < b->cta : a->start_us < b->start_us;
+    });
+    for (std::size_t i = 1; i < by_cta.size(); ++i) {
+      if (by_cta[i]->cta != by_cta[i - 1]->cta) continue;
+      gaps += by_cta[i]->start_us - by_cta[i - 1]->end_us;
+      ++pairs;
+    }
+  }
+  return {pairs > 0 ? gaps / double(pairs) : 0.0, pairs};
 }
 
 // " at BM 192" when a fit is restricted to one tile height, for its messages.
@@ -623,14 +715,19 @@ CostFit fit_cost(const std::vector<Trace>& traces, u32 head_dim, u32 block_m) {
   const std::vector<const Trace*> solo = one_cta_per_sm_traces(traces, head_dim, block_m, shared);
   std::size_t n = 0;
   for (const Trace* t : solo) n += t->events.size();
+  const std::size_t paged = paged_traces_of(traces, head_dim, block_m);
   if (n < 3)
     throw std::invalid_argument(fmt::format(
-        "cannot fit head_dim {}{}: {} measured tiles, need at least 3{}", head_dim,
+        "cannot fit head_dim {}{}: {} measured tiles, need at least 3{}{}", head_dim,
         at_height(block_m), n,
         shared == 0 ? ""
                     : fmt::format(" ({} trace(s) of it left out: their CTAs shared SMs, so their "
                                   "tiles took longer than their cost; record one at C = SMs)",
-                                  shared)));
+                                  shared),
+        paged == 0 ? ""
+                   : fmt::format(" ({} paged trace(s) of it left out: the coefficients are fitted "
+                                 "on contiguous caches; record it without --page-size too)",
+                                 paged)));
   // One row per tile: [1, unmasked blocks, masked blocks] * coefficients = measured time.
   Eigen::MatrixXd A(n, 3);
   Eigen::VectorXd y(n);
@@ -661,21 +758,77 @@ CostFit fit_cost(const std::vector<Trace>& traces, u32 head_dim, u32 block_m) {
   fit.relative_rms_error = rms_measured > 0 ? fit.rms_residual_us / rms_measured : 0;
   fit.samples = n;
   // The hand-off: per CTA, each tile's end to its next tile's start.
-  double gaps = 0;
+  std::tie(fit.handoff_us, fit.handoff_samples) = mean_handoff(solo);
+  fit.coefficients = CostCoefficients{x(0) + fit.handoff_us, x(1), x(2)};
+  return fit;
+}
+
+std::vector<std::pair<u32, u32>> paged_groups(const std::vector<Trace>& traces) {
+  std::set<std::pair<u32, u32>> groups;
+  for (const Trace& t : traces)
+    if (t.workload.page_size != 0)
+      groups.insert(
+          {t.workload.head_dim, kv_block_boxes(t.workload.page_size, t.workload.block_n)});
+  return {groups.begin(), groups.end()};
+}
+
+PagedFit fit_paged_factor(const std::vector<Trace>& traces, u32 head_dim, u32 boxes,
+                          const CostModel& contiguous) {
+  std::vector<const Trace*> solo;
+  std::size_t shared = 0;
+  for (const Trace& t : traces) {
+    const Workload& w = t.workload;
+    if (w.page_size == 0 || w.head_dim != head_dim ||
+        kv_block_boxes(w.page_size, w.block_n) != boxes)
+      continue;
+    if (max_busy_per_sm(t) <= 1)
+      solo.push_back(&t);
+    else
+      ++shared;
+  }
+  PagedFit fit;
+  fit.traces = solo.size();
+  fit.handoff_us = mean_handoff(solo).first;
+  // Per tile: x = its per-block cost without pages, y = its measured time as the replay counts it
+  // (hand-off included) less the fixed cost, which pages do not change.
+  std::vector<double> xs, ys, measured;
   for (const Trace* tp : solo) {
-    std::vector<const TraceEvent*> by_cta;
-    for (const TraceEvent& e : tp->events) by_cta.push_back(&e);
-    std::stable_sort(by_cta.begin(), by_cta.end(), [](const TraceEvent* a, const TraceEvent* b) {
-      return a->cta != b->cta ? a->cta < b->cta : a->start_us < b->start_us;
-    });
-    for (std::size_t i = 1; i < by_cta.size(); ++i) {
-      if (by_cta[i]->cta != by_cta[i - 1]->cta) continue;
-      gaps += by_cta[i]->start_us - by_cta[i - 1]->end_us;
-      ++fit.handoff_samples;
+    Workload unpaged = tp->workload;
+    unpaged.page_size = 0;
+    const CostCoefficients k = contiguous.coefficients(unpaged);
+    for (const TraceEvent& e : tp->events) {
+      const TileCost c = event_tile_cost(tp->workload, e);
+      const double time = e.end_us - e.start_us + fit.handoff_us;
+      xs.push_back(k.us_per_block * double(c.kv_blocks - c.masked_blocks) +
+                   k.us_per_masked_block * double(c.masked_blocks));
+      ys.push_back(time - k.fixed_us);
+      measured.push_back(time);
     }
   }
-  fit.handoff_us = fit.handoff_samples > 0 ? gaps / double(fit.handoff_samples) : 0.0;
-  fit.coefficients = CostCoefficients{x(0) + fit.handoff_us, x(1), x(2)};
+  double xx = 0, xy = 0;
+  for (std::size_t i = 0; i < xs.size(); ++i) {
+    xx += xs[i] * xs[i];
+    xy += xs[i] * ys[i];
+  }
+  if (xx <= 0)
+    throw std::invalid_argument(fmt::format(
+        "cannot fit the paged factor of head_dim {} at {} TMA box{} per K/V block: {}", head_dim,
+        boxes, boxes == 1 ? "" : "es",
+        xs.empty() && shared > 0
+            ? fmt::format("its {} trace(s) ran CTAs that shared SMs (record them at C = SMs)",
+                          shared)
+        : xs.empty() ? std::string("no paged tile of it")
+                     : std::string("none of its tiles has a KV block of nonzero cost")));
+  fit.factor = xy / xx;
+  double residuals = 0, times = 0;
+  for (std::size_t i = 0; i < xs.size(); ++i) {
+    residuals += (fit.factor * xs[i] - ys[i]) * (fit.factor * xs[i] - ys[i]);
+    times += measured[i] * measured[i];
+  }
+  fit.samples = xs.size();
+  fit.rms_residual_us = std::sqrt(residuals / double(fit.samples));
+  const double rms_measured = std::sqrt(times / double(fit.samples));
+  fit.relative_rms_error = rms_measured > 0 ? fit.rms_residual_us / rms_measured : 0;
   return fit;
 }
 
@@ -830,10 +983,19 @@ LaunchFit fit_cta_launch(const std::vector<Trace>& traces, u32 head_dim,
 CostModel CostModel::fit(const std::vector<Trace>& traces, const std::string& device) {
   CostModel m;
   m.device = device;
-  std::map<u32, std::set<u32>> heights;  // head_dim -> the tile heights its traces ran
-  for (const Trace& t : traces) heights[t.workload.head_dim].insert(t.workload.block_m);
-  if (heights.empty()) throw std::invalid_argument("cannot fit a cost model: no traces");
+  std::map<u32, std::set<u32>> heights;  // head_dim -> the tile heights its contiguous traces ran
+  for (const Trace& t : traces)
+    if (t.workload.page_size == 0) heights[t.workload.head_dim].insert(t.workload.block_m);
+  if (traces.empty()) throw std::invalid_argument("cannot fit a cost model: no traces");
   m.block_n = traces_block_n(traces);
+  const std::vector<std::pair<u32, u32>> paged = paged_groups(traces);
+  for (const auto& [d, boxes] : paged)
+    if (heights.count(d) == 0)
+      throw std::invalid_argument(fmt::format(
+          "cannot fit the paged factor of head_dim {}: its traces are all paged (page_size != 0), "
+          "and the factor scales the contiguous per-block costs, which only traces without pages "
+          "measure; add one of the same kernel without --page-size",
+          d));
   for (const auto& [d, bms] : heights) {
     const u32 own = *bms.begin();
     const CostCoefficients c = fit_cost(traces, d, own).coefficients;
@@ -850,6 +1012,8 @@ CostModel CostModel::fit(const std::vector<Trace>& traces, const std::string& de
       // No transient trace that refilled its slots: nothing says how long a launch takes.
     }
   }
+  for (const auto& [d, boxes] : paged)
+    m.paged_by_head_dim[d][boxes] = fit_paged_factor(traces, d, boxes, m).factor;
   return m;
 }
 

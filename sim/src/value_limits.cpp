@@ -39,6 +39,13 @@ std::string cta_launch_problem(double us) {
                               "(one millisecond) a GPU takes to start a CTA in a freed slot");
 }
 
+std::string paged_factor_problem(double factor) {
+  if (!(std::isfinite(factor) && factor > 0 && factor <= kMaxPagedFactor))
+    return fmt::format("must be a factor in (0, {:g}] on the per-block costs, got {}",
+                       kMaxPagedFactor, factor);
+  return {};
+}
+
 std::string sm_id_problem(std::int64_t sm_id, u32 launched_ctas) {
   if (sm_id == -1 || (sm_id >= 0 && (sm_id < kMaxSmCount || sm_id < std::int64_t(launched_ctas))))
     return {};

@@ -162,3 +162,21 @@ TEST_CASE("the transient scheduler's index is the inverse map's (linear_index)")
         }
   }
 }
+
+TEST_CASE("paged K/V blocks: the TMA boxes a block is loaded in") {
+  // No pages, or pages of whole blocks: one copy per block.
+  CHECK(page_rows(0, 128) == 0);
+  CHECK(kv_block_boxes(0, 128) == 1);
+  CHECK(page_rows(256, 128) == 0);
+  CHECK(kv_block_boxes(128, 128) == 1);
+  CHECK(kv_block_boxes(256, 64) == 1);
+  // Other pages: boxes of gcd(page_size, BN) keys, each inside one page, tiling the block.
+  CHECK(page_rows(16, 128) == 16);
+  CHECK(kv_block_boxes(16, 128) == 8);
+  CHECK(kv_block_boxes(1, 128) == 128);
+  CHECK(kv_block_boxes(3, 128) == 128);
+  CHECK(page_rows(96, 128) == 32);
+  CHECK(kv_block_boxes(96, 128) == 4);
+  CHECK(kv_block_boxes(64, 80) == 5);   // d = 256's BN 80: boxes of 16 keys
+  CHECK(kv_block_boxes(200, 80) == 2);  // boxes of 40 keys
+}

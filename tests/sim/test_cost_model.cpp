@@ -227,7 +227,7 @@ TEST_CASE("the d = 64 kernel with 192-row tiles: its traces and the table's tile
 TEST_CASE("version 4 cost tables: tile heights") {
   using nlohmann::json;
   const json good = sim::CostModel::builtin("h200").to_json();
-  REQUIRE(good["version"] == 6);
+  REQUIRE(good["version"] == 7);
   const sim::CostModel m = sim::CostModel::from_json(good);
   const sim::CostCoefficients own = m.coefficients(64);
   const sim::CostCoefficients tall = m.coefficients(64, 192);
@@ -305,7 +305,7 @@ TEST_CASE("version 6 cost tables: a scheduler kind's own kernel") {
   m.by_scheduler[128][SchedulerKind::Queued] = queued;
   m.by_scheduler[64][SchedulerKind::LptQueued] = {2.0, 1.0, 1.5};
   const json good = m.to_json();
-  REQUIRE(good["version"] == 6);
+  REQUIRE(good["version"] == 7);
   CHECK(good["head_dims"]["128"]["schedulers"]["queued"]["fixed_us"] == 3.0);
   const sim::CostModel back = sim::CostModel::from_json(good);
   CHECK(back.by_scheduler == m.by_scheduler);
@@ -646,7 +646,7 @@ TEST_CASE("version 2 and 3 cost tables: device, sharing and launch fields are ch
   CHECK(contains(error([&](json& j) { two_per_sm(j, {1.2}); }),
                  "'head_dims.128.shared_rates[0]': must be in (0, 1], got 1.2"));
   CHECK(contains(error([&](json& j) { two_per_sm(j, {0}); }), "must be in (0, 1]"));
-  CHECK(contains(error([](json& j) { j["version"] = 7; }), "unsupported cost table version 7"));
+  CHECK(contains(error([](json& j) { j["version"] = 8; }), "unsupported cost table version 8"));
   // The CTA launch came with version 3.
   CHECK(contains(error([](json& j) {
                    j["version"] = 2;
@@ -678,7 +678,7 @@ TEST_CASE("the CTA launch: read, checked, looked up between head dims, written b
   const sim::CostModel back = sim::CostModel::from_json(m.to_json());
   for (const u32 d : {32u, 64u, 96u, 128u, 256u, 512u})
     CHECK(back.cta_launch_us(d) == m.cta_launch_us(d));
-  CHECK(m.to_json()["version"] == 6);
+  CHECK(m.to_json()["version"] == 7);
 
   const auto error = [&](const json& launch) {
     json bad = j;
@@ -895,7 +895,7 @@ TEST_CASE("a cost table's KV block: read and written, and a workload of another 
   // The built-in files predate version 5: their traces counted blocks of 128 keys.
   CHECK(h200.block_n == 128);
   json j = h200.to_json();
-  CHECK(j["version"] == 6);
+  CHECK(j["version"] == 7);
   CHECK(j["block_n"] == 128);
   j["block_n"] = 64;
   CHECK(sim::CostModel::from_json(j).block_n == 64);
@@ -966,4 +966,170 @@ TEST_CASE("fit records the traces' KV block and refuses traces of several") {
                    sim::traces_block_n(traces, {"a.json", "b.json", "c.json"});
                  }),
                  "BN 64 (a.json) and BN 128 (c.json)"));
+}
+
+TEST_CASE("version 7 cost tables: the paged factor on the per-block costs") {
+  using nlohmann::json;
+  sim::CostModel m = sim::CostModel::builtin("h200");
+  // The shipped table has no paged entries until paged traces are fitted.
+  CHECK(m.paged_by_head_dim.empty());
+  m.paged_by_head_dim[128] = {{1, 1.05}, {8, 1.4}, {128, 3.0}};
+  const json good = m.to_json();
+  REQUIRE(good["version"] == 7);
+  CHECK(good["head_dims"]["128"]["paged"] == json{{"1", 1.05}, {"8", 1.4}, {"128", 3.0}});
+  CHECK_FALSE(good["head_dims"]["64"].contains("paged"));
+  const sim::CostModel back = sim::CostModel::from_json(good);
+  CHECK(back.paged_by_head_dim == m.paged_by_head_dim);
+  CHECK(back.to_json() == good);
+
+  // Entries as given; between them linear in log2(boxes); outside, the nearest; 1 at a head dim
+  // without entries (no interpolation across head dims).
+  CHECK(back.paged_factor(128, 8) == 1.4);
+  CHECK(back.paged_factor(128, 1) == 1.05);
+  CHECK(back.paged_factor(128, 2) == doctest::Approx(1.05 + 0.35 / 3));
+  CHECK(back.paged_factor(128, 32) == doctest::Approx(1.4 + 1.6 / 2));
+  CHECK(back.paged_factor(128, 256) == 3.0);
+  CHECK(back.paged_factor(64, 8) == 1.0);
+  CHECK(back.paged_factor(96, 8) == 1.0);
+  sim::CostModel one_entry = back;
+  one_entry.paged_by_head_dim[128] = {{8, 1.4}};
+  CHECK(one_entry.paged_factor(128, 1) == 1.4);
+  CHECK(one_entry.paged_factor(128, 128) == 1.4);
+
+  // A workload's factor: none without pages; its blocks' boxes otherwise. The per-block costs
+  // take it, the fixed cost does not, and the replay costs its tiles with them.
+  Workload w = sim::default_workload();
+  const sim::CostCoefficients contiguous = back.coefficients(w);
+  CHECK(back.paged_factor(w) == 1.0);
+  w.page_size = 16;  // 8 boxes of 16 keys per 128-key block
+  CHECK(back.paged_factor(w) == 1.4);
+  const sim::CostCoefficients paged = back.coefficients(w);
+  CHECK(paged.fixed_us == contiguous.fixed_us);
+  CHECK(paged.us_per_block == doctest::Approx(1.4 * contiguous.us_per_block));
+  CHECK(paged.us_per_masked_block == doctest::Approx(1.4 * contiguous.us_per_masked_block));
+  w.page_size = 256;  // pages of whole blocks: one box
+  CHECK(back.paged_factor(w) == 1.05);
+  w.page_size = 16;
+  w.block_n = 64;  // 4 boxes of 16 keys per 64-key block, each block half the keys
+  CHECK(back.coefficients(w).us_per_block ==
+        doctest::Approx((1.05 + 0.35 * 2 / 3) * contiguous.us_per_block / 2));
+  w.block_n = 128;
+  const Trace t = sim::replay(w, back);
+  for (const TraceEvent& e : t.events)
+    CHECK(e.end_us - e.start_us == doctest::Approx(paged.tile_time_us(sim::event_tile_cost(w, e))));
+  Workload unpaged = w;
+  unpaged.page_size = 0;
+  CHECK(sim::compute_metrics(t).makespan_us >
+        1.2 * sim::compute_metrics(sim::replay(unpaged, back)).makespan_us);
+
+  const auto error = [&](const std::function<void(json&)>& edit) {
+    json j = good;
+    edit(j);
+    return invalid_argument_text([&] { sim::CostModel::from_json(j); });
+  };
+  const auto paged_of = [](json& j) -> json& { return j["head_dims"]["128"]["paged"]; };
+  CHECK(error([&](json& j) { paged_of(j) = json::object(); }) == "<no exception>");
+  CHECK(contains(error([&](json& j) { paged_of(j) = 3; }), "head_dims.128.paged"));
+  CHECK(contains(error([&](json& j) { paged_of(j)["08"] = 1.5; }),
+                 "'head_dims.128.paged.08': key must be a count of TMA boxes per K/V block in "
+                 "1..4096 in plain decimal"));
+  CHECK(contains(error([&](json& j) { paged_of(j)["0"] = 1.5; }), "'head_dims.128.paged.0'"));
+  CHECK(contains(error([&](json& j) { paged_of(j)["5000"] = 1.5; }), "'head_dims.128.paged.5000'"));
+  CHECK(contains(error([&](json& j) { paged_of(j)["8"] = 0.0; }),
+                 "'head_dims.128.paged.8': must be a factor in (0, 100] on the per-block costs, "
+                 "got 0"));
+  CHECK(contains(error([&](json& j) { paged_of(j)["8"] = 101.0; }),
+                 "'head_dims.128.paged.8': must be a factor in (0, 100]"));
+  CHECK(error([&](json& j) { paged_of(j)["8"] = 100.0; }) == "<no exception>");
+  CHECK(contains(error([&](json& j) { paged_of(j)["8"] = "1.4"; }), "'head_dims.128.paged.8'"));
+  // The paged factor came with version 7: an earlier file with it has an unknown field.
+  CHECK(contains(error([](json& j) { j["version"] = 6; }), "'head_dims.128.paged': unknown field"));
+}
+
+TEST_CASE("fit learns the paged factor per head dim and box count against the contiguous costs") {
+  const sim::CostCoefficients truth128{1.7, 2.3, 3.1}, truth64{0.9, 1.2, 1.6};
+  sim::CostModel gen;
+  gen.device = "synthetic";
+  gen.by_head_dim[64] = truth64;
+  gen.by_head_dim[128] = truth128;
+  gen.paged_by_head_dim[128] = {{1, 1.1}, {8, 1.6}};
+  gen.paged_by_head_dim[64] = {{8, 1.3}};
+  std::vector<Trace> traces;
+  const auto add = [&](Workload w, u32 page_size) {
+    w.page_size = page_size;
+    traces.push_back(sim::replay(w, gen));
+  };
+  Workload w = sim::default_workload();
+  add(w, 0);
+  add(w, 16);
+  add(w, 256);
+  w.q_lens = {1000, 333, 4096};
+  w.kv_lens = {1500, 333, 4096};
+  w.scheduler = SchedulerKind::Queued;
+  add(w, 0);
+  add(w, 48);  // gcd(48, 128) = 16: 8 boxes, like pages of 16
+  w.head_dim = 64;
+  add(w, 0);
+  add(w, 16);
+
+  CHECK(sim::paged_groups(traces) == std::vector<std::pair<u32, u32>>{{64, 8}, {128, 1}, {128, 8}});
+  // The contiguous coefficients come from the traces without pages alone, recovered exactly.
+  const sim::CostModel fitted = sim::CostModel::fit(traces, "measured");
+  for (const auto& [d, truth] : {std::pair{64u, truth64}, std::pair{128u, truth128}}) {
+    CAPTURE(d);
+    const sim::CostCoefficients& k = fitted.by_head_dim.at(d);
+    CHECK(k.fixed_us == doctest::Approx(truth.fixed_us).epsilon(1e-9));
+    CHECK(k.us_per_block == doctest::Approx(truth.us_per_block).epsilon(1e-9));
+    CHECK(k.us_per_masked_block == doctest::Approx(truth.us_per_masked_block).epsilon(1e-9));
+  }
+  REQUIRE(fitted.paged_by_head_dim.size() == 2);
+  CHECK(fitted.paged_by_head_dim.at(128).at(1) == doctest::Approx(1.1).epsilon(1e-9));
+  CHECK(fitted.paged_by_head_dim.at(128).at(8) == doctest::Approx(1.6).epsilon(1e-9));
+  CHECK(fitted.paged_by_head_dim.at(64).at(8) == doctest::Approx(1.3).epsilon(1e-9));
+
+  const sim::PagedFit exact = sim::fit_paged_factor(traces, 128, 8, fitted);
+  CHECK(exact.samples == traces[1].events.size() + traces[4].events.size());
+  CHECK(exact.traces == 2);
+  CHECK(exact.rms_residual_us < 1e-9);
+  CHECK(exact.relative_rms_error < 1e-9);
+
+  // A hand-off between a CTA's tiles goes with each tile, as fixed_us holds it: the factor stays.
+  {
+    std::vector<Trace> gapped = traces;
+    for (Trace& t : gapped) {
+      std::map<u32, int> seen;
+      for (TraceEvent& e : t.events) {
+        const int k = seen[e.cta]++;
+        e.start_us += 0.5 * k;
+        e.end_us += 0.5 * k;
+      }
+    }
+    const sim::CostModel g = sim::CostModel::fit(gapped, "measured");
+    CHECK(g.by_head_dim.at(128).fixed_us == doctest::Approx(truth128.fixed_us + 0.5));
+    const sim::PagedFit p = sim::fit_paged_factor(gapped, 128, 8, g);
+    CHECK(p.handoff_us == doctest::Approx(0.5));
+    CHECK(p.factor == doctest::Approx(1.6));
+  }
+
+  // With deterministic noise (±0.2 µs) the factors land within a few per cent.
+  Rng rng(11);
+  for (Trace& t : traces)
+    for (TraceEvent& e : t.events) e.end_us += (double(rng.uniform(0, 400)) - 200.0) / 1000.0;
+  const sim::CostModel noisy = sim::CostModel::fit(traces, "measured");
+  CHECK(noisy.paged_by_head_dim.at(128).at(1) == doctest::Approx(1.1).epsilon(0.02));
+  CHECK(noisy.paged_by_head_dim.at(128).at(8) == doctest::Approx(1.6).epsilon(0.02));
+  CHECK(noisy.paged_by_head_dim.at(64).at(8) == doctest::Approx(1.3).epsilon(0.02));
+  const sim::PagedFit p = sim::fit_paged_factor(traces, 128, 8, noisy);
+  CHECK(p.relative_rms_error > 0.001);
+  CHECK(p.relative_rms_error < 0.05);
+
+  // Paged traces alone do not measure the contiguous costs the factor scales.
+  const std::vector<Trace> paged_only{traces[1], traces[2]};
+  CHECK(contains(invalid_argument_text([&] { sim::CostModel::fit(paged_only, "measured"); }),
+                 "cannot fit the paged factor of head_dim 128: its traces are all paged"));
+  CHECK(contains(invalid_argument_text([&] { sim::fit_cost(paged_only, 128); }),
+                 "(2 paged trace(s) of it left out"));
+  CHECK(contains(invalid_argument_text([&] { sim::fit_paged_factor(traces, 128, 4, noisy); }),
+                 "cannot fit the paged factor of head_dim 128 at 4 TMA boxes per K/V block: no "
+                 "paged tile of it"));
 }

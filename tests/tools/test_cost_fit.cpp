@@ -1,6 +1,7 @@
 // fit: coefficients recovered from synthetic "measured" traces, head_dims kept from the base
 // profile, the makespan comparison, and the negative coefficients the command refuses to write.
 #include <doctest/doctest.h>
+#include <fmt/format.h>
 
 #include <stdexcept>
 
@@ -9,6 +10,7 @@
 #include "tilesched/sim/metrics.hpp"
 #include "tilesched/sim/replay.hpp"
 #include "tilesched/sim/workload_io.hpp"
+#include "tilesched/splitmix64.hpp"
 
 using namespace tilesched;
 
@@ -313,5 +315,126 @@ TEST_CASE("fit --scheduler: one kind's kernel gets its own entry, the rest kept"
       cli::fit_cost_model(tall, base, "lab", cli::FitScope::Scheduler, SchedulerKind::Queued),
       "'queued_causal' ran BM 192 at head_dim 128, whose entry in the base is of BM 128: a "
       "scheduler's coefficients are of the entry's own tile height",
+      std::invalid_argument);
+}
+
+namespace {
+
+// Paged traces of the small workload (head_dim 64, BN 128) timed by `truth`, one per page size.
+std::vector<cli::LabelledTrace> measured_paged(const sim::CostModel& truth,
+                                               const std::vector<u32>& page_sizes) {
+  std::vector<cli::LabelledTrace> traces;
+  for (const u32 page_size : page_sizes)
+    for (const SchedulerKind s : {SchedulerKind::Tile, SchedulerKind::Queued}) {
+      Workload w = workload_128(s);
+      w.page_size = page_size;
+      Trace t = sim::replay(w, truth);
+      t.source = "gpu";
+      traces.push_back({fmt::format("paged{}_{}", page_size, strategy_name(w)), t});
+    }
+  return traces;
+}
+
+}  // namespace
+
+TEST_CASE("fit: paged traces fit the paged factor against the contiguous traces' costs") {
+  const sim::CostCoefficients truth{1.25, 0.75, 1.5};
+  sim::CostModel gen = model_64(truth);
+  gen.paged_by_head_dim[64] = {{1, 1.1}, {8, 1.5}};
+  std::vector<cli::LabelledTrace> traces = measured(gen);
+  for (cli::LabelledTrace& t : measured_paged(gen, {16, 256})) traces.push_back(t);
+  const cli::CostFitReport r = cli::fit_cost_model(traces, sim::CostModel::builtin("h200"), "lab");
+  // The contiguous coefficients come from the traces without pages, exactly.
+  REQUIRE(r.fits.size() == 1);
+  CHECK(r.fits[0].fit.samples == traces[0].trace.events.size() + traces[1].trace.events.size());
+  const sim::CostCoefficients& k = r.model.by_head_dim.at(64);
+  CHECK(k.fixed_us == doctest::Approx(truth.fixed_us).epsilon(1e-9));
+  CHECK(k.us_per_block == doctest::Approx(truth.us_per_block).epsilon(1e-9));
+  CHECK(k.us_per_masked_block == doctest::Approx(truth.us_per_masked_block).epsilon(1e-9));
+  // One factor per box count: pages of 16 keys load a 128-key block as 8 boxes, pages of 256 as 1.
+  REQUIRE(r.paged.size() == 2);
+  CHECK(r.paged[0].boxes == 1);
+  CHECK(r.paged[1].boxes == 8);
+  CHECK_FALSE(r.paged[1].contiguous_from_base);
+  CHECK(r.paged[1].fit.samples == traces[2].trace.events.size() + traces[3].trace.events.size());
+  CHECK(r.paged[1].fit.relative_rms_error < 1e-9);
+  CHECK(r.model.paged_by_head_dim.at(64).at(1) == doctest::Approx(1.1).epsilon(1e-9));
+  CHECK(r.model.paged_by_head_dim.at(64).at(8) == doctest::Approx(1.5).epsilon(1e-9));
+  CHECK(r.invalid_paged_factors.empty());
+  // The fitted table replays the paged traces too.
+  REQUIRE(r.makespans.size() == 6);
+  for (const cli::MakespanComparison& c : r.makespans) {
+    CAPTURE(c.label);
+    CHECK(c.fitted);
+    CHECK(c.predicted_us == doctest::Approx(c.measured_us).epsilon(1e-9));
+  }
+  const std::string text = cli::format_cost_fit_report(r);
+  CHECK(text.find("paged KV caches (factor on the per-block costs of blocks loaded as `boxes` TMA "
+                  "boxes):") != std::string::npos);
+  CHECK(text.find("      64      8   1.5000 ") != std::string::npos);
+  CHECK(text.find("this fit's") != std::string::npos);
+  // The table round-trips through a cost file.
+  CHECK(sim::CostModel::from_json(r.model.to_json()).paged_by_head_dim ==
+        r.model.paged_by_head_dim);
+
+  // With ±0.2 µs of noise on every tile the factors land within a few per cent.
+  std::vector<cli::LabelledTrace> noisy = traces;
+  std::uint64_t state = 3;
+  for (cli::LabelledTrace& t : noisy)
+    for (TraceEvent& e : t.trace.events)
+      e.end_us += (double(splitmix64_next(state) % 401) - 200.0) / 1000.0;
+  const cli::CostFitReport n = cli::fit_cost_model(noisy, sim::CostModel::builtin("h200"), "lab");
+  CHECK(n.model.paged_by_head_dim.at(64).at(1) == doctest::Approx(1.1).epsilon(0.03));
+  CHECK(n.model.paged_by_head_dim.at(64).at(8) == doctest::Approx(1.5).epsilon(0.03));
+  CHECK(n.paged[1].fit.relative_rms_error > 0.001);
+  CHECK(n.paged[1].fit.relative_rms_error < 0.05);
+}
+
+TEST_CASE("fit: paged traces alone take the per-block costs of a base named, else are refused") {
+  const sim::CostCoefficients truth{1.25, 0.75, 1.5};
+  sim::CostModel base = model_64(truth);
+  base.block_n = 128;
+  sim::CostModel gen = base;
+  gen.paged_by_head_dim[64] = {{8, 1.5}};
+  const std::vector<cli::LabelledTrace> traces = measured_paged(gen, {16});
+  const cli::CostFitReport r = cli::fit_cost_model(traces, base, "lab");
+  CHECK(r.fits.empty());
+  REQUIRE(r.paged.size() == 1);
+  CHECK(r.paged[0].contiguous_from_base);
+  CHECK(r.model.paged_by_head_dim.at(64).at(8) == doctest::Approx(1.5).epsilon(1e-9));
+  CHECK(r.model.by_head_dim.at(64) == truth);
+  const std::string text = cli::format_cost_fit_report(r);
+  CHECK(text.find("kept from the base (only paged traces)") != std::string::npos);
+  CHECK(text.find("the base's") != std::string::npos);
+
+  // The default profile, not named, may be another kernel or device: refused, naming why.
+  CHECK_THROWS_WITH_AS(
+      cli::fit_cost_model(traces, base, "lab", cli::FitScope::Everything, SchedulerKind::Tile,
+                          false),
+      "cannot fit the paged factor of head_dim 64: the factor scales the contiguous per-block "
+      "costs, and no trace without pages of it was fitted, nor a base table named (--base "
+      "PROFILE or --base-model FILE) to take them from; add traces of the same kernel recorded "
+      "without --page-size, or name the table fitted to them",
+      std::invalid_argument);
+  // Contiguous traces beside them need no base.
+  std::vector<cli::LabelledTrace> both = measured(gen);
+  for (const cli::LabelledTrace& t : traces) both.push_back(t);
+  CHECK(
+      cli::fit_cost_model(both, base, "lab", cli::FitScope::Everything, SchedulerKind::Tile, false)
+          .model.paged_by_head_dim.at(64)
+          .at(8) == doctest::Approx(1.5));
+  // A base whose per-block costs are far from the paged tiles' gives a factor no file holds.
+  sim::CostModel slow = base;
+  slow.by_head_dim[64].us_per_block /= 1000;
+  slow.by_head_dim[64].us_per_masked_block /= 1000;
+  const cli::CostFitReport off = cli::fit_cost_model(traces, slow, "lab");
+  REQUIRE(off.invalid_paged_factors.size() == 1);
+  CHECK(off.invalid_paged_factors[0].rfind("head_dim 64, 8 boxes: factor = ", 0) == 0);
+  // The scopes that fit contiguous costs refuse paged traces.
+  CHECK_THROWS_WITH_AS(
+      cli::fit_cost_model(traces, base, "lab", cli::FitScope::Scheduler, SchedulerKind::Tile),
+      "'paged16_tile/default' ran a paged KV cache (page_size 16): --scheduler "
+      "fits contiguous traces only; fit paged traces without it, against the "
+      "per-block costs of the table it writes",
       std::invalid_argument);
 }

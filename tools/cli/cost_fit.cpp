@@ -12,6 +12,7 @@
 
 #include "tilesched/sim/metrics.hpp"
 #include "tilesched/sim/replay.hpp"
+#include "tilesched/sim/value_limits.hpp"
 
 namespace tilesched::cli {
 
@@ -90,11 +91,64 @@ std::optional<sim::CostFit> fit_tile_costs(const std::vector<Trace>& traces, u32
   return fit;
 }
 
+// The paged factors of `traces`' paged ones (sim::fit_paged_factor), against report.model's
+// per-block costs: the head dim's own fit where its contiguous traces gave one, else the base's
+// when `base_named`. A (head dim, boxes) whose tiles cannot tell is listed in report.skipped.
+void fit_paged_factors(const std::vector<Trace>& traces, bool base_named, CostFitReport& report) {
+  const std::vector<std::pair<u32, u32>> groups = sim::paged_groups(traces);
+  std::set<u32> fitted_dims, without_costs;
+  for (const HeadDimFit& f : report.fits)
+    if (f.own_entry && !f.scheduler) fitted_dims.insert(f.head_dim);
+  for (const auto& [d, boxes] : groups)
+    if (fitted_dims.count(d) == 0 && !base_named) without_costs.insert(d);
+  if (!without_costs.empty())
+    throw std::invalid_argument(fmt::format(
+        "cannot fit the paged factor of head_dim{} {}: the factor scales the contiguous "
+        "per-block costs, and no trace without pages of {} was fitted, nor a base table named "
+        "(--base PROFILE or --base-model FILE) to take them from; add traces of the same kernel "
+        "recorded without --page-size, or name the table fitted to them{}",
+        without_costs.size() == 1 ? "" : "s", fmt::join(without_costs, ", "),
+        without_costs.size() == 1 ? "it" : "them",
+        report.skipped.empty() ? std::string()
+                               : fmt::format(" ({})", fmt::join(report.skipped, "; "))));
+  for (const auto& [d, boxes] : groups) {
+    HeadDimPaged p;
+    p.head_dim = d;
+    p.boxes = boxes;
+    p.contiguous_from_base = fitted_dims.count(d) == 0;
+    try {
+      p.fit = sim::fit_paged_factor(traces, d, boxes, report.model);
+    } catch (const std::invalid_argument& e) {
+      report.skipped.push_back(e.what());
+      continue;
+    }
+    if (!sim::paged_factor_problem(p.fit.factor).empty())
+      report.invalid_paged_factors.push_back(fmt::format("head_dim {}, {} box{}: factor = {:.4g}",
+                                                         d, boxes, boxes == 1 ? "" : "es",
+                                                         p.fit.factor));
+    // A cost file holds paged factors in head dims' entries: one the base interpolates gets an
+    // entry of the coefficients it had.
+    if (report.model.by_head_dim.count(d) == 0)
+      report.model.by_head_dim[d] = report.model.coefficients(d);
+    report.model.paged_by_head_dim[d][boxes] = p.fit.factor;
+    report.paged.push_back(p);
+  }
+}
+
 }  // namespace
 
 CostFitReport fit_cost_model(const std::vector<LabelledTrace>& traces, const sim::CostModel& base,
-                             const std::string& device, FitScope scope, SchedulerKind kind) {
+                             const std::string& device, FitScope scope, SchedulerKind kind,
+                             bool base_named) {
   if (traces.empty()) throw std::invalid_argument("cannot fit a cost model: no traces given");
+  if (scope != FitScope::Everything)
+    for (const LabelledTrace& t : traces)
+      if (t.trace.workload.page_size != 0)
+        throw std::invalid_argument(fmt::format(
+            "'{}' ran a paged KV cache (page_size {}): {} fits contiguous traces only; fit paged "
+            "traces without it, against the per-block costs of the table it writes",
+            t.label, t.trace.workload.page_size,
+            scope == FitScope::LaunchOnly ? "--launch-only" : "--scheduler"));
   if (scope == FitScope::Scheduler) {
     for (const LabelledTrace& t : traces) {
       const Workload& w = t.trace.workload;
@@ -116,7 +170,8 @@ CostFitReport fit_cost_model(const std::vector<LabelledTrace>& traces, const sim
   for (const LabelledTrace& t : traces) {
     plain.push_back(t.trace);
     labels.push_back(t.label);
-    heights[t.trace.workload.head_dim].insert(t.trace.workload.block_m);
+    if (t.trace.workload.page_size == 0)
+      heights[t.trace.workload.head_dim].insert(t.trace.workload.block_m);
   }
   // One block size throughout the written table: the traces' (all alike, or refused). A base of
   // another size has its per-block costs rescaled to it, as the replay would cost them.
@@ -194,7 +249,9 @@ CostFitReport fit_cost_model(const std::vector<LabelledTrace>& traces, const sim
     }
   }
 
-  if (scope != FitScope::LaunchOnly && report.fits.empty())
+  if (scope == FitScope::Everything) fit_paged_factors(plain, base_named, report);
+
+  if (scope != FitScope::LaunchOnly && report.fits.empty() && report.paged.empty())
     throw std::invalid_argument(
         fmt::format("no head_dim could be fitted: {}", fmt::join(report.skipped, "; ")));
 
@@ -204,11 +261,15 @@ CostFitReport fit_cost_model(const std::vector<LabelledTrace>& traces, const sim
     MakespanComparison c;
     c.label = t.label;
     c.strategy = strategy_name(t.trace.workload);
+    const Workload& w = t.trace.workload;
     c.fitted = scope == FitScope::LaunchOnly ||
                std::any_of(report.fits.begin(), report.fits.end(), [&](const HeadDimFit& f) {
-                 return f.head_dim == t.trace.workload.head_dim &&
-                        f.block_m == t.trace.workload.block_m;
+                 return f.head_dim == w.head_dim && f.block_m == w.block_m;
                });
+    if (w.page_size != 0)  // its cost is the paged factor's, on the entry's or the base's
+      c.fitted = std::any_of(report.paged.begin(), report.paged.end(), [&](const HeadDimPaged& p) {
+        return p.head_dim == w.head_dim && p.boxes == kv_block_boxes(w.page_size, w.block_n);
+      });
     c.measured_us = sim::compute_metrics(t.trace).makespan_us;
     c.predicted_us = sim::compute_metrics(sim::replay(t.trace.workload, report.model)).makespan_us;
     report.makespans.push_back(c);
@@ -271,6 +332,23 @@ std::string format_tile_costs(const CostFitReport& r) {
 }
 
 }  // namespace
+// The paged factors, one row per head dim and box count.
+std::string format_paged_factors(const CostFitReport& r) {
+  std::string out =
+      "\npaged KV caches (factor on the per-block costs of blocks loaded as `boxes` TMA boxes):\n";
+  out += fmt::format("  {:>8} {:>6} {:>8} {:>8} {:>7} {:>12} {:>9}  {}\n", "head_dim", "boxes",
+                     "factor", "samples", "traces", "RMS res us", "rel RMS %", "per-block costs");
+  for (const HeadDimPaged& p : r.paged)
+    out += fmt::format("  {:>8} {:>6} {:>8.4f} {:>8} {:>7} {:>12.4f} {:>9.2f}  {}\n", p.head_dim,
+                       p.boxes, p.fit.factor, p.fit.samples, p.fit.traces, p.fit.rms_residual_us,
+                       100.0 * p.fit.relative_rms_error,
+                       p.contiguous_from_base ? "the base's" : "this fit's");
+  out +=
+      "\n  (from the paged traces at one CTA per SM; time = fixed + factor x (per block x\n"
+      "  unmasked + per masked x masked), with fixed and the per-block costs held)\n";
+  return out;
+}
+
 
 std::string format_cost_fit_report(const CostFitReport& r) {
   std::string out = fmt::format(
@@ -282,8 +360,11 @@ std::string format_cost_fit_report(const CostFitReport& r) {
         "  KV blocks of {} keys, as the traces count them; the base's per-block costs, per {} "
         "keys, rescaled to them\n\n",
         r.model.block_n, r.base_block_n_rescaled_from);
-  out += r.fits.empty() ? "  tile costs and sharing: kept from the base (only the launch fitted)\n"
-                        : format_tile_costs(r);
+  out += !r.fits.empty() ? format_tile_costs(r)
+         : r.paged.empty()
+             ? "  tile costs and sharing: kept from the base (only the launch fitted)\n"
+             : "  tile costs and sharing: kept from the base (only paged traces)\n";
+  if (!r.paged.empty()) out += format_paged_factors(r);
   out +=
       "\nCTA launch (from a slot's CTA exit to the next CTA's first tile, beyond the tile "
       "costs):\n";

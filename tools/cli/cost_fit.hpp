@@ -48,6 +48,16 @@ struct HeadDimLaunch {
   double model_us = 0;       // what the written profile holds for this head_dim
 };
 
+// The paged factor of one head_dim and box count (sim::fit_paged_factor), from its paged traces.
+struct HeadDimPaged {
+  u32 head_dim = 0;
+  u32 boxes = 0;  // TMA boxes per K/V block (kv_block_boxes)
+  // true: the per-block costs it scales are the base's (no contiguous trace of the head dim was
+  // fitted); false: this fit's.
+  bool contiguous_from_base = false;
+  sim::PagedFit fit;
+};
+
 // What `fit` fits: everything the traces determine; only the CTA launch against the base's tile
 // costs (to add it to a profile whose tile costs were fitted elsewhere); or the tile costs of one
 // scheduler kind's kernel (its `schedulers` entry at each head_dim's own tile height), the rest
@@ -79,6 +89,10 @@ struct CostFitReport {
   // "head_dim 256: cta_launch_us = -0.54", one per negative fitted launch: the tile costs predict
   // the transient tiles slower than they ran, so the launch cannot be told from them.
   std::vector<std::string> negative_launches;
+  std::vector<HeadDimPaged> paged;  // ascending head_dim, then boxes
+  // "head_dim 128, 8 boxes: factor = 140", one per fitted paged factor outside (0, 100]: cost
+  // files reject it, and the contiguous costs it scales are not of the same kernel.
+  std::vector<std::string> invalid_paged_factors;
   // "cannot fit head_dim 64: ...", one per head_dim the traces do not determine. Those keep the
   // base model's coefficients; the others are still fitted.
   std::vector<std::string> skipped;
@@ -104,9 +118,15 @@ struct CostFitReport {
 // std::invalid_argument names the first that is not) at each head_dim's own tile height (the
 // base's block_m; traces at another height are refused alike) into by_scheduler[d][kind], and
 // keeps everything else from the base.
+// Paged traces (page_size != 0) take no part in the tile costs, sharing or launch: with
+// FitScope::Everything they fit paged_by_head_dim[d][boxes] (sim::fit_paged_factor), one per
+// head_dim and TMA boxes per K/V block, against the per-block costs fitted from the head_dim's
+// contiguous traces, or, for a head_dim without any, the base's when `base_named` (the caller
+// chose the base; the default profile may be another kernel or device); otherwise a
+// std::invalid_argument names the head dims. The other scopes refuse paged traces.
 CostFitReport fit_cost_model(const std::vector<LabelledTrace>& traces, const sim::CostModel& base,
                              const std::string& device, FitScope scope = FitScope::Everything,
-                             SchedulerKind kind = SchedulerKind::Tile);
+                             SchedulerKind kind = SchedulerKind::Tile, bool base_named = true);
 
 // The table per head_dim and the makespan comparison, as printed by `tilesched fit`.
 std::string format_cost_fit_report(const CostFitReport& report);

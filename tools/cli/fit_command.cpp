@@ -14,6 +14,7 @@
 #include "cli/typed_flags.hpp"
 #include "tilesched/sim/io.hpp"
 #include "tilesched/sim/trace_io.hpp"
+#include "tilesched/sim/value_limits.hpp"
 #include "viz/schedule_outputs.hpp"
 
 namespace tilesched::cli {
@@ -25,6 +26,9 @@ struct FitOptions {
   std::string out_file = "cost.json";
   std::string base = "h200";
   std::string base_model_file;  // a cost file as the base instead of a built-in profile
+  // --base or --base-model was given: the paged factor of a head dim without contiguous traces
+  // may scale the base's per-block costs (the default profile may be another kernel or device).
+  bool base_named = false;
   bool launch_only = false;
   std::optional<SchedulerKind> scheduler;  // fit this kind's `schedulers` entries only
   bool allow_sim = false;
@@ -100,6 +104,16 @@ void check_fit_report(const CostFitReport& report, const std::string& out_file) 
         fmt::join(report.negative_coefficients, "; "), out_file));
   }
 
+  if (!report.invalid_paged_factors.empty()) {
+    // The paged tiles ran far from the contiguous costs they scale: those are of another kernel
+    // or device (a --base that does not match the traces), not a paged cost worth writing.
+    throw std::runtime_error(fmt::format(
+        "fitted paged factors outside (0, {:g}] ({}): not writing '{}'; fit the paged traces "
+        "against contiguous costs of the same kernel and device (traces without --page-size "
+        "beside them, or the --base fitted to those)",
+        sim::kMaxPagedFactor, fmt::join(report.invalid_paged_factors, "; "), out_file));
+  }
+
   if (!report.invalid_rates.empty()) {
     // A rate above 1 says a CTA ran faster beside another than alone: the solo costs or the
     // shared traces are off (a kernel change between them, clocks), not a model worth writing.
@@ -123,8 +137,8 @@ int run_fit(const FitOptions& o) {
   const FitScope scope = o.launch_only ? FitScope::LaunchOnly
                          : o.scheduler ? FitScope::Scheduler
                                        : FitScope::Everything;
-  const CostFitReport report =
-      fit_cost_model(traces, base, device, scope, o.scheduler.value_or(SchedulerKind::Tile));
+  const CostFitReport report = fit_cost_model(
+      traces, base, device, scope, o.scheduler.value_or(SchedulerKind::Tile), o.base_named);
   for (const std::string& reason : report.skipped)
     fmt::print(stderr, "tilesched fit: warning: skipped: {}; its coefficients come from '{}'\n",
                reason, base_name);
@@ -142,21 +156,34 @@ int run_fit(const FitOptions& o) {
   const std::string launch_note = launch_dims.empty() ? std::string()
                                                       : fmt::format(" (CTA launch: head_dims {})",
                                                                     fmt::join(launch_dims, ", "));
-  j["note"] = o.scheduler ? fmt::format(
-                                "the {} scheduler's coefficients of head_dims {} fitted by "
-                                "`tilesched fit --scheduler {}` to {} trace(s); everything else "
-                                "from '{}'",
-                                to_string(*o.scheduler), fmt::join(fitted_dims, ", "),
-                                to_string(*o.scheduler), traces.size(), base_name)
-              : o.launch_only
-                  ? fmt::format(
-                        "cta_launch_us of head_dims {} fitted by `tilesched fit --launch-only` to "
-                        "{} trace(s); everything else from '{}'",
-                        fmt::join(launch_dims, ", "), traces.size(), base_name)
-                  : fmt::format(
-                        "head_dims {} fitted by `tilesched fit` to {} trace(s){}; others "
+  std::vector<std::string> paged;
+  for (const HeadDimPaged& p : report.paged)
+    paged.push_back(fmt::format("{} at {} box{}", p.head_dim, p.boxes, p.boxes == 1 ? "" : "es"));
+  const std::string paged_note =
+      paged.empty() ? std::string()
+                    : fmt::format("; paged factors of head_dims {}", fmt::join(paged, ", "));
+  j["note"] =
+      o.scheduler ? fmt::format(
+                        "the {} scheduler's coefficients of head_dims {} fitted by "
+                        "`tilesched fit --scheduler {}` to {} trace(s); everything else "
                         "from '{}'",
-                        fmt::join(fitted_dims, ", "), traces.size(), launch_note, base_name);
+                        to_string(*o.scheduler), fmt::join(fitted_dims, ", "),
+                        to_string(*o.scheduler), traces.size(), base_name)
+      : o.launch_only
+          ? fmt::format(
+                "cta_launch_us of head_dims {} fitted by `tilesched fit --launch-only` to "
+                "{} trace(s); everything else from '{}'",
+                fmt::join(launch_dims, ", "), traces.size(), base_name)
+      : fitted_dims.empty()
+          ? fmt::format(
+                "paged factors of head_dims {} fitted by `tilesched fit` to {} "
+                "paged trace(s) against the per-block costs of '{}'; everything "
+                "else from it",
+                fmt::join(paged, ", "), traces.size(), base_name)
+          : fmt::format(
+                "head_dims {} fitted by `tilesched fit` to {} trace(s){}{}; others "
+                "from '{}'",
+                fmt::join(fitted_dims, ", "), traces.size(), launch_note, paged_note, base_name);
   // Write only what `--cost-model` reads back: the reader holds the ranges (value_limits.hpp).
   try {
     sim::CostModel::from_json(j);
@@ -192,10 +219,10 @@ void add_fit_command(CLI::App& app, Action& action) {
                             "Built-in profile whose head_dims are kept where the traces have none")
           ->type_name("PROFILE")
           ->capture_default_str();
-  cmd->add_option("--base-model", options->base_model_file,
-                  "A cost file as the base instead of a built-in profile")
-      ->type_name("FILE")
-      ->excludes(base);
+  CLI::Option* base_model = cmd->add_option("--base-model", options->base_model_file,
+                                            "A cost file as the base instead of a built-in profile")
+                                ->type_name("FILE")
+                                ->excludes(base);
   CLI::Option* launch_only =
       cmd->add_flag("--launch-only", options->launch_only,
                     "Keep the base's tile costs and sharing; fit only the CTA launch "
@@ -214,11 +241,18 @@ void add_fit_command(CLI::App& app, Action& action) {
       "its tile_heights. A head_dim whose traces do not determine the coefficients is skipped "
       "with a warning (it keeps --base's coefficients). With --scheduler KIND only the tile "
       "costs of that kind's kernel are fitted, into each head_dim's `schedulers` entry: "
-      "every trace must have run KIND at its head_dim's own BM. Exit status: 0 success, 1 a trace "
-      "could not be read or is not from a GPU, no head_dim could be fitted, or a fit gave "
-      "coefficients a cost file cannot hold (negative, or above one second), sharing rates outside "
-      "(0, 1] or a negative CTA launch (nothing is written then), 2 bad flags.");
-  cmd->callback([options, &action] { action = [options] { return run_fit(*options); }; });
+      "every trace must have run KIND at its head_dim's own BM. Traces of a paged KV cache "
+      "(`run --page-size N`) fit the paged factor per head_dim and TMA boxes per K/V block "
+      "against the contiguous per-block costs: those of the same head_dim's traces without pages "
+      "given beside them, else those of a --base or --base-model named explicitly (refused "
+      "otherwise). Exit status: 0 success, 1 a trace could not be read or is not from a GPU, no "
+      "head_dim could be fitted, or a fit gave coefficients a cost file cannot hold (negative, "
+      "or above one second), sharing rates outside (0, 1], a negative CTA launch or paged "
+      "factors outside (0, 100] (nothing is written then), 2 bad flags.");
+  cmd->callback([options, base, base_model, &action] {
+    options->base_named = base->count() > 0 || base_model->count() > 0;
+    action = [options] { return run_fit(*options); };
+  });
 }
 
 }  // namespace tilesched::cli

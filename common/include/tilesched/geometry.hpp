@@ -103,6 +103,28 @@ TS_HOST_DEVICE constexpr TileCost piece_cost(TileCost c, u32 begin, u32 end) {
   return TileCost{end - begin, end > from ? end - from : 0u};
 }
 
+// The keys of one TMA box of a paged cache's K/V block load: gcd(page_size, BN), so that a box
+// never crosses a page and the boxes tile the block; 0 where pages hold whole blocks (one box per
+// block) or there are no pages (page_size 0). The kernel loads a block this way
+// (gpu/src/sm90/problem.cuh, Problem::page_rows); the cost model counts its boxes.
+TS_HOST_DEVICE constexpr u32 page_rows(u32 page_size, u32 block_n) {
+  if (page_size == 0 || block_n == 0 || page_size % block_n == 0) return 0;
+  u32 a = page_size, b = block_n;
+  while (b != 0) {
+    const u32 r = a % b;
+    a = b;
+    b = r;
+  }
+  return a;
+}
+
+// TMA boxes per K/V block of BN keys (per 64-column slice of the head dim): BN / page_rows, each
+// from its own page; 1 where one copy loads the block (pages of whole blocks, or no pages).
+TS_HOST_DEVICE constexpr u32 kv_block_boxes(u32 page_size, u32 block_n) {
+  const u32 rows = page_rows(page_size, block_n);
+  return rows == 0 ? 1u : block_n / rows;
+}
+
 // Everything the kernel needs to know about where a tile's data is.
 struct TileGeometry {
   TileRows rows;  // query rows the tile owns (safe ragged mode: never more)

@@ -28,24 +28,11 @@ struct Problem {
   u32 page_blocks = 1;  // page_size / BN
   // Pages that are not whole K/V blocks (page_size % BN != 0): a block is loaded as BN /
   // page_rows boxes of page_rows = gcd(page_size, BN) keys, each from its own page
-  // (MainloopParams::page_rows_k/v). 0: pages of whole blocks, or no paging.
+  // (MainloopParams::page_rows_k/v, common's page_rows()). 0: pages of whole blocks, or no
+  // paging.
   u32 page_size = 0;
   u32 page_rows = 0;
 };
-
-// The keys of one box of a paged cache's block load (Problem::page_rows): gcd(page_size, BN), so
-// that a box never crosses a page and the boxes tile the block; 0 where pages hold whole blocks
-// (one box per block) or there are no pages.
-TS_HOST_DEVICE constexpr u32 page_rows(u32 page_size, u32 block_n) {
-  if (page_size == 0 || block_n == 0 || page_size % block_n == 0) return 0;
-  u32 a = page_size, b = block_n;
-  while (b != 0) {
-    const u32 r = a % b;
-    a = b;
-    b = r;
-  }
-  return a;
-}
 
 // The block of K/V (counted in BN-row blocks from row 0) that holds a tile's K/V block `block`:
 // in a paged cache, block `block` of the sequence's pages; otherwise the sequence's own, from its

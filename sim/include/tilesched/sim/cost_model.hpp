@@ -84,6 +84,15 @@ struct CostModel {
   // entry was measured on (d = 128's queued kernel runs a narrow first block), its tiles cost
   // differently.
   std::map<u32, std::map<SchedulerKind, CostCoefficients>> by_scheduler;
+  // Paged KV caches (version 7): paged_by_head_dim[d][boxes] multiplies the per-block costs
+  // (us_per_block, us_per_masked_block; not fixed_us) of the paged workloads of head_dim d whose
+  // K/V blocks load as `boxes` TMA boxes (kv_block_boxes(page_size, BN): BN / gcd(page_size, BN),
+  // 1 for pages of whole blocks). A block of many small boxes issues many copies, each after a
+  // page-table read, where a contiguous block issues one; whether the
+  // mainloop hides them depends on the head dim's arithmetic per block, so the factor is per head
+  // dim and is never interpolated across head dims. paged_factor() says which factor a workload
+  // gets. Empty: paged workloads cost like contiguous ones.
+  std::map<u32, std::map<u32, double>> paged_by_head_dim;
   // Occupancy and sharing per head_dim; a head_dim missing here has one CTA per SM.
   std::map<u32, SmSharing> sharing_by_head_dim;
   // CTA launch per head_dim, µs (SPEC §8): how long a CTA that starts in a freed resident slot
@@ -113,9 +122,20 @@ struct CostModel {
 
   // Coefficients for the tiles of workload `w`: coefficients(w.head_dim, w.block_m, w.scheduler)
   // with the per-block costs scaled to w.block_n keys per block (unchanged when it is the table's
-  // own block_n, or the table has none). The replay, the planned schedules and tile_time_us cost
-  // tiles with these.
+  // own block_n, or the table has none) and, for a paged cache, times paged_factor(w). The
+  // replay, the planned schedules, `recommend` and tile_time_us cost tiles with these.
   CostCoefficients coefficients(const Workload& w) const;
+
+  // The factor on the per-block costs of workload `w`'s tiles: 1 without pages (page_size 0: the
+  // table's coefficients are fitted on contiguous caches, so they are the contiguous cost
+  // exactly), else paged_factor(w.head_dim, kv_block_boxes(w.page_size, w.block_n)).
+  double paged_factor(const Workload& w) const;
+  // The factor for blocks of `boxes` TMA boxes at `head_dim`: the entry for exactly that count;
+  // between two entries, linear in log2(boxes) (the counts span two orders of magnitude, 1 .. 128
+  // at BN 128, mostly powers of two apart: equal ratios are equal steps); below the first
+  // or above the last entry, the nearest one (no trend is extrapolated past what was measured);
+  // 1 where the head dim has no entries.
+  double paged_factor(u32 head_dim, u32 boxes) const;
 
   // This table with its per-block costs (of every head dim and tile height) per block of
   // `keys` keys, scaled by keys / block_n, and block_n = keys; a table without block_n only
@@ -168,7 +188,9 @@ struct CostModel {
   // ran several tile heights gets its entry from the smallest and a by_tile_height entry for each
   // other; sharing and launch come from the smallest height's traces. The traces must count KV
   // blocks of one size (their workloads' block_n), which the model records; traces of several
-  // sizes throw std::invalid_argument naming them.
+  // sizes throw std::invalid_argument naming them. The coefficients come from the contiguous
+  // traces; the paged ones (page_size != 0) fit paged_by_head_dim against them
+  // (fit_paged_factor); paged traces of a head_dim without contiguous ones throw.
   static CostModel fit(const std::vector<Trace>& traces, const std::string& device);
 };
 
@@ -206,18 +228,44 @@ struct CostFit {
 };
 
 // Fits fixed_us, us_per_block and us_per_masked_block for `head_dim` by least squares over every
-// event (end_us - start_us) of the traces whose workload has that head_dim and that ran one CTA
-// per SM (max_busy_per_sm == 1): a tile that shared its SM took longer than its cost. The replay
-// runs a CTA's tiles back to back, so fixed_us then gets the mean gap between a CTA's consecutive
-// tiles in those traces added (CostFit::handoff_us). Throws
-// std::invalid_argument when there are fewer than 3 samples (naming the traces skipped for
-// sharing their SMs) or the counts do not determine the three coefficients; the message names
-// the coefficient left open (e.g. us_per_masked_block when no tile has masked blocks).
-// Coefficients are returned as fitted, negative ones included: the caller decides whether a
-// negative cost is acceptable.
-// `block_m` > 0 restricts the fit to the traces whose workload has that tile height (0: every
-// height, which mixes the costs of different tiles when a head_dim ran several).
+// event (end_us - start_us) of the contiguous traces (page_size 0: a paged cache's cost is
+// fit_paged_factor's) whose workload has that head_dim and that ran one CTA per SM (max_busy_per_sm
+// == 1): a tile that shared its SM took longer than its cost. The replay runs a CTA's tiles back to
+// back, so fixed_us then gets the mean gap between a CTA's consecutive tiles in those traces added
+// (CostFit::handoff_us). Throws std::invalid_argument when there are fewer than 3 samples (naming
+// the traces skipped for sharing their SMs) or the counts do not determine the three coefficients;
+// the message names the coefficient left open (e.g. us_per_masked_block when no tile has masked
+// blocks). Coefficients are returned as fitted, negative ones included: the caller decides whether
+// a negative cost is acceptable. `block_m` > 0 restricts the fit to the traces whose workload has
+// that tile height (0: every height, which mixes the costs of different tiles when a head_dim ran
+// several).
 CostFit fit_cost(const std::vector<Trace>& traces, u32 head_dim, u32 block_m = 0);
+
+// Result of fitting the paged factor of one head_dim and box count.
+struct PagedFit {
+  double factor = 1;
+  double rms_residual_us = 0;     // RMS of (measured - predicted) tile time, hand-off included
+  double relative_rms_error = 0;  // rms_residual_us / RMS of the measured tile times
+  std::size_t samples = 0;
+  std::size_t traces = 0;
+  // The mean gap between a CTA's consecutive tiles in these traces, added to each measured tile
+  // (the model's fixed_us holds the hand-off, CostFit::handoff_us); 0 when no CTA ran two tiles.
+  double handoff_us = 0;
+};
+
+// Fits paged_by_head_dim[head_dim][boxes] by least squares over every event of the paged traces
+// (page_size != 0) of that head_dim whose blocks load as `boxes` TMA boxes and that ran one CTA
+// per SM, with the other coefficients held at `contiguous`'s (coefficients(w) of the trace's
+// workload without pages: its BM, scheduler and BN): per tile, measured time + hand-off -
+// fixed_us = factor * (us_per_block * unmasked + us_per_masked_block * masked), so factor =
+// sum(x * y) / sum(x * x) over the tiles. Throws std::invalid_argument when no such tile
+// exists or none has a KV block. The factor is returned as fitted, outside the range a cost file
+// holds included.
+PagedFit fit_paged_factor(const std::vector<Trace>& traces, u32 head_dim, u32 boxes,
+                          const CostModel& contiguous);
+
+// The (head_dim, boxes) pairs of the paged traces of `traces`, in ascending order.
+std::vector<std::pair<u32, u32>> paged_groups(const std::vector<Trace>& traces);
 
 // For each event of `t` (same order), the time it spent while k CTAs were busy on its SM, at
 // index k - 1 (so the entries sum to the event's duration). SMs are the events' sm_id; an event

@@ -25,6 +25,12 @@ inline constexpr double kMaxCostCoefficientUs = 1e6;
 // about a microsecond; a millisecond per CTA is a unit mistake (nanoseconds given as microseconds).
 inline constexpr double kMaxCtaLaunchUs = 1e3;
 
+// Largest paged factor (CostModel::paged_by_head_dim): a block of many page-sized boxes costing
+// 100 times a contiguous one. Pages of one key at BN 128 issue 128 boxes per block where a
+// contiguous cache issues one, and the copies overlap; a larger factor is a fit gone wrong (the
+// contiguous costs of another kernel or device), not a slow copy.
+inline constexpr double kMaxPagedFactor = 100;
+
 // SM ids the GPU reports (%smid) are below this. A simulated transient trace numbers its
 // resident slots instead, below its launched_ctas.
 inline constexpr std::int64_t kMaxSmCount = 1 << 16;
@@ -37,6 +43,9 @@ std::string cost_coefficient_problem(double us);
 
 // Empty when `us` may be a CTA launch time (cta_launch_us); otherwise why not.
 std::string cta_launch_problem(double us);
+
+// Empty when `factor` may be a paged factor: in (0, kMaxPagedFactor]; otherwise why not.
+std::string paged_factor_problem(double factor);
 
 // Empty when `sm_id` may appear in a trace with `launched_ctas` CTAs: -1 (not recorded), an SM
 // id below kMaxSmCount, or a simulated slot below launched_ctas.
