@@ -89,6 +89,19 @@ std::unique_ptr<StepPlan> make_plan(std::vector<u32> q_lens, std::vector<u32> kv
   return std::make_unique<StepPlan>(r);
 }
 
+// The tensors of one call of a plan, read once (TensorArgument: DLPack, the argument's name in
+// errors); the page table is optional.
+struct StepTensors {
+  TensorArgument q, k, v, out, lse;
+  std::optional<TensorArgument> page_table;
+  StepTensors(nb::handle q_, nb::handle k_, nb::handle v_, nb::handle out_, nb::handle lse_,
+              nb::handle page_table_)
+      : q(q_, "q"), k(k_, "k"), v(v_, "v"), out(out_, "out"), lse(lse_, "lse") {
+    if (!page_table_.is_none()) page_table.emplace(page_table_, "page_table");
+  }
+  const TensorView* page_table_view() const { return page_table ? &page_table->view() : nullptr; }
+};
+
 }  // namespace
 }  // namespace tilesched::python
 
@@ -205,14 +218,9 @@ NB_MODULE(_C, m) {
           "check",
           [](const StepPlan& p, nb::handle q, nb::handle k, nb::handle v, nb::handle out,
              nb::handle lse, nb::handle page_table) {
-            const TensorArgument tq(q, "q"), tk(k, "k"), tv(v, "v"), to(out, "out"),
-                tl(lse, "lse");
-            const std::optional<TensorArgument> tp =
-                page_table.is_none() ? std::nullopt
-                                     : std::optional<TensorArgument>(std::in_place, page_table,
-                                                                     "page_table");
-            p.check_tensors(tq.view(), tk.view(), tv.view(), to.view(), tl.view(),
-                            tp ? &tp->view() : nullptr);
+            const StepTensors t(q, k, v, out, lse, page_table);
+            p.check_tensors(t.q.view(), t.k.view(), t.v.view(), t.out.view(), t.lse.view(),
+                            t.page_table_view());
           },
           "q"_a, "k"_a, "v"_a, "out"_a, "lse"_a, "page_table"_a = nb::none(),
           "Raises the error run would raise for these tensors; nothing when they fit the plan.")
@@ -221,18 +229,13 @@ NB_MODULE(_C, m) {
           [](StepPlan& p, nb::handle q, nb::handle k, nb::handle v, nb::handle out,
              nb::handle lse, nb::handle page_table, float softmax_scale,
              std::optional<std::uintptr_t> stream, bool record) -> std::optional<PyTrace> {
-            const TensorArgument tq(q, "q"), tk(k, "k"), tv(v, "v"), to(out, "out"),
-                tl(lse, "lse");
-            const std::optional<TensorArgument> tp =
-                page_table.is_none() ? std::nullopt
-                                     : std::optional<TensorArgument>(std::in_place, page_table,
-                                                                     "page_table");
-            if (!stream) stream = tq.current_stream().value_or(0);
-            PyTrace t;
-            p.run(tq.view(), tk.view(), tv.view(), to.view(), tl.view(),
-                  tp ? &tp->view() : nullptr, softmax_scale, *stream, record, t.trace);
+            const StepTensors t(q, k, v, out, lse, page_table);
+            if (!stream) stream = t.q.current_stream().value_or(0);
+            PyTrace trace;
+            p.run(t.q.view(), t.k.view(), t.v.view(), t.out.view(), t.lse.view(),
+                  t.page_table_view(), softmax_scale, *stream, record, trace.trace);
             if (!record) return std::nullopt;
-            return t;
+            return trace;
           },
           "q"_a, "k"_a, "v"_a, "out"_a, "lse"_a, "page_table"_a = nb::none(),
           "softmax_scale"_a, "stream"_a = nb::none(), "record"_a = false,
