@@ -3,7 +3,10 @@
 Rows: every workload of the suite (tools/bench/suite/*.json, ragged prefill batches); decode, 64
 sequences x 1 query over 8k keys (32/8 heads, d=128), in a paged cache per --page-sizes and in a
 contiguous one; chunked prefill, 256 new tokens over 8k and 32k keys (128k with --long), causal
-aligned to the bottom right, and the 8k chunk again over a cache paged per --page-sizes. Columns:
+aligned to the bottom right, and the 8k chunk again over a cache paged per --page-sizes. With
+--decode-grid also the decode grid (1 query, 32/8 heads, d=128, contiguous cache, batch 1, 8, 32
+and 128 over 1k, 8k, 32k and 128k keys; rows whose cache does not fit the device are skipped) and
+speculative verify (8 and 16 queries over 8k keys, batch 8, 32/8 and 16/2 heads). Columns:
 ours (no plan given: the call reads the lengths on the host and takes its plan from the cache),
 ours (plan) (plan= made once, untimed), FlashAttention-4
 (flash_attn.cute from --fa4-site), cuDNN (SDPA under the cuDNN backend) and FlashInfer (where it
@@ -86,6 +89,8 @@ def parse_args(argv):
     ap.add_argument("--page-sizes", type=_page_sizes, default=[256], metavar="LIST",
                     help="paged decode rows' page sizes, comma-separated (default 256)")
     ap.add_argument("--long", action="store_true", help="also chunked prefill over 128k keys")
+    ap.add_argument("--decode-grid", action="store_true",
+                    help="also the decode grid and the speculative-verify rows")
     ap.add_argument("--prefill-batch", type=_positive_int, default=4,
                     help="sequences in the chunked-prefill rows (default 4)")
     ap.add_argument("--json", metavar="PATH", help="also write the rows as JSON")
@@ -353,7 +358,8 @@ def cache_workload(torch, ts, fa4, fi, name, gen, *, batch, q_len, kv_len, hq, h
     kc, vc = (rand(torch, (batch, kv_len, hkv, d), gen) for _ in range(2))
     lens = torch.full((batch,), kv_len, dtype=torch.int32, device="cuda")
     paged = page_size is not None
-    w = SimpleNamespace(name=name, kind="decode" if q_len == 1 else "prefill")
+    # Decode and speculative verify (at most 16 new tokens) are rated by the cache's bytes.
+    w = SimpleNamespace(name=name, kind="decode" if q_len <= 16 else "prefill")
     w.flops = 4 * batch * pairs(q_len, kv_len, True) * hq * d
     w.bytes = 2 * batch * kv_len * hkv * d * kc.element_size()
     w.shape = (f"B={batch} q={q_len} kv={kv_len} H={hq}/{hkv} d{d} "
@@ -414,6 +420,12 @@ def cache_workload(torch, ts, fa4, fi, name, gen, *, batch, q_len, kv_len, hq, h
     w.reference = (lambda: reference(torch, seqs(), True)) if _ref_fits(
         hq, [q_len] * batch, [kv_len] * batch) else None
     return w
+
+
+def _cache_bytes(spec):
+    """K and V of a cache row (bf16), as cache_workload allocates them (twice where paged)."""
+    n = 2 * spec["batch"] * spec["kv_len"] * spec["hkv"] * spec["d"] * 2
+    return n * (2 if spec.get("page_size") else 1)
 
 
 # --- Running ---------------------------------------------------------------------------------
@@ -611,6 +623,15 @@ def main(argv=None):
         jobs.append((f"prefill_chunk256_ctx8k_paged{ps}", "cache",
                      dict(PREFILL, batch=args.prefill_batch, kv_len=8192 + PREFILL["q_len"],
                           page_size=ps)))
+    if args.decode_grid:
+        for batch in (1, 8, 32, 128):
+            for kv in (1024, 8192, 32768, 131072):
+                jobs.append((f"decode_grid_b{batch}_kv{kv // 1024}k", "cache",
+                             dict(DECODE, batch=batch, kv_len=kv, q_len=1)))
+        for q_len in (8, 16):
+            for hq, hkv in ((32, 8), (16, 2)):
+                jobs.append((f"verify_q{q_len}_h{hq}_{hkv}", "cache",
+                             dict(DECODE, batch=8, kv_len=8192, q_len=q_len, hq=hq, hkv=hkv)))
     if args.only:
         wanted = [w for w in args.only.split(",") if w]
         jobs = [j for j in jobs if any(w in j[0] for w in wanted)]
@@ -643,6 +664,9 @@ def main(argv=None):
         print(f"[{i}/{len(jobs)}] {name} ...", file=sys.stderr, flush=True)
         gen.manual_seed(1000 + i)
         try:
+            if kind == "cache" and _cache_bytes(spec) > 0.7 * torch.cuda.mem_get_info()[0]:
+                raise MemoryError(f"its cache needs {_cache_bytes(spec) / 2**30:.1f} GiB, more "
+                                  f"than 70 % of the device's free memory")
             if kind == "suite":
                 w = suite_workload(torch, ts, fa4, fi, name, spec, gen)
             else:
