@@ -361,7 +361,7 @@ def cache_workload(torch, ts, fa4, fi, name, gen, *, batch, q_len, kv_len, hq, h
     # Decode and speculative verify (at most 16 new tokens) are rated by the cache's bytes.
     w = SimpleNamespace(name=name, kind="decode" if q_len <= 16 else "prefill")
     w.flops = 4 * batch * pairs(q_len, kv_len, True) * hq * d
-    w.bytes = 2 * batch * kv_len * hkv * d * kc.element_size()
+    w.bytes = _kv_bytes(batch, kv_len, hkv, d)
     w.shape = (f"B={batch} q={q_len} kv={kv_len} H={hq}/{hkv} d{d} "
                + (f"pages of {page_size}" if paged else "contiguous"))
     k_arg, v_arg, table = kc, vc, None
@@ -422,10 +422,16 @@ def cache_workload(torch, ts, fa4, fi, name, gen, *, batch, q_len, kv_len, hq, h
     return w
 
 
+def _kv_bytes(batch, kv_len, hkv, d):
+    """K and V of a cache (bf16, as rand() draws them)."""
+    return 2 * batch * kv_len * hkv * d * 2
+
+
 def _cache_bytes(spec):
-    """K and V of a cache row (bf16), as cache_workload allocates them (twice where paged)."""
-    n = 2 * spec["batch"] * spec["kv_len"] * spec["hkv"] * spec["d"] * 2
-    return n * (2 if spec.get("page_size") else 1)
+    """What cache_workload allocates for a cache row: K and V, twice where paged (the
+    contiguous cache and its pages)."""
+    kv = _kv_bytes(spec["batch"], spec["kv_len"], spec["hkv"], spec["d"])
+    return kv * (2 if spec.get("page_size") else 1)
 
 
 # --- Running ---------------------------------------------------------------------------------
@@ -664,9 +670,10 @@ def main(argv=None):
         print(f"[{i}/{len(jobs)}] {name} ...", file=sys.stderr, flush=True)
         gen.manual_seed(1000 + i)
         try:
-            if kind == "cache" and _cache_bytes(spec) > 0.7 * torch.cuda.mem_get_info()[0]:
-                raise MemoryError(f"its cache needs {_cache_bytes(spec) / 2**30:.1f} GiB, more "
-                                  f"than 70 % of the device's free memory")
+            need = _cache_bytes(spec) if kind == "cache" else 0
+            if need > 0.7 * torch.cuda.mem_get_info()[0]:
+                raise MemoryError(f"its cache needs {need / 2**30:.1f} GiB, more than 70 % of "
+                                  f"the device's free memory")
             if kind == "suite":
                 w = suite_workload(torch, ts, fa4, fi, name, spec, gen)
             else:
