@@ -165,6 +165,30 @@ TEST_CASE("the plan: every strategy at each distinct C, transient once at the re
       cli::UsageError);
 }
 
+TEST_CASE("the plan: the split schedules run where named, never under all") {
+  const std::vector<cli::SuiteRun> plan = cli::plan_suite(
+      small_suite(), "split_kv,stream_k,tile/default", {{cli::CtaChoice::Kind::Sms, 0}},
+      kTwoPerSmToD128);
+  REQUIRE(plan.size() == 6);
+  for (const cli::SuiteRun& r : plan) {
+    INFO(r.workload_name, " ", r.strategy);
+    CHECK(r.strategy == strategy_name(r.workload));
+    CHECK(r.workload.validate().empty());
+  }
+  CHECK(plan[0].workload.scheduler == SchedulerKind::SplitKv);
+  CHECK(plan[1].workload.scheduler == SchedulerKind::StreamK);
+  CHECK(plan[2].workload.scheduler == SchedulerKind::Tile);
+  for (const cli::SuiteRun& r :
+       cli::plan_suite(small_suite(), "all", {{cli::CtaChoice::Kind::Sms, 0}}, kTwoPerSmToD128))
+    CHECK((r.workload.scheduler != SchedulerKind::SplitKv && r.workload.scheduler != SchedulerKind::StreamK));
+  // A workload the split schedules refuse is named with the reason.
+  std::vector<cli::SuiteWorkload> odd = small_suite();
+  odd[1].workload.split_kv_blocks = 0;
+  CHECK_THROWS_WITH_AS(
+      cli::plan_suite(odd, "split_kv", {{cli::CtaChoice::Kind::Sms, 0}}, kTwoPerSmToD128),
+      doctest::Contains("suite workload 'b_d256' at C = 132"), std::invalid_argument);
+}
+
 TEST_CASE("compact traces read back as the trace, times to the nanosecond") {
   for (const SchedulerKind kind :
        {SchedulerKind::Tile, SchedulerKind::Queued, SchedulerKind::Transient}) {

@@ -85,7 +85,9 @@ std::vector<CtaChoice> parse_cta_choices(const std::string& text) {
 
 namespace {
 
-// The strategies `filter` keeps out of all_strategies: "all", "seed" or a comma list of names.
+// The strategies `filter` keeps: "all" (all_strategies), "seed" or a comma list of names, which
+// may also name the split schedules (split_kv, stream_k: "all" leaves them out, since their
+// pieces multiply a prefill suite's runs; plan_suite names a workload they cannot run).
 std::vector<Workload> chosen_strategies(const Workload& base, const std::string& filter) {
   std::vector<Workload> all = all_strategies(base);
   if (filter == "all") return all;
@@ -95,6 +97,8 @@ std::vector<Workload> chosen_strategies(const Workload& base, const std::string&
       if (is_seed_strategy(strategy_name(w))) chosen.push_back(w);
     return chosen;
   }
+  for (const SchedulerKind split : {SchedulerKind::SplitKv, SchedulerKind::StreamK})
+    all.push_back(with_strategy(base, Strategy{split}));
   std::vector<std::string> names;
   for (const Workload& w : all) names.push_back(strategy_name(w));
   std::size_t begin = 0;

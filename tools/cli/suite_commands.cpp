@@ -79,7 +79,8 @@ void add_suite_run_command(CLI::App& app, Action& action) {
                       "suite-results")
       ->capture_default_str();
   cmd->add_option("--strategies", o->strategies,
-                  "all | seed (the six of the seed) | names, comma-separated")
+                  "all | seed (the six of the seed) | names, comma-separated (names may include split_kv and "
+                  "stream_k, which all leaves out)")
       ->type_name("LIST")
       ->capture_default_str();
   cmd->add_option("--ctas", o->ctas,
