@@ -6,7 +6,9 @@ contiguous one; chunked prefill, 256 new tokens over 8k and 32k keys (128k with 
 aligned to the bottom right, and the 8k chunk again over a cache paged per --page-sizes. With
 --decode-grid also the decode grid (1 query, 32/8 heads, d=128, contiguous cache, batch 1, 8, 32
 and 128 over 1k, 8k, 32k and 128k keys; rows whose cache does not fit the device are skipped) and
-speculative verify (8 and 16 queries over 8k keys, batch 8, 32/8 and 16/2 heads). Columns:
+speculative verify (8 and 16 queries over 8k keys, batch 8, 32/8 and 16/2 heads). With
+--chunk-grid also one sequence's 256-token chunk over 8k, 32k and 128k cached keys (the cache holds
+the chunk too), 32/8 and 8/2 heads (one model at tensor parallel 1 and 4), d=128. Columns:
 ours (no plan given: the call reads the lengths on the host and takes its plan from the cache),
 ours (plan) (plan= made once, untimed), FlashAttention-4
 (flash_attn.cute from --fa4-site), cuDNN (SDPA under the cuDNN backend) and FlashInfer (where it
@@ -91,6 +93,9 @@ def parse_args(argv):
     ap.add_argument("--long", action="store_true", help="also chunked prefill over 128k keys")
     ap.add_argument("--decode-grid", action="store_true",
                     help="also the decode grid and the speculative-verify rows")
+    ap.add_argument("--chunk-grid", action="store_true",
+                    help="also one sequence's 256-token chunk over 8k-128k keys, 32/8 and 8/2 "
+                         "heads")
     ap.add_argument("--prefill-batch", type=_positive_int, default=4,
                     help="sequences in the chunked-prefill rows (default 4)")
     ap.add_argument("--json", metavar="PATH", help="also write the rows as JSON")
@@ -638,6 +643,12 @@ def main(argv=None):
             for hq, hkv in ((32, 8), (16, 2)):
                 jobs.append((f"verify_q{q_len}_h{hq}_{hkv}", "cache",
                              dict(DECODE, batch=8, kv_len=8192, q_len=q_len, hq=hq, hkv=hkv)))
+    if args.chunk_grid:
+        for ctx in (8192, 32768, 131072):
+            for hq, hkv in ((32, 8), (8, 2)):
+                jobs.append((f"chunk_grid_ctx{ctx // 1024}k_h{hq}_{hkv}", "cache",
+                             dict(PREFILL, batch=1, kv_len=ctx + PREFILL["q_len"], hq=hq,
+                                  hkv=hkv)))
     if args.only:
         wanted = [w for w in args.only.split(",") if w]
         jobs = [j for j in jobs if any(w in j[0] for w in wanted)]
