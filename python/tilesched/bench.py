@@ -8,7 +8,8 @@ aligned to the bottom right, and the 8k chunk again over a cache paged per --pag
 and 128 over 1k, 8k, 32k and 128k keys; rows whose cache does not fit the device are skipped) and
 speculative verify (8 and 16 queries over 8k keys, batch 8, 32/8 and 16/2 heads). With
 --chunk-grid also one sequence's 256-token chunk over 8k, 32k and 128k cached keys (the cache holds
-the chunk too), 32/8 and 8/2 heads (one model at tensor parallel 1 and 4), d=128. Columns:
+the chunk too), 32/8 and 8/2 heads (one model at tensor parallel 1 and 4), d=128, and the prefill
+parts of the serving suite's mixed batches (8192 queries over 8192 keys; 2048 over 32768). Columns:
 ours (no plan given: the call reads the lengths on the host and takes its plan from the cache),
 ours (plan) (plan= made once, untimed), FlashAttention-4
 (flash_attn.cute from --fa4-site), cuDNN (SDPA under the cuDNN backend) and FlashInfer (where it
@@ -649,6 +650,11 @@ def main(argv=None):
                 jobs.append((f"chunk_grid_ctx{ctx // 1024}k_h{hq}_{hkv}", "cache",
                              dict(PREFILL, batch=1, kv_len=ctx + PREFILL["q_len"], hq=hq,
                                   hkv=hkv)))
+        # The prefill parts of the serving suite's mixed batches (tools/bench/serving), whose
+        # decode parts are decode grid rows: a peer runs the two parts as two calls.
+        for q_len, kv_len in ((8192, 8192), (2048, 32768)):
+            jobs.append((f"chunk_grid_mixed_part_q{q_len // 1024}k_kv{kv_len // 1024}k", "cache",
+                         dict(PREFILL, batch=1, q_len=q_len, kv_len=kv_len)))
     if args.only:
         wanted = [w for w in args.only.split(",") if w]
         jobs = [j for j in jobs if any(w in j[0] for w in wanted)]
