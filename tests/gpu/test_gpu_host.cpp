@@ -107,6 +107,7 @@ TEST_CASE("the kernel's shapes per head dim") {
   CHECK(gpu::kernel_block_ms(96).empty());
   CHECK(gpu::kernel_block_n(256) == 80);
   CHECK(gpu::kernel_block_n(128) == 128);
+  for (const u32 d : {64u, 128u, 256u}) CHECK(gpu::kernel_block_n(d) == split_block_n(d));
 }
 
 TEST_CASE("validate: the kernel's K/V block, given or the launch's own") {

@@ -35,6 +35,7 @@ std::string strategy_flags(const StrategyResult& r) {
     flags += fmt::format(" --schedule {}", to_string(w.schedule));
   if (w.flip_prompt_idx) flags += " --flip";
   flags += fmt::format(" --ctas {}", r.num_ctas);
+  if (splits_tiles(w.scheduler)) flags += fmt::format(" --bn {}", w.block_n);
   if (r.searched_l2) flags += fmt::format(" --l2-bytes {}", w.l2_bytes);
   return flags;
 }

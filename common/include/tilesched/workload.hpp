@@ -49,6 +49,11 @@ inline constexpr u32 kMaxDecodeTokens = 16;
 // from those two ratios, not a measurement.
 inline constexpr u32 kDefaultSplitKvBlocks = 8;
 
+// The K/V block (BN, keys) the GPU kernel runs split_tail, split_kv and stream_k at, the one their
+// pieces count: 80 keys at d = 256, 128 at d = 64 and 128 (gpu::kernel_block_n, which
+// test_gpu_host holds to this). A split workload whose block_n differs runs in the simulator only.
+constexpr u32 split_block_n(u32 head_dim) { return head_dim == 256 ? 80 : 128; }
+
 // Query heads [first, first + count) whose rows one work tile computes.
 struct TileHeads {
   u32 first = 0;
