@@ -111,7 +111,7 @@ bool gpu_half_built() {
 
 int run_gpu_command(const RunCommandOptions& options) {
   Workload w = options.workload;
-  // Refused before the device is touched: the kernel has no decode path.
+  // Refused before the device is touched: a decode tile the kernel's tiles cannot hold.
   require(gpu::check_kernel_support(w));
   require_cuda_driver();
   std::string device;

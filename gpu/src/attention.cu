@@ -109,10 +109,15 @@ SplitWorkspaceLayout split_workspace_layout(const Workload& w) {
 }
 
 Status check_kernel_support(const Workload& w) {
-  if (w.decoding)
-    return Status::error(
-        "decode workloads are not supported by the GPU kernel (it has no decode path); simulate "
-        "them with `tilesched sim --decode`");
+  // A decode tile holds kMaxDecodeTokens rows for each query head of a KV head's group.
+  if (w.decoding && w.decode_tile_rows() > w.block_m)
+    return Status::error(fmt::format(
+        "a decode tile holds {} new tokens for each of a KV head's {} query heads, {} rows, but "
+        "the kernel's tiles of BM (block_m) {} rows hold the tokens of {}: the GPU kernel "
+        "decodes at most that many query heads per KV head (simulate larger groups with "
+        "`tilesched sim --decode`)",
+        kMaxDecodeTokens, w.group_size(), w.decode_tile_rows(), w.block_m,
+        w.block_m / kMaxDecodeTokens));
   return Status::success();
 }
 
@@ -447,7 +452,7 @@ KernelVariant kernel_variant(SchedulerKind kind, const Workload& w, bool cluster
 }
 
 bool cluster_pairs_allowed(const Workload& w, ClusterPolicy policy, u32 tiles, u32 grid) {
-  if (policy == ClusterPolicy::Never || w.mask != Mask::None || w.page_size != 0 ||
+  if (policy == ClusterPolicy::Never || w.mask != Mask::None || w.page_size != 0 || w.decoding ||
       w.num_ctas % 2 != 0 ||
       tiles % 2 != 0 || grid % 2 != 0)
     return false;

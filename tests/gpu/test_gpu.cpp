@@ -234,6 +234,41 @@ TEST_CASE("paged caches of any page size: blocks across pages load box by box") 
     }
 }
 
+// Decoding (SPEC §6): a tile per (sequence, KV head) whose rows are 16 new tokens of each query
+// head of the group. Plain decode (1 token), speculative verify (up to 16) and a mixed batch (a
+// prefill chunk of more tokens beside them); odd cache lengths, causal among the new tokens and
+// not, groups of 1 to 8 query heads, whole tiles and split ones, a paged cache.
+TEST_CASE("decode tiles: a KV head's group of query heads, 1 to 16 new tokens, mixed batches") {
+  int i = 0;
+  const SchedulerKind kinds[] = {SchedulerKind::Tile, SchedulerKind::Queued,
+                                 SchedulerKind::LptQueued, SchedulerKind::SplitKv,
+                                 SchedulerKind::StreamK};
+  for (u32 d : {64u, 128u, 256u})
+    for (u32 group : {1u, 4u, 8u})
+      for (const SchedulerKind kind : kinds) {
+        Workload w;
+        w.decoding = true;
+        w.head_dim = d;
+        w.num_kv_heads = 2;
+        w.num_q_heads = 2 * group;
+        w.mask = i % 2 == 0 ? Mask::Causal : Mask::None;
+        w.q_lens = {1, 16, 5, 1, 8};
+        w.kv_lens = {1, 54, 97, 339, 2000};
+        if (i % 4 == 3) {  // a mixed batch: a prefill chunk of 100 tokens over 400 keys
+          w.q_lens.push_back(100);
+          w.kv_lens.push_back(400);
+        }
+        w.block_n = gpu::kernel_block_n(d);
+        w.scheduler = kind;
+        if (splits_tiles(kind)) w = split_schedule_of(w, kind, 1 + i % 3);
+        w.num_ctas = i % 3 == 0 ? 132 : 7;
+        if (i % 5 == 2) w.page_size = d == 256 ? 320 : 16;
+        ++i;
+        REQUIRE_MESSAGE(w.validate().empty(), w.validate());
+        expect_ok(w, 12000 + i);
+      }
+}
+
 TEST_CASE("padded and ragged, GQA 1/4/8, d 64/128/256, causal and not") {
   int i = 0;
   for (bool padded : {true, false})
@@ -364,6 +399,17 @@ TEST_CASE("random problems") {
         u32 k = causal || w.padded ? q + extra : static_cast<u32>(1 + pick(300));
         if (q == 0 && !w.padded) k = pick(2) ? 0 : k;
         w.kv_lens.push_back(k);
+      }
+    }
+    // One problem in six decodes (SPEC §6): 1 to 16 new tokens per sequence over a cache of at
+    // least as many keys, or one in four of those a mixed batch (a sequence of more tokens).
+    if (pick(6) == 0) {
+      w.decoding = true;
+      w.padded = false;
+      w.kv_lens.clear();
+      for (u32& q : w.q_lens) {
+        q = pick(4) == 0 && !w.mixed() ? 17 + pick(200) : 1 + pick(16);
+        w.kv_lens.push_back(q + static_cast<u32>(pick(3) == 0 ? pick(3000) : pick(300)));
       }
     }
     const u32 groups[] = {1, 2, 4, 8};
@@ -498,8 +544,9 @@ std::vector<std::pair<ArgsEdit, const char*>> bad_argument_cases() {
          a.workload.kv_lens = a.workload.q_lens;
          for (u32& keys : a.workload.kv_lens) keys += 1;  // every sequence has its cache
          a.workload.q_lens.assign(a.workload.kv_lens.size(), 1);
+         a.workload.num_q_heads = 16 * a.workload.num_kv_heads;  // 16 x 16 rows: past BM 128
        },
-       "decode workloads are not supported"},
+       "decode tile holds"},
       {[](gpu::AttentionArgs& a) { a.workload.scheduler = SchedulerKind::Planned; },
        "schedule plan"},
       {[](gpu::AttentionArgs& a) { a.workload.scheduler = SchedulerKind::SplitTail; },

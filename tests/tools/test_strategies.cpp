@@ -119,8 +119,16 @@ TEST_CASE("compare runs decode workloads too") {
   }
   CHECK(names.count("split_kv") == 1);
   CHECK(names.count("stream_k") == 1);
-  // The kernel has no decode path: no run of a decode workload is one it runs.
-  CHECK(cli::fastest_kernel_run(results) == nullptr);
+  // The kernel runs decode tiles of up to BM / 16 query heads per KV head.
+  const cli::StrategyResult* fastest = cli::fastest_kernel_run(results);
+  REQUIRE(fastest != nullptr);
+  CHECK(fastest->trace.workload.decoding);
+  // A group of 16 query heads per KV head is 256 rows: past every run's BM of 128.
+  Workload wide = w;
+  wide.num_q_heads = 16 * wide.num_kv_heads;
+  const auto wide_results = cli::compare_strategies(wide, sim::CostModel::builtin("h200"));
+  for (const auto& r : wide_results) CHECK_FALSE(cli::kernel_runs(r));
+  CHECK(cli::fastest_kernel_run(wide_results) == nullptr);
 }
 
 TEST_CASE("recommend: a split schedule it names for a prefill batch is one the kernel runs") {

@@ -139,7 +139,10 @@ int run_recommend(const RecommendOptions& o) {
     // Say so where the recommendation is one the kernel refuses (`tilesched run` would).
     const StrategyResult* k = fastest_kernel_run(results);
     if (k == nullptr)
-      fmt::print("  GPU kernel          simulated only: the kernel has no decode path yet\n");
+      fmt::print(
+          "  GPU kernel          simulated only: the kernel decodes at most {} query heads per KV "
+          "head at BM {}\n",
+          r.trace.workload.block_m / kMaxDecodeTokens, r.trace.workload.block_m);
     else
       fmt::print("  GPU kernel          {} is simulated only (the kernel does not run it yet); "
                  "the fastest it runs: {}: {:.1f} us ({}), {}\n",

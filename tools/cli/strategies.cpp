@@ -158,7 +158,8 @@ std::size_t recommended_index(const std::vector<StrategyResult>& ranked) {
 }
 
 bool kernel_runs(const StrategyResult& r) {
-  return !r.trace.workload.decoding;
+  const Workload& w = r.trace.workload;
+  return !w.decoding || w.decode_tile_rows() <= w.block_m;
 }
 
 const StrategyResult* fastest_kernel_run(const std::vector<StrategyResult>& ranked) {

@@ -95,12 +95,13 @@ std::size_t recommended_index(const std::vector<StrategyResult>& ranked);
 // The recommendation among the runs at the workload's own l2_bytes (searched_l2 false).
 std::size_t recommended_own_l2_index(const std::vector<StrategyResult>& ranked);
 
-// Whether the GPU kernel runs a ranked run: decode workloads are simulated only so far
-// (gpu::check_kernel_support says the same, with a device).
+// Whether the GPU kernel runs a ranked run: all but decode workloads whose tile (16 new tokens
+// of each query head of a KV head's group) exceeds BM rows (gpu::check_kernel_support says the
+// same).
 bool kernel_runs(const StrategyResult& r);
 
 // The fastest run in `ranked` that the GPU kernel runs, or null when none does (a decode
-// workload).
+// workload of too many query heads per KV head).
 const StrategyResult* fastest_kernel_run(const std::vector<StrategyResult>& ranked);
 
 // The seed's DEFAULT (tile/default) at C = sms (one CTA per SM), or null when `ranked` lacks it.

@@ -8,6 +8,13 @@
 
 namespace tilesched {
 
+// New tokens a decode sequence may have (SPEC §6): 1 for plain decoding, up to 16 for the
+// verification step of speculative decoding. It is also a decode tile's height, so that one tile
+// holds all of a sequence's new tokens whatever its batchmates have. A sequence of more new
+// tokens in a decoding workload is a prefill (or chunked-prefill) sequence of a mixed batch: it
+// spans several tiles of this height.
+inline constexpr u32 kMaxDecodeTokens = 16;
+
 // Rows [start, start + length) of a buffer.
 struct RowSpan {
   u32 start = 0;

@@ -35,12 +35,6 @@ inline constexpr std::uint64_t kDefaultL2Bytes = 50ull << 20;
 // before.
 inline constexpr u32 kDefaultL2MinRounds = 2;
 
-// New tokens a decode sequence may have (SPEC §6): 1 for plain decoding, up to 16 for the
-// verification step of speculative decoding. It is also a decode tile's height, so that one tile
-// holds all of a sequence's new tokens whatever its batchmates have. A sequence of more new
-// tokens in a decoding workload is a prefill (or chunked-prefill) sequence of a mixed batch: it
-// spans several tiles of this height.
-inline constexpr u32 kMaxDecodeTokens = 16;
 // split_kv's chunk unless a workload says otherwise: 8 KV blocks (1024 keys at BN = 128). A
 // one-token decode of 8k keys is then 8 pieces per KV head, so two sequences of 8 KV heads already
 // give 128 pieces for 132 SMs, where whole tiles would give 16; and a piece's K and V (2 x 1024 x
@@ -110,6 +104,9 @@ struct Workload {
   }
   u32 key_len(u32 b) const { return kv_lens.empty() ? q_lens[b] : kv_lens[b]; }
   u32 group_size() const { return num_q_heads / num_kv_heads; }  // query heads per KV head
+  // Decoding: the rows of the GPU kernel's decode tile, kMaxDecodeTokens for each query head of
+  // a KV head's group; the kernel's tiles of block_m rows hold it when it is at most block_m.
+  u32 decode_tile_rows() const { return group_size() * kMaxDecodeTokens; }
 
   // The scheduler's tile height and heads (SPEC §1): BM and query heads for prefill;
   // kMaxDecodeTokens and KV heads for decoding, where block_m is not used: every sequence's new

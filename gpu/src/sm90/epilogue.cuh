@@ -52,9 +52,10 @@ struct EpilogueBarriers {
 };
 
 // Epilogue, first part: each row's sum across its quad, O / rowsum as bf16 and LSE = ln(sum
-// exp(scale s)) = (max + log2 sum) ln 2 stored for the rows the tile owns (the rest of a partial
-// tile's BM rows belong to another sequence or lie past the tensor). thread_row is the thread's
-// first row in the tile (its second is 8 below).
+// exp(scale s)) = (max + log2 sum) ln 2 stored for the rows the tile owns (output_row: the rest
+// of a partial tile's BM rows belong to another sequence or lie past the tensor, and a decode
+// tile owns only its heads' tokens). thread_row is the thread's first row in the tile (its
+// second is 8 below).
 template <class Params, class FragmentO, class FragmentOut>
 __device__ __forceinline__ void normalize_rows(const Params& p, const FragmentO& o,
                                                const RowState& rs, const TileRows& rows,
@@ -69,26 +70,25 @@ __device__ __forceinline__ void normalize_rows(const Params& p, const FragmentO&
     // rcp.approx (one MUFU.RCP, at most 1 ulp off): the IEEE division adds a range check and a
     // call to its slow path, and the product is rounded to bf16 anyway.
     asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(inv[r]) : "f"(sum));
-    const u32 row_in_tile = static_cast<u32>(thread_row + 8 * r);
+    const OutputRow out =
+        output_row(p.problem, rows, head_idx, static_cast<u32>(thread_row + 8 * r));
     if constexpr (Params::Traits::kPredicatedLse) {
       // LSE as one predicated store, not a branch around its address and value (the row's
       // address is formed whether or not the thread owns it), and log2 by lg2.approx.ftz: the
       // sum is 0 or at least 1 (the row's max weighs exp2(0)), never a denormal, which is all
       // __log2f's extra instructions handle.
-      const std::size_t row = std::size_t(rows.first_query_row) + row_in_tile;
-      float* const lse_at = p.outputs.lse + row * p.problem.num_q_heads + head_idx;
+      float* const lse_at = p.outputs.lse + out.row * p.problem.num_q_heads + out.head;
       float log2_sum;
       asm("lg2.approx.ftz.f32 %0, %1;" : "=f"(log2_sum) : "f"(sum));
       const float lse = (rs.max[r] + log2_sum) * 0.69314718055994531f;
-      const u32 owned = lane % 4 == 0 && row_in_tile < rows.query_rows;
+      const u32 owned = lane % 4 == 0 && out.owned;
       asm volatile(
           "{\n .reg .pred p;\n setp.ne.u32 p, %2, 0;\n @p st.global.f32 [%0], %1;\n}\n" ::"l"(
               lse_at),
           "f"(lse), "r"(owned)
           : "memory");
-    } else if (lane % 4 == 0 && row_in_tile < rows.query_rows) {
-      const std::size_t row = std::size_t(rows.first_query_row) + row_in_tile;
-      p.outputs.lse[row * p.problem.num_q_heads + head_idx] =
+    } else if (lane % 4 == 0 && out.owned) {
+      p.outputs.lse[out.row * p.problem.num_q_heads + out.head] =
           (rs.max[r] + __log2f(sum)) * 0.69314718055994531f;
     }
   }
@@ -106,10 +106,10 @@ __device__ __forceinline__ void store_tile_outputs(const Params& p, const Fragme
   const std::size_t q_stride = std::size_t(p.problem.num_q_heads) * D;
   CUTE_UNROLL
   for (int r = 0; r < 2; ++r) {
-    const u32 row_in_tile = static_cast<u32>(thread_row + 8 * r);
-    if (row_in_tile >= rows.query_rows) continue;
-    const std::size_t row = std::size_t(rows.first_query_row) + row_in_tile;
-    __nv_bfloat16* o_row = p.outputs.o + row * q_stride + std::size_t(head_idx) * D;
+    const OutputRow out =
+        output_row(p.problem, rows, head_idx, static_cast<u32>(thread_row + 8 * r));
+    if (!out.owned) continue;
+    __nv_bfloat16* o_row = p.outputs.o + out.row * q_stride + std::size_t(out.head) * D;
     CUTE_UNROLL
     for (int e = 2 * r; e < cute::size(o_out); e += 4) {
       const int col = 8 * (e / 4) + 2 * (lane % 4);
@@ -187,6 +187,7 @@ class EpilogueConsumer {
     const int thread_row = warpgroup_ * kRows + (thread_ / 32) * 16 + (thread_ % 32) / 4;
     cute::Tensor out = cute::make_tensor_like<Element>(o);
     normalize_rows(p_, o, rs, rows, head_idx, thread_row, out);
+    // A decode tile's rows are never a whole warpgroup's (at most kMaxDecodeTokens).
     const bool full = rows.query_rows >= static_cast<u32>((warpgroup_ + 1) * kRows);
     if (full) {
       Element* const staging = staging_buffer(smem, v_last);

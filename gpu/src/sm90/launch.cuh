@@ -124,6 +124,7 @@ FmhaParams<Scheduler, Config> make_params(const AttentionArgs& a, const LaunchPl
   problem.num_q_heads = w.num_q_heads;
   problem.num_kv_heads = w.num_kv_heads;
   problem.group = w.group_size();
+  problem.decoding = w.decoding;
   problem.kv = w.kv_layout(a.kv_row_offsets);
   if (w.page_size != 0) {
     // The tensor maps see the cache as its rows; each block's row comes from the page table.
@@ -165,9 +166,9 @@ FmhaParams<Scheduler, Config> make_params(const AttentionArgs& a, const LaunchPl
   return p;
 }
 
-// K or V as the page-row boxes see it (MainloopParams::page_rows_k/v): (d, heads, rows), boxes
-// of 64 columns by `box_rows` rows with the stages' 128-byte swizzle; rows past the cache are
-// zero-filled.
+// K or V as the page-row boxes see it (MainloopParams::page_rows_k/v), or Q as a decode tile's
+// boxes do (MainloopParams::decode_q): (d, heads, rows), boxes of 64 columns by `box_rows` rows
+// with the buffers' 128-byte swizzle; rows past the tensor are zero-filled.
 template <int D>
 Status encode_page_rows(cute::TmaDescriptor& desc, const void* base, std::int32_t rows, u32 heads,
                         u32 box_rows) {
@@ -181,8 +182,8 @@ Status encode_page_rows(cute::TmaDescriptor& desc, const void* base, std::int32_
       CU_TENSOR_MAP_L2_PROMOTION_L2_128B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
   if (r != CUDA_SUCCESS)
     return Status::error(fmt::format(
-        "cuTensorMapEncodeTiled failed ({}) for the paged cache's boxes of {} rows", int(r),
-        box_rows));
+        "cuTensorMapEncodeTiled failed ({}) for boxes of {} rows of {} heads", int(r), box_rows,
+        heads));
   return Status::success();
 }
 
@@ -202,6 +203,11 @@ Status launch_with(const AttentionArgs& a, const LaunchPlan& plan, const Schedul
           !s)
         return s;
   }
+  if (p.problem.decoding)
+    if (Status s = encode_page_rows<Traits::kHeadDim>(p.mainloop.decode_q, a.q, p.problem.q_rows,
+                                                      p.problem.num_q_heads, kMaxDecodeTokens);
+        !s)
+      return s;
   auto* kernel = &fmha_kernel<Scheduler, Config>;
   if (Status s = allow_shared_memory<Config, Scheduler>(); !s) return s;
   const auto stream = static_cast<cudaStream_t>(a.stream);

@@ -31,6 +31,9 @@ struct MainloopParams {
   // land in a stage exactly where the whole block's box would put them. Unused otherwise.
   cute::TmaDescriptor page_rows_k;
   cute::TmaDescriptor page_rows_v;
+  // Decoding (Problem::decoding): Q as (d, heads, rows) in boxes of 64 columns by
+  // kMaxDecodeTokens rows, one box per query head of the tile's group and column slice.
+  cute::TmaDescriptor decode_q;
 };
 
 // Q buffers and the K and V stage rings: rows x d, d contiguous, 128-byte swizzle.
@@ -127,7 +130,10 @@ class MainloopProducer {
  public:
   // The loader's first step, before anything else: the descriptors on their way into the cache.
   static __device__ __forceinline__ void prefetch_descriptors(const Params& p) {
-    cute::prefetch_tma_descriptor(p.mainloop.tma_q.get_tma_descriptor());
+    if (p.problem.decoding)
+      cute::prefetch_tma_descriptor(&p.mainloop.decode_q);
+    else
+      cute::prefetch_tma_descriptor(p.mainloop.tma_q.get_tma_descriptor());
     if (p.problem.page_rows != 0) {
       cute::prefetch_tma_descriptor(&p.mainloop.page_rows_k);
       cute::prefetch_tma_descriptor(&p.mainloop.page_rows_v);
@@ -168,7 +174,7 @@ class MainloopProducer {
                                             Between&& between) {
     using namespace cute;
     const bool loads = loader_ && has_work(g);
-    const int kv_head = static_cast<int>(work.head_idx / p_.problem.group);
+    const int kv_head = static_cast<int>(kv_head_of(p_.problem, work.head_idx));
     auto [tQg, tQs] = q_partition(work, g);
     // kClusterM 2: this CTA's half of each block (its rank's), multicast to both CTAs.
     [[maybe_unused]] const int rank =
@@ -182,8 +188,11 @@ class MainloopProducer {
     int block = last;
     if (loads) {
       producer_acquire(pipes.q, writes_.q, "Q buffer (producer)");
-      copy(p_.mainloop.tma_q.with(*pipes.q.producer_get_barrier(writes_.q)), tQg,
-           tQs(_, writes_.q.index()));
+      if (p_.problem.decoding)
+        load_decode_q(pipes.q.producer_get_barrier(writes_.q), work, g, writes_.q.index());
+      else
+        copy(p_.mainloop.tma_q.with(*pipes.q.producer_get_barrier(writes_.q)), tQg,
+             tQs(_, writes_.q.index()));
       ++writes_.q;
       load_k(pipes, k_parts, src, block);
     }
@@ -224,6 +233,40 @@ class MainloopProducer {
         domain_offset(make_coord(static_cast<int>(g.rows.first_query_row), _0{}), mQ_(_, _, head)),
         Shape<Int<Traits::kBlockM>, Int<D>>{}, make_coord(_0{}, _0{}));
     return tma_partition(p_.mainloop.tma_q, group_modes<0, 2>(sQ_), group_modes<0, 2>(gQ));
+  }
+
+  // A decode tile's Q (Problem::decoding) into Q buffer `buffer`: query head j of the tile's KV
+  // head's group gets rows [16 j, 16 j + 16), its kMaxDecodeTokens rows of Q from the tile's first,
+  // copied in d / 64 column slices (placed as load_page_rows places a block's boxes). Rows of a
+  // head past the tile's tokens hold the rows of Q that follow (or zeros past Q) and are never
+  // stored; the buffer's rows past the group's heads are boxes past Q's last row, which the TMA
+  // fills with zeros, so that the buffer's byte count is whole.
+  __device__ __forceinline__ void load_decode_q(std::uint64_t* barrier, const SeqInfo& work,
+                                                const TileGeometry& g, int buffer) const {
+    constexpr int kBlockM = Traits::kBlockM;
+    constexpr auto layout = typename Traits::SmemLayoutQBuffer{}.layout_b();
+    constexpr int kSecondSlice = D > 64 ? 64 : 0;
+    static_assert(
+        layout(cute::make_coord(cute::Int<8>{}, cute::_0{})) == 8 * 64 &&
+            layout(cute::make_coord(cute::_0{}, cute::Int<kSecondSlice>{})) ==
+                kBlockM * kSecondSlice &&
+            kBlockM % kMaxDecodeTokens == 0,
+        "a Q buffer is d / 64 column slices of BM rows of 64 elements, one after another");
+    constexpr std::uint64_t kEvictNormal =
+        static_cast<std::uint64_t>(cute::TMA::CacheHintSm90::EVICT_NORMAL);
+    Element* const q = cute::raw_pointer_cast(sQ_.data()) + buffer * (kBlockM * D);
+    const u32 group = p_.problem.group;
+    CUTE_UNROLL
+    for (int slot = 0; slot < kBlockM / int(kMaxDecodeTokens); ++slot) {
+      const bool head = u32(slot) < group;
+      const int q_head = head ? static_cast<int>(work.head_idx * group) + slot : 0;
+      const int row = head ? static_cast<int>(g.rows.first_query_row) : p_.problem.q_rows;
+      CUTE_UNROLL
+      for (int c = 0; c < D / 64; ++c)
+        cute::SM90_TMA_LOAD_3D::copy(&p_.mainloop.decode_q, barrier, kEvictNormal,
+                                     q + (c * kBlockM + slot * int(kMaxDecodeTokens)) * 64, c * 64,
+                                     q_head, row);
+    }
   }
 
   // K/V blocks of the sequence, (BN, d, block), as the TMA copies them into the stages; in a paged

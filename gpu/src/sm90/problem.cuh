@@ -19,7 +19,11 @@ struct Problem {
   u32 num_q_heads = 0;
   u32 num_kv_heads = 0;
   u32 group = 1;  // query heads per KV head
-  RowLayout kv;   // where each sequence's keys are in K and V (paged: only how many)
+  // Decoding (SPEC §6): a tile is (sequence, KV head) and its rows are kMaxDecodeTokens new
+  // tokens for each of the group's query heads, head j's tokens in rows [16 j, 16 j + 16)
+  // (output_row). The scheduler's heads are then KV heads.
+  bool decoding = false;
+  RowLayout kv;  // where each sequence's keys are in K and V (paged: only how many)
   // A paged KV cache (attention.hpp's KvPages): sequence b's K/V block j lies in page
   // page_table[b * page_stride + j / page_blocks], which holds page_blocks blocks. Null: the
   // keys are rows of K and V from kv.start(b).
@@ -50,11 +54,41 @@ struct Outputs {
   float* lse = nullptr;
 };
 
+// The scheduler's tile height: BM query rows, or kMaxDecodeTokens new tokens when decoding.
+template <class Params>
+__device__ __forceinline__ u32 tile_height(const Params& p) {
+  return p.problem.decoding ? kMaxDecodeTokens : u32(Params::Traits::kBlockM);
+}
+
+// The KV head a scheduled head reads: the scheduler's heads are query heads, or KV heads when
+// decoding.
+__device__ __forceinline__ u32 kv_head_of(const Problem& p, u32 head_idx) {
+  return p.decoding ? head_idx : head_idx / p.group;
+}
+
+// Where row `row_in_tile` of a tile goes in O and LSE: its row of Q/O and its query head, and
+// whether the tile owns it (rows past the tile's sequence, and when decoding the rows past a
+// head's new tokens or past the group's heads, belong to nobody).
+struct OutputRow {
+  std::size_t row;
+  u32 head;
+  bool owned;
+};
+__device__ __forceinline__ OutputRow output_row(const Problem& p, const TileRows& rows,
+                                                u32 head_idx, u32 row_in_tile) {
+  if (!p.decoding)
+    return {std::size_t(rows.first_query_row) + row_in_tile, head_idx,
+            row_in_tile < rows.query_rows};
+  const u32 token = row_in_tile % kMaxDecodeTokens, slot = row_in_tile / kMaxDecodeTokens;
+  return {std::size_t(rows.first_query_row) + token, head_idx * p.group + slot,
+          token < rows.query_rows && slot < p.group};
+}
+
 // Where a tile's rows and keys are, the same for producer and consumers.
 template <class Params>
 __device__ __forceinline__ TileGeometry tile_geometry(const Params& p, const SeqInfo& s) {
   using Traits = typename Params::Traits;
-  return tilesched::tile_geometry(p.summary.query_layout(), p.problem.kv, s, Traits::kBlockM,
+  return tilesched::tile_geometry(p.summary.query_layout(), p.problem.kv, s, tile_height(p),
                                   Traits::kBlockN, p.softmax.causal ? Mask::Causal : Mask::None);
 }
 

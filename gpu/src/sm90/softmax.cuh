@@ -240,7 +240,7 @@ struct TileMask {
   const Params& p;
   const TileGeometry& g;
   u32 diag_shift;  // a row's position in key space less its position in the sequence
-  u32 wg_row0;     // the warpgroup's first row in the sequence
+  u32 wg_row0;     // the warpgroup's first row in the sequence (decoding: the tile's first token)
   u32 key_limit[2];
   u32 first_masked_block;
   u32* mask_slot;
@@ -250,9 +250,13 @@ struct TileMask {
                                       int warp, int lane)
       : p(params), g(geometry) {
     diag_shift = g.kv_len - g.seq_len;
-    wg_row0 = work.prompt_offset + static_cast<u32>(warpgroup * kRows);
+    // Decoding, row r of the tile is token r % kMaxDecodeTokens (Problem::decoding): every warp's
+    // 16 rows are the tile's tokens from its first, for one query head.
+    const bool decoding = p.problem.decoding;
+    const u32 warp_row0 = decoding ? 0u : static_cast<u32>(warp * 16);
+    wg_row0 = work.prompt_offset + (decoding ? 0u : static_cast<u32>(warpgroup * kRows));
     for (int r = 0; r < 2; ++r)
-      key_limit[r] = wg_row0 + static_cast<u32>(warp * 16 + lane / 4 + 8 * r) + diag_shift;
+      key_limit[r] = wg_row0 + warp_row0 + static_cast<u32>(lane / 4 + 8 * r) + diag_shift;
     first_masked_block = !Traits::kMaskFromShared ? 0u
                          : p.softmax.causal
                              ? min(g.kv_len / kBlockN, (wg_row0 + diag_shift + 1) / kBlockN)
@@ -264,7 +268,7 @@ struct TileMask {
       __syncwarp();  // the warp's reads of the previous tile's values are done
       if (lane == 0) {
         mask_slot[0] = g.kv_len;
-        mask_slot[1] = wg_row0 + static_cast<u32>(warp * 16) + diag_shift;
+        mask_slot[1] = wg_row0 + warp_row0 + diag_shift;
       }
       __syncwarp();
     }
@@ -284,7 +288,8 @@ struct TileMask {
 
   // The end of the keys any of the warpgroup's rows sees.
   __device__ __forceinline__ u32 visible_end() const {
-    return p.softmax.causal ? min(g.kv_len, wg_row0 + diag_shift + kRows) : g.kv_len;
+    const u32 rows = p.problem.decoding ? kMaxDecodeTokens : u32(kRows);
+    return p.softmax.causal ? min(g.kv_len, wg_row0 + diag_shift + rows) : g.kv_len;
   }
 
   // Scores of the block whose first key is key0: -inf where a row does not see the key.

@@ -33,7 +33,6 @@ template <class Params>
 __device__ __forceinline__ void fill_event_head(const Params& p, DeviceTraceEvent& e, u32 cta,
                                                 u32 step, u32 linear_idx, const SeqInfo& work,
                                                 const TileGeometry& g) {
-  using Traits = typename Params::Traits;
   e.cta = cta;
   e.step = step;
   e.linear_idx = linear_idx;
@@ -42,7 +41,7 @@ __device__ __forceinline__ void fill_event_head(const Params& p, DeviceTraceEven
   e.prompt_idx = work.prompt_idx;
   e.query_rows = g.rows.query_rows;
   e.kv_blocks =
-      tile_cost(work.prompt_offset, g.rows.query_rows, g.seq_len, g.kv_len, Traits::kBlockM,
+      tile_cost(work.prompt_offset, g.rows.query_rows, g.seq_len, g.kv_len, tile_height(p),
                 p.trace.block_n, p.softmax.causal ? Mask::Causal : Mask::None)
           .kv_blocks;
   e.kv_block_begin = 0;
