@@ -67,7 +67,7 @@ std::unique_ptr<StepPlan> make_plan(std::vector<u32> q_lens, std::vector<u32> kv
                                     u32 page_size, u32 max_pages_per_seq, u32 num_pages,
                                     std::string scheduler, u32 num_ctas, u32 block_m,
                                     u32 kernel_block_n, std::string clusters, bool deterministic,
-                                    std::string api, bool on_device) {
+                                    std::string api, bool on_device, bool decoding) {
   StepRequest r;
   r.q_lens = std::move(q_lens);
   r.kv_lens = std::move(kv_lens);
@@ -86,6 +86,7 @@ std::unique_ptr<StepPlan> make_plan(std::vector<u32> q_lens, std::vector<u32> kv
   r.deterministic = deterministic;
   r.api = std::move(api);
   r.on_device = on_device;
+  r.decoding = decoding;
   return std::make_unique<StepPlan>(r);
 }
 
@@ -139,6 +140,10 @@ NB_MODULE(_C, m) {
         "The kernel's K/V blocks (keys) at a head dim: a paged cache's pages are loaded page by "
         "page when their size is a multiple of one.");
 
+  m.def("kernel_block_ms", &kernel_block_ms, "head_dim"_a,
+        "The kernel's tile heights (query rows) at a head dim: a decode tile of 16 new tokens of "
+        "each query head of a KV head's group fits one of them.");
+
   nb::class_<PyTrace>(m, "Trace", "A per-CTA trace: measured on the GPU or predicted.")
       .def_prop_ro("source", [](const PyTrace& t) { return t.trace.source; })
       .def_prop_ro("device", [](const PyTrace& t) { return t.trace.device; })
@@ -190,7 +195,7 @@ NB_MODULE(_C, m) {
            "head_dim"_a, "causal"_a, "page_size"_a = 0, "max_pages_per_seq"_a = 0,
            "num_pages"_a = 0, "scheduler"_a = "auto", "num_ctas"_a = 0, "block_m"_a = 0,
            "kernel_block_n"_a = 0, "clusters"_a = "auto", "deterministic"_a = false,
-           "api"_a = "varlen", "on_device"_a = true)
+           "api"_a = "varlen", "on_device"_a = true, "decoding"_a = false)
       .def_prop_ro("scheduler", [](const StepPlan& p) { return std::string(to_string(p.workload().scheduler)); })
       .def_prop_ro("block_m", [](const StepPlan& p) { return p.workload().block_m; })
       .def_prop_ro("kernel_block_n", &StepPlan::kernel_block_n)

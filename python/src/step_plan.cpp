@@ -116,6 +116,10 @@ bool gpu_built() {
 #endif
 }
 
+std::vector<u32> kernel_block_ms(u32 head_dim) {
+  return tile_heights(head_dim);
+}
+
 std::vector<u32> kernel_block_ns(u32 head_dim) {
 #if TILESCHED_PYTHON_GPU
   return gpu::kernel_block_ns(head_dim);
@@ -180,6 +184,7 @@ StepPlan::StepPlan(const StepRequest& r) : request_(r) {
   w.num_kv_heads = r.num_kv_heads;
   w.head_dim = r.head_dim;
   w.mask = r.causal ? Mask::Causal : Mask::None;
+  w.decoding = r.decoding;
   // The workload's BN counts KV blocks for the cost model (fitted on blocks of 128 keys); the
   // kernel tiles keys by its own BN.
   w.block_n = 128;
@@ -235,6 +240,15 @@ StepPlan::StepPlan(const StepRequest& r) : request_(r) {
   const auto prepare = [&](Workload& x) {
     if (r.block_m != 0 || r.deterministic) {
       x.block_m = r.block_m != 0 ? r.block_m : 128;
+    } else if (x.decoding) {
+      // A decode tile is 16 tokens of each query head of the group whatever BM is: the lowest
+      // tile height that holds them (check_kernel_support refuses a group none holds).
+      x.block_m = 128;
+      for (u32 bm : tile_heights(x.head_dim))
+        if (bm >= x.decode_tile_rows()) {
+          x.block_m = bm;
+          break;
+        }
     } else {
       const viz::BlockMChoice c = viz::predict_block_m(
           x, tile_heights(x.head_dim), cost,
@@ -244,7 +258,22 @@ StepPlan::StepPlan(const StepRequest& r) : request_(r) {
     x.resident_ctas = resident_of(x, on_device, cost);
     x.num_ctas = given_ctas != 0 ? given_ctas : x.resident_ctas;
   };
-  if (auto_scheduler && r.causal) {
+  if (auto_scheduler && r.decoding) {
+    // Decode tiles: few, and each reads a sequence's whole cache. Whole tiles in the static
+    // stride, or split into KV ranges (split_kv's fixed chunks, stream_k's equal-cost ranges) so
+    // that a small batch fills every CTA. The simulator picks.
+    const std::vector<SchedulerKind> kinds = {SchedulerKind::Tile, SchedulerKind::SplitKv,
+                                              SchedulerKind::StreamK};
+    const auto prepare_kind = [&](Workload& x) {
+      if (splits_tiles(x.scheduler) && !kernel_block_ns(r.head_dim).empty())
+        x.block_n = kernel_block_ns(r.head_dim).front();
+      prepare(x);
+    };
+    const viz::SchedulerChoice c = viz::predict_scheduler(w, kinds, cost, prepare_kind);
+    if (!c.chosen()) fail("choosing the scheduler: " + c.why_not);
+    workload_ = c.workload;
+    choice_note_ = "auto: " + viz::describe_scheduler_choice(c);
+  } else if (auto_scheduler && r.causal) {
     const viz::SchedulerChoice c =
         viz::predict_scheduler(w, viz::kCausalSchedulerCandidates, cost, prepare);
     if (!c.chosen()) fail("choosing the scheduler: " + c.why_not);

@@ -30,6 +30,9 @@ struct StepRequest {
   u32 kernel_block_n = 0;  // 0: chosen
   std::string clusters = "auto";
   bool deterministic = false;
+  // Decoding (SPEC §6): 1 to 16 new tokens per sequence, one tile per (sequence, KV head) whose
+  // rows are the new tokens of the group's query heads.
+  bool decoding = false;
   // Which API's names the tensors have in error messages: "varlen" (q, k, v, page_table) or
   // "kvcache" (q, k_cache, v_cache, page_table).
   std::string api = "varlen";
@@ -114,5 +117,7 @@ class StepPlan {
 bool gpu_built();
 // gpu::kernel_block_ns (the kernel's K/V blocks at a head dim; empty for one it does not run).
 std::vector<u32> kernel_block_ns(u32 head_dim);
+// gpu::kernel_block_ms (the kernel's tile heights at a head dim).
+std::vector<u32> kernel_block_ms(u32 head_dim);
 
 }  // namespace tilesched::python

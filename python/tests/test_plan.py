@@ -199,19 +199,31 @@ def test_tensor_checks_name_the_argument_and_the_rule():
 
 def test_decode_plans_pack_the_query_heads_of_a_kv_head():
     p = tilesched.plan_kvcache([4000, 10, 1024], 1, 32, 8, 128, cache_len=4096, device=False)
-    assert p.packs_gqa and "GQA packed" in p.describe()
+    assert p.packs_gqa and "Decode tiles" in p.describe()
     assert (p.num_q_heads, p.num_kv_heads, p.total_q) == (32, 8, 3)
-    # One tile per (sequence, KV head), each with its 4 query heads as rows.
+    assert json.loads(p.workload_json())["decoding"] is True
+    # One tile (or its pieces) per (sequence, KV head), each its new token for 4 query heads.
     t = p.simulate()
-    assert t.num_events == 3 * 8
-    assert set(t.events()["query_rows"]) == {4}
-    # Verify steps (several new tokens) and plain MHA are not packed.
-    assert not tilesched.plan_kvcache([4000], 8, 32, 8, 128, cache_len=4096, device=False).packs_gqa
+    ev = t.events()
+    assert {(ev["prompt_idx"][i], ev["head_idx"][i]) for i in range(t.num_events)} == \
+        {(b, h) for b in range(3) for h in range(8)}
+    assert set(ev["query_rows"]) == {1}
+    # Speculative verify (8 new tokens) is packed alike; plain MHA and pack_gqa=False are not.
+    verify = tilesched.plan_kvcache([4000, 77], 8, 32, 8, 128, cache_len=4096, device=False)
+    assert verify.packs_gqa and verify.total_q == 16
+    assert set(verify.simulate().events()["query_rows"]) == {8}
     assert not tilesched.plan_kvcache([4000], 1, 8, 8, 128, cache_len=4096, device=False).packs_gqa
     assert not tilesched.plan_kvcache([4000], 1, 32, 8, 128, cache_len=4096, pack_gqa=False,
                                       device=False).packs_gqa
-    with pytest.raises(ValueError, match="one new token per sequence; seqlen_q is 8"):
-        tilesched.plan_kvcache([4000], 8, 32, 8, 128, cache_len=4096, pack_gqa=True, device=False)
+    with pytest.raises(ValueError, match="at most 16 new tokens per sequence; seqlen_q is 17"):
+        tilesched.plan_kvcache([4000], 17, 32, 8, 128, cache_len=4096, pack_gqa=True,
+                               device=False)
+    # 16 query heads per KV head are 256 rows, past every tile height at d = 128: one new token
+    # is copy-packed instead, several are refused.
+    wide = tilesched.plan_kvcache([4000], 1, 32, 2, 128, cache_len=4096, device=False)
+    assert wide.packs_gqa and "GQA packed" in wide.describe()
+    with pytest.raises(ValueError, match="do not fit the kernel's tiles"):
+        tilesched.plan_kvcache([4000], 4, 32, 2, 128, cache_len=4096, device=False)
 
 
 def test_key_lengths_come_from_cu_seqlens_k_or_a_paged_cache_s_seqused_k():

@@ -21,6 +21,9 @@ from . import _C
 Trace = _C.Trace
 
 _SCHEDULERS = ("auto",) + tuple(_C.scheduler_names())
+# New tokens a decode tile holds per query head (SPEC §6: plain decode 1, speculative verify up
+# to 16).
+_MAX_DECODE_TOKENS = 16
 _MAX_U32 = (1 << 32) - 1
 # Plans by the number the op torch.ops.tilesched.varlen_fwd knows them by.
 _registry: "weakref.WeakValueDictionary[int, SchedulePlan]" = weakref.WeakValueDictionary()
@@ -141,6 +144,9 @@ class SchedulePlan:
         # Decode with GQA packed (plan_kvcache): rows of a tile are the query heads of a KV head.
         self._packed_group = 0
         self._query_heads = 0
+        # Decode tiles (plan_kvcache): the kernel's tile per (sequence, KV head) whose rows are
+        # the new tokens of the group's query heads, read from q as it is.
+        self._decoding = False
         # Device tensors the attention functions use (built with the plan, so that a compiled
         # function or a captured graph finds them ready): the identity page table of a
         # contiguous cache.
@@ -180,10 +186,13 @@ class SchedulePlan:
     @property
     def packs_gqa(self) -> bool:
         """Whether a tile's rows are the query heads of one KV head (decode, plan_kvcache)."""
-        return self._packed_group > 0
+        return self._packed_group > 0 or self._decoding
 
     def describe(self) -> str:
         text = self._c.describe()
+        if self._decoding:
+            text += ("\nDecode tiles: one per (sequence, KV head), 16 rows for the new tokens of "
+                     "each query head of the group")
         if self._packed_group:
             text += (f"\nGQA packed: the {self._packed_group} query heads of each KV head are "
                      f"the rows of one tile (one new token per sequence)")
@@ -207,7 +216,8 @@ def make_plan(q_lens: Sequence[int], kv_lens: Sequence[int], num_q_heads: int,
               num_ctas: Optional[int] = None, block_m: Optional[int] = None,
               kernel_block_n: Optional[int] = None, clusters: str = "auto",
               deterministic: bool = False, api: str = "varlen",
-              device: bool = True, identity_pages: bool = False) -> SchedulePlan:
+              device: bool = True, identity_pages: bool = False,
+              decoding: bool = False) -> SchedulePlan:
     """A plan from host lengths (the functions below and the attention calls build on it)."""
     _positive("num_q_heads", num_q_heads)
     _positive("num_kv_heads", num_kv_heads)
@@ -226,7 +236,8 @@ def make_plan(q_lens: Sequence[int], kv_lens: Sequence[int], num_q_heads: int,
                      num_ctas=_optional_count("num_ctas", num_ctas),
                      block_m=_optional_count("block_m", block_m),
                      kernel_block_n=_optional_count("kernel_block_n", kernel_block_n),
-                     clusters=clusters, deterministic=deterministic, api=api, on_device=device)
+                     clusters=clusters, deterministic=deterministic, api=api, on_device=device,
+                     decoding=decoding)
     p = SchedulePlan(c_plan)
     p._identity_pages = identity_pages
     if device:
@@ -311,9 +322,10 @@ def plan_kvcache(cache_seqlens: Any, seqlen_q: int, num_q_heads: int, num_kv_hea
     against cache_seqlens[b] keys, in a paged cache (page_table, page_size, num_pages) or in a
     contiguous one of cache_len rows per sequence ([batch, cache_len, kv_heads, head_dim]).
 
-    pack_gqa (default: on where seqlen_q is 1 and query heads share KV heads): one tile per
-    (sequence, KV head) whose rows are the query heads that share it, so that each K/V block is
-    read once for all of them rather than once per query head (docs/python.md, "Decode")."""
+    pack_gqa (default: on where seqlen_q is at most 16 and query heads share KV heads): one tile
+    per (sequence, KV head) whose rows are the new tokens of the query heads that share it, so
+    that each K/V block is read once for all of them rather than once per query head
+    (docs/python.md, "Decode")."""
     kv_lens = _int_list("cache_seqlens", cache_seqlens)
     if not kv_lens:
         raise ValueError("cache_seqlens is empty: give one length per sequence")
@@ -322,19 +334,27 @@ def plan_kvcache(cache_seqlens: Any, seqlen_q: int, num_q_heads: int, num_kv_hea
     _positive("num_kv_heads", num_kv_heads)
     group = num_q_heads // num_kv_heads if num_q_heads % num_kv_heads == 0 else 1
     if pack_gqa is None:
-        pack_gqa = seqlen_q == 1 and group > 1
+        pack_gqa = seqlen_q <= _MAX_DECODE_TOKENS and group > 1
     elif not isinstance(pack_gqa, bool):
         raise TypeError(f"pack_gqa must be True, False or None, not {pack_gqa!r}")
-    if pack_gqa and seqlen_q != 1:
-        raise ValueError(f"pack_gqa packs the query heads of one new token per sequence; "
-                         f"seqlen_q is {seqlen_q}")
-    # Packed: the g query heads of a KV head are g query rows of one head, which sees every key
-    # of the cache (one new token: causal or not, the same).
-    rows, heads = (group, num_kv_heads) if pack_gqa else (seqlen_q, num_q_heads)
-    mask = False if pack_gqa else causal
+    if pack_gqa and seqlen_q > _MAX_DECODE_TOKENS:
+        raise ValueError(f"pack_gqa packs the query heads of at most {_MAX_DECODE_TOKENS} new "
+                         f"tokens per sequence; seqlen_q is {seqlen_q}")
+    # The kernel's decode tiles (16 rows per query head of the group) where a tile height holds
+    # them; past that, one new token's query heads are copied into the rows of one head's tile.
+    decode = pack_gqa and group * _MAX_DECODE_TOKENS <= max(_C.kernel_block_ms(head_dim) or [0])
+    if pack_gqa and not decode and seqlen_q != 1:
+        raise ValueError(f"pack_gqa: {group} query heads per KV head of {seqlen_q} new tokens do "
+                         f"not fit the kernel's tiles at head dim {head_dim}; give "
+                         f"pack_gqa=False")
+    copy_pack = pack_gqa and not decode
+    # Copy-packed: the g query heads of a KV head are g query rows of one head, which sees every
+    # key of the cache (one new token: causal or not, the same).
+    rows, heads = (group, num_kv_heads) if copy_pack else (seqlen_q, num_q_heads)
+    mask = False if copy_pack else causal
     common = dict(causal=mask, scheduler=scheduler, deterministic=deterministic,
                   num_ctas=num_ctas, block_m=block_m, kernel_block_n=kernel_block_n,
-                  clusters=clusters, api="kvcache", device=device)
+                  clusters=clusters, api="kvcache", device=device, decoding=decode)
     if page_table is None:
         if cache_len is None:
             raise ValueError("a contiguous cache needs cache_len (k_cache.shape[1])")
@@ -351,16 +371,17 @@ def plan_kvcache(cache_seqlens: Any, seqlen_q: int, num_q_heads: int, num_kv_hea
         p = _plan_lengths([rows] * len(kv_lens), kv_lens, heads, num_kv_heads, head_dim,
                           page_table=page_table, page_size=page_size, num_pages=num_pages,
                           table_checked=_table_checked, **common)
-    if pack_gqa:
+    if copy_pack:
         p._packed_group = group
         p._query_heads = num_q_heads
+    p._decoding = decode
     return p
 
 
 def _plan_lengths(q_lens, kv_lens, num_q_heads, num_kv_heads, head_dim, *, causal, page_table,
                   page_size, num_pages, scheduler, deterministic, num_ctas, block_m,
                   kernel_block_n, clusters, api, device, identity_pages=False,
-                  table_checked=False) -> SchedulePlan:
+                  table_checked=False, decoding=False) -> SchedulePlan:
     max_pages = 0
     if identity_pages:
         max_pages = 1
@@ -381,7 +402,7 @@ def _plan_lengths(q_lens, kv_lens, num_q_heads, num_kv_heads, head_dim, *, causa
                      num_pages=num_pages or 0, scheduler=scheduler, num_ctas=num_ctas,
                      block_m=block_m, kernel_block_n=kernel_block_n, clusters=clusters,
                      deterministic=deterministic, api=api, device=device,
-                     identity_pages=identity_pages)
+                     identity_pages=identity_pages, decoding=decoding)
 
 
 class PlanCache:
