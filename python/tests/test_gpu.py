@@ -292,6 +292,7 @@ PAGED_KVCACHE_CASES = [
     (1, [1500, 97, 2000, 1], 128, 16, 8, 1),     # decode, pages of 16-key boxes
     (1, [1500, 97, 2000, 54], 64, 256, 8, 2),    # decode, pages the kernel loads
     (1, [777, 2048, 33], 256, 64, 4, 4),         # decode, d = 256, BN 64 pages
+    (8, [1500, 97, 2000, 8], 128, 16, 32, 8),    # verify, pages of 16-key boxes
     (256, [2048, 1800, 300], 128, 64, 8, 2),     # chunked prefill, pages of half a block
     (256, [2048, 1800, 300], 128, 128, 8, 1),    # chunked prefill, native pages
     (256, [2048, 1000, 256], 256, 320, 8, 2),    # chunked prefill, d = 256, pages of 4 x 80
@@ -341,6 +342,7 @@ KVCACHE_CASES = [
     (1024, 1, [1024, 700, 97, 33], 256, True, 4, 4),
     (1024, 8, [1024, 700, 97, 33], 128, True, 8, 2),
     (1024, 8, [1024, 9, 500], 64, False, 16, 2),
+    (1024, 16, [1024, 339, 20, 16], 128, True, 16, 2),   # verify: 16 tokens x 8 query heads
 ]
 
 
