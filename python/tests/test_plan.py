@@ -219,11 +219,14 @@ def test_decode_plans_pack_the_query_heads_of_a_kv_head():
         tilesched.plan_kvcache([4000], 17, 32, 8, 128, cache_len=4096, pack_gqa=True,
                                device=False)
     # 16 query heads per KV head are 256 rows, past every tile height at d = 128: one new token
-    # is copy-packed instead, several are refused.
+    # is copy-packed instead; several run a tile per query head, and pack_gqa=True is refused.
     wide = tilesched.plan_kvcache([4000], 1, 32, 2, 128, cache_len=4096, device=False)
     assert wide.packs_gqa and "GQA packed" in wide.describe()
+    assert not tilesched.plan_kvcache([4000], 4, 32, 2, 128, cache_len=4096,
+                                      device=False).packs_gqa
     with pytest.raises(ValueError, match="do not fit the kernel's tiles"):
-        tilesched.plan_kvcache([4000], 4, 32, 2, 128, cache_len=4096, device=False)
+        tilesched.plan_kvcache([4000], 4, 32, 2, 128, cache_len=4096, pack_gqa=True,
+                               device=False)
 
 
 def test_key_lengths_come_from_cu_seqlens_k_or_a_paged_cache_s_seqused_k():

@@ -333,16 +333,17 @@ def plan_kvcache(cache_seqlens: Any, seqlen_q: int, num_q_heads: int, num_kv_hea
     _positive("num_q_heads", num_q_heads)
     _positive("num_kv_heads", num_kv_heads)
     group = num_q_heads // num_kv_heads if num_q_heads % num_kv_heads == 0 else 1
+    # The kernel's decode tiles (16 rows per query head of the group) where a tile height holds
+    # them; past that, one new token's query heads are copied into the rows of one head's tile.
+    fits = group * _MAX_DECODE_TOKENS <= max(_C.kernel_block_ms(head_dim) or [0])
     if pack_gqa is None:
-        pack_gqa = seqlen_q <= _MAX_DECODE_TOKENS and group > 1
+        pack_gqa = group > 1 and (seqlen_q == 1 or (seqlen_q <= _MAX_DECODE_TOKENS and fits))
     elif not isinstance(pack_gqa, bool):
         raise TypeError(f"pack_gqa must be True, False or None, not {pack_gqa!r}")
     if pack_gqa and seqlen_q > _MAX_DECODE_TOKENS:
         raise ValueError(f"pack_gqa packs the query heads of at most {_MAX_DECODE_TOKENS} new "
                          f"tokens per sequence; seqlen_q is {seqlen_q}")
-    # The kernel's decode tiles (16 rows per query head of the group) where a tile height holds
-    # them; past that, one new token's query heads are copied into the rows of one head's tile.
-    decode = pack_gqa and group * _MAX_DECODE_TOKENS <= max(_C.kernel_block_ms(head_dim) or [0])
+    decode = pack_gqa and fits
     if pack_gqa and not decode and seqlen_q != 1:
         raise ValueError(f"pack_gqa: {group} query heads per KV head of {seqlen_q} new tokens do "
                          f"not fit the kernel's tiles at head dim {head_dim}; give "
