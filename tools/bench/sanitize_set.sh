@@ -7,7 +7,7 @@
 # BN 80) on the ragged causal batch, so that tiles split into pieces and the combine runs;
 # lpt_queued at d = 64 BM 192; paged caches of 16, 3 and 256 keys a page; d = 128's tile kernel
 # in clusters of two CTAs (--clusters always) and its queued configuration under lpt_queued (short
-# rows); initcheck of the tile kernel at d = 256.
+# rows); decode tiles (split_kv, paged); initcheck of the tile kernel at d = 256.
 # Each run is `tilesched run` (checked against the simulator) under the tool; it counts as clean
 # when the tool exits 0, its summary says "0 errors" (racecheck: "0 hazards displayed") and the run
 # prints `run: OK`.
@@ -76,6 +76,14 @@ done
 check "memcheck_paged3_d64" memcheck "${ragged[@]}" --head-dim 64 --scheduler tile --page-size 3
 check "memcheck_paged256_d256" memcheck "${ragged[@]}" --head-dim 256 --scheduler queued \
   --page-size 256
+# Decode tiles: 8 new tokens over ragged caches (group of 4 query heads per KV head), split_kv's
+# pieces and combine at d = 128 and the tile kernel over pages of 16 keys at d = 64.
+decode=(--decode --kv-lens 300,1,1000,77 --new-tokens 8 --heads 8 --kv-heads 2 --ctas 7)
+for tool in memcheck racecheck synccheck; do
+  check "${tool}_decode_split_kv_d128" "$tool" "${decode[@]}" --head-dim 128 --scheduler split_kv \
+    --split-kv-blocks 1
+done
+check "memcheck_decode_paged16_d64" memcheck "${decode[@]}" --head-dim 64 --scheduler tile --page-size 16
 check "racecheck_lpt_queued_d128" racecheck "${ragged[@]}" --head-dim 128 --scheduler lpt_queued
 check "initcheck_tile_d256" initcheck "${ragged[@]}" --head-dim 256 --scheduler tile
 echo "clean: $clean of $runs"
