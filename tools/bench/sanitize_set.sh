@@ -76,8 +76,9 @@ done
 check "memcheck_paged3_d64" memcheck "${ragged[@]}" --head-dim 64 --scheduler tile --page-size 3
 check "memcheck_paged256_d256" memcheck "${ragged[@]}" --head-dim 256 --scheduler queued \
   --page-size 256
-# Decode tiles: 8 new tokens over ragged caches (one of exactly 8 keys) (group of 4 query heads per KV head), split_kv's
-# pieces and combine at d = 128 and the tile kernel over pages of 16 keys at d = 64.
+# Decode tiles: 8 new tokens over ragged caches (one of exactly 8 keys), a group of 4 query heads
+# per KV head; split_kv's pieces and combine at d = 128, the tile kernel over pages of 16 keys at
+# d = 64.
 decode=(--decode --q-lens 300,8,1000,77 --new-tokens 8 --heads 8 --kv-heads 2 --ctas 7)
 for tool in memcheck racecheck synccheck; do
   check "${tool}_decode_split_kv_d128" "$tool" "${decode[@]}" --head-dim 128 --scheduler split_kv \
