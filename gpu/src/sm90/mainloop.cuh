@@ -237,23 +237,16 @@ class MainloopProducer {
 
   // A decode tile's Q (Problem::decoding) into Q buffer `buffer`: query head j of the tile's KV
   // head's group gets rows [16 j, 16 j + 16), its kMaxDecodeTokens rows of Q from the tile's first,
-  // copied in d / 64 column slices (placed as load_page_rows places a block's boxes). Rows of a
-  // head past the tile's tokens hold the rows of Q that follow (or zeros past Q) and are never
-  // stored; the buffer's rows past the group's heads are boxes past Q's last row, which the TMA
-  // fills with zeros, so that the buffer's byte count is whole.
+  // copied in d / 64 column slices by copy_row_slices (as load_page_rows places a block's boxes).
+  // Rows of a head past the tile's tokens hold the rows of Q that follow (or zeros past Q) and are
+  // never stored; the buffer's rows past the group's heads are boxes past Q's last row, which the
+  // TMA fills with zeros, so that the buffer's byte count is whole.
   __device__ __forceinline__ void load_decode_q(std::uint64_t* barrier, const SeqInfo& work,
                                                 const TileGeometry& g, int buffer) const {
     constexpr int kBlockM = Traits::kBlockM;
-    constexpr auto layout = typename Traits::SmemLayoutQBuffer{}.layout_b();
-    constexpr int kSecondSlice = D > 64 ? 64 : 0;
-    static_assert(
-        layout(cute::make_coord(cute::Int<8>{}, cute::_0{})) == 8 * 64 &&
-            layout(cute::make_coord(cute::_0{}, cute::Int<kSecondSlice>{})) ==
-                kBlockM * kSecondSlice &&
-            kBlockM % kMaxDecodeTokens == 0,
-        "a Q buffer is d / 64 column slices of BM rows of 64 elements, one after another");
-    constexpr std::uint64_t kEvictNormal =
-        static_cast<std::uint64_t>(cute::TMA::CacheHintSm90::EVICT_NORMAL);
+    static_assert(row_slices<kBlockM>(typename Traits::SmemLayoutQBuffer{}.layout_b()) &&
+                      kBlockM % kMaxDecodeTokens == 0,
+                  "a Q buffer is d / 64 column slices of BM rows of 64 elements, one after another");
     Element* const q = cute::raw_pointer_cast(sQ_.data()) + buffer * (kBlockM * D);
     const u32 group = p_.problem.group;
     CUTE_UNROLL
@@ -261,12 +254,41 @@ class MainloopProducer {
       const bool head = u32(slot) < group;
       const int q_head = head ? static_cast<int>(work.head_idx * group) + slot : 0;
       const int row = head ? static_cast<int>(g.rows.first_query_row) : p_.problem.q_rows;
-      CUTE_UNROLL
-      for (int c = 0; c < D / 64; ++c)
-        cute::SM90_TMA_LOAD_3D::copy(&p_.mainloop.decode_q, barrier, kEvictNormal,
-                                     q + (c * kBlockM + slot * int(kMaxDecodeTokens)) * 64, c * 64,
-                                     q_head, row);
+      copy_row_slices<kBlockM>(p_.mainloop.decode_q, q, barrier, slot * int(kMaxDecodeTokens),
+                               q_head, row);
     }
+  }
+
+  // Whether `layout` (a shared buffer's, before its swizzle, which CuTe like the TMA applies to
+  // the address; its third mode, where it has one, a stage) is d / 64 column slices of kRows rows
+  // of 64 elements, one after another: where row 8 and column 64 start (d = 64 has one slice:
+  // column 0 then stands in).
+  template <int kRows, class Layout>
+  static constexpr bool row_slices(Layout layout) {
+    constexpr int kSecondSlice = D > 64 ? 64 : 0;
+    const auto at = [&](auto row, auto column) {
+      if constexpr (decltype(cute::rank(layout))::value == 3)
+        return layout(cute::make_coord(row, column, cute::_0{}));
+      else
+        return layout(cute::make_coord(row, column));
+    };
+    return at(cute::Int<8>{}, cute::_0{}) == 8 * 64 &&
+           at(cute::_0{}, cute::Int<kSecondSlice>{}) == kRows * kSecondSlice;
+  }
+
+  // One TMA box of `desc` per d / 64 column slice: the box's rows from `src_row` of head `head`
+  // (64 columns each) to rows [dst_row, ...) of `buffer`, a buffer that row_slices<kRows> holds
+  // for. The Q of a decode tile and a paged cache's boxes of keys are placed this way.
+  template <int kRows, class Row>
+  static __device__ __forceinline__ void copy_row_slices(const cute::TmaDescriptor& desc,
+                                                         Element* buffer, std::uint64_t* barrier,
+                                                         Row dst_row, int head, int src_row) {
+    constexpr std::uint64_t kEvictNormal =
+        static_cast<std::uint64_t>(cute::TMA::CacheHintSm90::EVICT_NORMAL);
+    CUTE_UNROLL
+    for (int c = 0; c < D / 64; ++c)
+      cute::SM90_TMA_LOAD_3D::copy(&desc, barrier, kEvictNormal,
+                                   buffer + (c * kRows + dst_row) * 64, c * 64, head, src_row);
   }
 
   // K/V blocks of the sequence, (BN, d, block), as the TMA copies them into the stages; in a paged
@@ -315,19 +337,12 @@ class MainloopProducer {
   __device__ __forceinline__ void load_page_rows(const cute::TmaDescriptor& desc, Element* stage,
                                                  std::uint64_t* barrier, const KvSource& src,
                                                  int block) const {
-    // The stage layout before its swizzle (which CuTe, like the TMA, applies to the address).
     constexpr auto layout = typename Traits::SmemLayoutKV{}.layout_b();
-    // Column 64 is the second slice's first (d = 64 has one slice: column 0 then stands in).
-    constexpr int kSecondSlice = D > 64 ? 64 : 0;
-    static_assert(layout(cute::make_coord(cute::Int<8>{}, cute::_0{}, cute::_0{})) == 8 * 64 &&
-                      layout(cute::make_coord(cute::_0{}, cute::Int<kSecondSlice>{},
-                                          cute::_0{})) == Traits::kBlockN * kSecondSlice &&
+    static_assert(row_slices<Traits::kBlockN>(layout) &&
                       layout(cute::make_coord(cute::_0{}, cute::_0{}, cute::_1{})) ==
                           Traits::kBlockN * D,
                   "a stage is d / 64 column slices of BN rows of 64 elements, one after another");
     constexpr int kLookups = 4;
-    constexpr std::uint64_t kEvictNormal =
-        static_cast<std::uint64_t>(cute::TMA::CacheHintSm90::EVICT_NORMAL);
     const Problem& pr = p_.problem;
     const u32 rows = pr.page_rows, page_size = pr.page_size;
     const std::int32_t* table = pr.page_table + std::size_t(src.prompt) * pr.page_stride;
@@ -348,11 +363,7 @@ class MainloopProducer {
       for (int i = 0; i < kLookups; ++i) {
         const u32 r = r0 + u32(i) * rows;
         if (r >= u32(Traits::kBlockN)) break;
-        CUTE_UNROLL
-        for (int c = 0; c < D / 64; ++c)
-          cute::SM90_TMA_LOAD_3D::copy(&desc, barrier, kEvictNormal,
-                                       stage + (c * Traits::kBlockN + r) * 64, c * 64, src.kv_head,
-                                       row[i]);
+        copy_row_slices<Traits::kBlockN>(desc, stage, barrier, r, src.kv_head, row[i]);
       }
     }
   }
