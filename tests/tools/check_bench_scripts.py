@@ -268,7 +268,7 @@ echo "makespan         4228 us                              4221 us"
     env = dict(os.environ, PATH=fake_dir + os.pathsep + os.environ.get("PATH", ""))
     p = subprocess.run(["bash", script, fake_ts, os.path.join(scratch, "san_z")], capture_output=True,
                        text=True, env=env)
-    expect(p.returncode == 1 and "clean: 39 of 41" in p.stdout,
+    expect(p.returncode == 1 and "clean: 43 of 45" in p.stdout,
            f"sanitize_set.sh stand-ins: {p.returncode} {p.stdout[-300:]} {p.stderr}")
     expect("NOT CLEAN  memcheck_planned_d" in p.stdout and "NOT CLEAN  racecheck_split_tail_d128" in p.stdout,
            f"sanitize_set.sh not-clean lines: {p.stdout}")
@@ -282,6 +282,8 @@ echo "makespan         4228 us                              4221 us"
         expect(f"--page-size {pages}\n" in ran or f"--page-size {pages} " in ran,
                f"sanitize_set.sh never ran pages of {pages}: {ran}")
     expect("--clusters always" in ran, f"sanitize_set.sh never ran the cluster kernel: {ran}")
+    expect("--decode " in ran and "--new-tokens 8" in ran,
+           f"sanitize_set.sh never ran the decode tiles: {ran}")
     print("ok: grid_rounds.py, gpu_bench.py's table rows, ncu_summary.py, ragged_mix.py, "
           "record_cost_traces.sh, sanitize_set.sh and the argument checks of the device scripts")
 
