@@ -106,3 +106,38 @@ TEST_CASE("the H200 suite: the shipped sm90 profile predicts every strategy with
   CHECK(before.at("transient").p90_abs > 0.08);
   CHECK(before.at("transient/flip").p90_abs > 0.08);
 }
+
+// The serving suite (decode, speculative verify and mixed batches in the kernel's decode tiles) as
+// an H100 measured it (tests/data/h100/serving, docs/prediction-report.md): every traced launch,
+// split_kv's and stream_k's pieces included, replays to its schedule under the cost profile the
+// device planned with (the built-in h200), so that CI holds the decode path's scheduling to the GPU.
+TEST_CASE("the H100 serving suite: decode tiles and their pieces replay to their schedule") {
+  const std::string dir = TILESCHED_SERVING_DATA_DIR;
+  const cli::SuiteResults results = cli::read_suite_results(dir);
+  CHECK(results.source == "gpu");
+  REQUIRE(results.runs.size() == 24);
+  std::map<SchedulerKind, int> kinds;
+  for (const cli::SuiteRunResult& r : results.runs) {
+    CAPTURE(r.workload_name);
+    CAPTURE(r.strategy);
+    CHECK(r.workload.decoding);
+    CHECK(r.schedule_problems.empty());
+    CHECK(r.unwritten_outputs == 0);
+    ++kinds[r.workload.scheduler];
+  }
+  CHECK(kinds[SchedulerKind::SplitKv] == 6);
+  CHECK(kinds[SchedulerKind::StreamK] == 6);
+  const sim::CostModel planned_with = sim::CostModel::builtin("h200");
+  const std::vector<cli::SuiteTrace> traces = cli::read_suite_traces(dir, results);
+  REQUIRE(traces.size() == 24);
+  for (const cli::SuiteTrace& t : traces) {
+    CAPTURE(t.run->workload_name);
+    CAPTURE(t.run->strategy);
+    CHECK(t.trace.source == "gpu");
+    const Trace model = sim::replay(t.trace.workload, planned_with);
+    const std::vector<std::string> problems = sim::schedule_differences(model, t.trace);
+    INFO((problems.empty() ? std::string() : problems.front()));
+    CHECK(problems.empty());
+    CHECK(sim::compute_metrics(t.trace).tile_count == model.events.size());
+  }
+}
