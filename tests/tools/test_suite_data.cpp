@@ -20,6 +20,21 @@ using namespace tilesched;
 
 namespace {
 const std::string kShippedProfile = std::string(TILESCHED_SIM_DATA_DIR) + "/cost_h200_sm90.json";
+
+// Each GPU trace against the simulator's replay of its workload under `planned_with`, by
+// sim::schedule_differences' rule for its scheduler kind, and as many tiles.
+void check_replays(const std::vector<cli::SuiteTrace>& traces, const sim::CostModel& planned_with) {
+  for (const cli::SuiteTrace& t : traces) {
+    CAPTURE(t.run->workload_name);
+    CAPTURE(t.run->strategy);
+    CHECK(t.trace.source == "gpu");
+    const Trace model = sim::replay(t.trace.workload, planned_with);
+    const std::vector<std::string> problems = sim::schedule_differences(model, t.trace);
+    INFO((problems.empty() ? std::string() : problems.front()));
+    CHECK(problems.empty());
+    CHECK(sim::compute_metrics(t.trace).tile_count == model.events.size());
+  }
+}
 }  // namespace
 
 TEST_CASE("the H200 suite: every run passed its checks, every kept trace replays to its schedule") {
@@ -36,16 +51,7 @@ TEST_CASE("the H200 suite: every run passed its checks, every kept trace replays
   const sim::CostModel planned_with = sim::CostModel::load(dir + "/cost_at_recording.json");
   const std::vector<cli::SuiteTrace> traces = cli::read_suite_traces(dir, results);
   REQUIRE(traces.size() >= 40);
-  for (const cli::SuiteTrace& t : traces) {
-    CAPTURE(t.run->workload_name);
-    CAPTURE(t.run->strategy);
-    CHECK(t.trace.source == "gpu");
-    const Trace model = sim::replay(t.trace.workload, planned_with);
-    const std::vector<std::string> problems = sim::schedule_differences(model, t.trace);
-    INFO((problems.empty() ? std::string() : problems.front()));
-    CHECK(problems.empty());
-    CHECK(sim::compute_metrics(t.trace).tile_count == model.events.size());
-  }
+  check_replays(traces, planned_with);
 
   // The shipped sm90 profile's CTA launch is what `fit --launch-only` derives from these traces
   // against its tile costs (docs/sim-cost-model.md), to the 4 decimals the file keeps.
@@ -130,14 +136,5 @@ TEST_CASE("the H100 serving suite: decode tiles and their pieces replay to their
   const sim::CostModel planned_with = sim::CostModel::builtin("h200");
   const std::vector<cli::SuiteTrace> traces = cli::read_suite_traces(dir, results);
   REQUIRE(traces.size() == 24);
-  for (const cli::SuiteTrace& t : traces) {
-    CAPTURE(t.run->workload_name);
-    CAPTURE(t.run->strategy);
-    CHECK(t.trace.source == "gpu");
-    const Trace model = sim::replay(t.trace.workload, planned_with);
-    const std::vector<std::string> problems = sim::schedule_differences(model, t.trace);
-    INFO((problems.empty() ? std::string() : problems.front()));
-    CHECK(problems.empty());
-    CHECK(sim::compute_metrics(t.trace).tile_count == model.events.size());
-  }
+  check_replays(traces, planned_with);
 }
