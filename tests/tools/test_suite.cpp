@@ -178,6 +178,9 @@ TEST_CASE("the plan: the split schedules run where named, never under all") {
   CHECK(plan[0].workload.scheduler == SchedulerKind::SplitKv);
   CHECK(plan[1].workload.scheduler == SchedulerKind::StreamK);
   CHECK(plan[2].workload.scheduler == SchedulerKind::Tile);
+  // In the kernel's K/V block: 80 keys at d = 256 (the workload's 128 elsewhere).
+  CHECK(plan[3].workload.block_n == 80);
+  CHECK(plan[5].workload.block_n == 128);
   for (const cli::SuiteRun& r :
        cli::plan_suite(small_suite(), "all", {{cli::CtaChoice::Kind::Sms, 0}}, kTwoPerSmToD128))
     CHECK((r.workload.scheduler != SchedulerKind::SplitKv && r.workload.scheduler != SchedulerKind::StreamK));

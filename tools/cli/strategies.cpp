@@ -43,11 +43,17 @@ std::vector<Workload> compared_strategies(const Workload& base) {
   std::vector<Workload> workloads = all_strategies(base);
   if (base.valid_tile_count() >= std::uint64_t(kSplitCandidateRounds) * base.num_ctas)
     return workloads;
-  // In the kernel's K/V blocks, so that the recommended flags run on the GPU as replayed.
+  for (Workload& w : split_strategies(base))
+    if (w.validate().empty()) workloads.push_back(std::move(w));
+  return workloads;
+}
+
+std::vector<Workload> split_strategies(const Workload& base) {
+  std::vector<Workload> workloads;
   for (const SchedulerKind split : {SchedulerKind::SplitKv, SchedulerKind::StreamK}) {
     Workload w = with_strategy(base, Strategy{split});
     w.block_n = split_block_n(w.head_dim);
-    if (w.validate().empty()) workloads.push_back(std::move(w));
+    workloads.push_back(std::move(w));
   }
   return workloads;
 }

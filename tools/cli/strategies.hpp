@@ -29,6 +29,11 @@ const std::vector<Strategy>& strategies();
 // `w` under strategy `s`: its scheduler, schedule and flip set, every other field kept.
 Workload with_strategy(Workload w, const Strategy& s);
 
+// `base` under each split schedule (split_kv, then stream_k), in the GPU kernel's K/V block
+// (split_block_n), so that they run on the GPU as replayed; whether `base` allows them is left to
+// Workload::validate.
+std::vector<Workload> split_strategies(const Workload& base);
+
 // `base` under each of strategies(), in its order.
 std::vector<Workload> all_strategies(const Workload& base);
 

@@ -97,8 +97,7 @@ std::vector<Workload> chosen_strategies(const Workload& base, const std::string&
       if (is_seed_strategy(strategy_name(w))) chosen.push_back(w);
     return chosen;
   }
-  for (const SchedulerKind split : {SchedulerKind::SplitKv, SchedulerKind::StreamK})
-    all.push_back(with_strategy(base, Strategy{split}));
+  for (Workload& w : split_strategies(base)) all.push_back(std::move(w));
   std::vector<std::string> names;
   for (const Workload& w : all) names.push_back(strategy_name(w));
   std::size_t begin = 0;
