@@ -140,6 +140,9 @@ NB_MODULE(_C, m) {
         "The kernel's K/V blocks (keys) at a head dim: a paged cache's pages are loaded page by "
         "page when their size is a multiple of one.");
 
+  // SPEC §6's new tokens per decode sequence, each query head's rows in a decode tile.
+  m.attr("max_decode_tokens") = kMaxDecodeTokens;
+
   m.def("kernel_block_ms", &kernel_block_ms, "head_dim"_a,
         "The kernel's tile heights (query rows) at a head dim: a decode tile of 16 new tokens of "
         "each query head of a KV head's group fits one of them.");

@@ -83,15 +83,6 @@ void check_shape_request(const StepRequest& r) {
     fail(fmt::format("api must be 'varlen' or 'kvcache', not '{}'", r.api));
 }
 
-// The kernel's tile heights, as gpu::kernel_block_ms gives them (this file also builds without
-// the GPU half, for the simulator and the checks).
-std::vector<u32> tile_heights(u32 head_dim) {
-#if TILESCHED_PYTHON_GPU
-  return gpu::kernel_block_ms(head_dim);
-#else
-  return head_dim == 64 ? std::vector<u32>{128, 192} : std::vector<u32>{128};
-#endif
-}
 
 // The CTAs the device (or, on the host, the cost profile) runs at once for `w`.
 u32 resident_of(const Workload& w, bool on_device, const sim::CostModel& cost) {
@@ -116,8 +107,14 @@ bool gpu_built() {
 #endif
 }
 
+// This file also builds without the GPU half (for the simulator and the checks): the kernel's
+// shapes are then its own copy of them.
 std::vector<u32> kernel_block_ms(u32 head_dim) {
-  return tile_heights(head_dim);
+#if TILESCHED_PYTHON_GPU
+  return gpu::kernel_block_ms(head_dim);
+#else
+  return head_dim == 64 ? std::vector<u32>{128, 192} : std::vector<u32>{128};
+#endif
 }
 
 std::vector<u32> kernel_block_ns(u32 head_dim) {
@@ -129,6 +126,18 @@ std::vector<u32> kernel_block_ns(u32 head_dim) {
   return {};
 #endif
 }
+
+namespace {
+
+// The splitting kinds count their pieces in the kernel's K/V blocks (attention.hpp): `w` under one
+// of them takes the kernel's long rows' BN, the first of kernel_block_ns; a head dim the kernel
+// does not run keeps its block_n (the checks name the head dim).
+void use_kernel_split_block_n(Workload& w) {
+  if (splits_tiles(w.scheduler) && !kernel_block_ns(w.head_dim).empty())
+    w.block_n = kernel_block_ns(w.head_dim).front();
+}
+
+}  // namespace
 
 #if TILESCHED_PYTHON_GPU
 namespace {
@@ -222,9 +231,7 @@ StepPlan::StepPlan(const StepRequest& r) : request_(r) {
     fail(fmt::format("unknown scheduler '{}': give 'auto' or one of {}", r.scheduler,
                      enum_choices<SchedulerKind>()));
   }
-  // The splitting kinds count their pieces in the kernel's K/V blocks (attention.hpp).
-  if (splits_tiles(w.scheduler) && !kernel_block_ns(r.head_dim).empty())
-    w.block_n = kernel_block_ns(r.head_dim).front();
+  use_kernel_split_block_n(w);
   if (r.deterministic) {
     // A tile's result must not depend on its batchmates: whole tiles of a fixed height and K/V
     // block, no clusters (docs/python.md, "Deterministic mode").
@@ -244,14 +251,14 @@ StepPlan::StepPlan(const StepRequest& r) : request_(r) {
       // A decode tile is 16 tokens of each query head of the group whatever BM is: the lowest
       // tile height that holds them (check_kernel_support refuses a group none holds).
       x.block_m = 128;
-      for (u32 bm : tile_heights(x.head_dim))
+      for (u32 bm : kernel_block_ms(x.head_dim))
         if (bm >= x.decode_tile_rows()) {
           x.block_m = bm;
           break;
         }
     } else {
       const viz::BlockMChoice c = viz::predict_block_m(
-          x, tile_heights(x.head_dim), cost,
+          x, kernel_block_ms(x.head_dim), cost,
           [&](const Workload& y) { return resident_of(y, on_device, cost); }, given_ctas == 0);
       x.block_m = c.block_m != 0 ? c.block_m : 128;
     }
@@ -265,8 +272,7 @@ StepPlan::StepPlan(const StepRequest& r) : request_(r) {
     const std::vector<SchedulerKind> kinds = {SchedulerKind::Tile, SchedulerKind::SplitKv,
                                               SchedulerKind::StreamK};
     const auto prepare_kind = [&](Workload& x) {
-      if (splits_tiles(x.scheduler) && !kernel_block_ns(r.head_dim).empty())
-        x.block_n = kernel_block_ns(r.head_dim).front();
+      use_kernel_split_block_n(x);
       prepare(x);
     };
     const viz::SchedulerChoice c = viz::predict_scheduler(w, kinds, cost, prepare_kind);
@@ -286,7 +292,7 @@ StepPlan::StepPlan(const StepRequest& r) : request_(r) {
     std::vector<SchedulerKind> kinds = {SchedulerKind::Tile};
     Workload split = w;
     split.scheduler = SchedulerKind::SplitTail;
-    if (!kernel_block_ns(r.head_dim).empty()) split.block_n = kernel_block_ns(r.head_dim).front();
+    use_kernel_split_block_n(split);
     if (split.validate().empty()) kinds.push_back(SchedulerKind::SplitTail);
     const auto prepare_kind = [&](Workload& x) {
       if (x.scheduler == SchedulerKind::SplitTail) x.block_n = split.block_n;

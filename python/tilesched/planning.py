@@ -22,8 +22,8 @@ Trace = _C.Trace
 
 _SCHEDULERS = ("auto",) + tuple(_C.scheduler_names())
 # New tokens a decode tile holds per query head (SPEC §6: plain decode 1, speculative verify up
-# to 16).
-_MAX_DECODE_TOKENS = 16
+# to 16), common/'s kMaxDecodeTokens.
+_MAX_DECODE_TOKENS = _C.max_decode_tokens
 _MAX_U32 = (1 << 32) - 1
 # Plans by the number the op torch.ops.tilesched.varlen_fwd knows them by.
 _registry: "weakref.WeakValueDictionary[int, SchedulePlan]" = weakref.WeakValueDictionary()
