@@ -518,7 +518,20 @@ double CostModel::combine_time_us(const Workload& w, const std::vector<TraceEven
     bytes += rows * counts.first * (w.head_dim + 1) * 4.0;  // the pieces' partial O and LSE
     bytes += rows * (w.head_dim * 2.0 + 4.0);               // the tile's O and LSE
   }
-  return cta_launch_us(w.head_dim) + bytes / combine_bytes_per_us;
+  return cta_launch_us(w.head_dim) + bytes / hbm_bytes_per_us;
+}
+
+double CostModel::decode_stream_us(const Workload& w, const std::vector<TraceEvent>& events) const {
+  if (!w.decoding) return 0;
+  double bytes = 0;
+  for (const TraceEvent& e : events) {
+    if (e.prompt_idx >= w.batch_size() || w.q_lens[e.prompt_idx] > kMaxDecodeTokens) continue;
+    const std::uint64_t kv = w.key_len(e.prompt_idx);
+    const std::uint64_t first = std::uint64_t(e.kv_block_begin) * w.block_n;
+    const std::uint64_t end = std::min<std::uint64_t>(first + std::uint64_t(e.kv_blocks) * w.block_n, kv);
+    if (end > first) bytes += double(end - first) * w.head_dim * 2.0 * 2.0;  // K and V, bf16
+  }
+  return bytes / hbm_bytes_per_us;
 }
 
 TileCost event_tile_cost(const Workload& w, const TraceEvent& e) {

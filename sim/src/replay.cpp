@@ -88,6 +88,22 @@ void replay_grid(const ReplayContext& ctx, const Sched& sched, const detail::Slo
   detail::place_ctas(layout, t.launched_ctas, next, t.events);
 }
 
+// A trace whose last tile ends before `floor_us` (the time its decode tiles need to read their
+// caches from HBM, CostModel::decode_stream_us) is stretched to end then: every tile's start and
+// end scaled by the same factor. The tiles' costs are each CTA's alone; with every CTA streaming
+// at once they share the device's bandwidth, and each slows alike. Uniform scaling keeps the
+// order of every start and end, so the schedule a dynamic scheduler hands out is unchanged.
+void stretch_to_hbm_floor(Trace& t, double floor_us) {
+  double makespan = 0;
+  for (const TraceEvent& e : t.events) makespan = std::max(makespan, e.end_us);
+  if (makespan <= 0 || makespan >= floor_us) return;
+  const double f = floor_us / makespan;
+  for (TraceEvent& e : t.events) {
+    e.start_us *= f;
+    e.end_us *= f;
+  }
+}
+
 }  // namespace
 
 Trace replay(const Workload& w, const CostModel& cost) {
@@ -114,6 +130,7 @@ Trace replay(const Workload& w, const CostModel& cost) {
     reset_counter(sched, counter_value, 0);
     replay_grid(ctx, sched, layout, t);
   });
+  stretch_to_hbm_floor(t, cost.decode_stream_us(w, t.events));
   t.combine_us = cost.combine_time_us(w, t.events);
   return t;
 }

@@ -1,7 +1,7 @@
 // The simulator's split schedules and partial outputs: decode tiles of 1-16 new tokens (causal
 // among themselves), split_kv and stream_k pieces combined to the reference, split_kv's results
-// bit-identical whatever the batchmates, the combine's predicted time, and partial results over
-// explicit KV ranges that merge to the whole.
+// bit-identical whatever the batchmates, the combine's predicted time, decode tiles' HBM floor,
+// and partial results over explicit KV ranges that merge to the whole.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -194,6 +194,63 @@ TEST_CASE("the combine of split tiles is costed after the kernel, and only where
   const simtest::TempDir dir;
   sim::write_trace(dir.path + "/t.json", split);
   CHECK(sim::read_trace(dir.path + "/t.json").combine_us == doctest::Approx(split.combine_us));
+}
+
+TEST_CASE("decode tiles read their caches no faster than the HBM: the replay's floor") {
+  // 64 sequences of one new token over 8192 keys, 32 query / 8 KV heads at d = 128: every CTA
+  // streams, and the tiles' solo costs would end well before 2 GiB of K and V could be read.
+  Workload w;
+  w.decoding = true;
+  w.q_lens.assign(64, 1);
+  w.kv_lens.assign(64, 8192);
+  w.num_q_heads = 32;
+  w.num_kv_heads = 8;
+  w.head_dim = 128;
+  w.num_ctas = 132;
+  const sim::CostModel cost = sim::CostModel::builtin("h200");
+  sim::CostModel unbounded = cost;
+  unbounded.hbm_bytes_per_us = 1e15;
+  const double bytes = 64.0 * 8192 * 8 * 128 * 2 * 2;
+  for (SchedulerKind kind : {SchedulerKind::Tile, SchedulerKind::Queued, SchedulerKind::StreamK}) {
+    CAPTURE(to_string(kind));
+    w.scheduler = kind;
+    const Trace free_run = sim::replay(w, unbounded);
+    const Trace t = sim::replay(w, cost);
+    CHECK(cost.decode_stream_us(w, t.events) == doctest::Approx(bytes / cost.hbm_bytes_per_us));
+    double free_end = 0, end = 0;
+    for (const TraceEvent& e : free_run.events) free_end = std::max(free_end, e.end_us);
+    for (const TraceEvent& e : t.events) end = std::max(end, e.end_us);
+    REQUIRE(free_end < bytes / cost.hbm_bytes_per_us);
+    CHECK(end == doctest::Approx(bytes / cost.hbm_bytes_per_us));
+    // The same schedule, every time scaled alike.
+    REQUIRE(t.events.size() == free_run.events.size());
+    const double f = end / free_end;
+    for (std::size_t i = 0; i < t.events.size(); ++i) {
+      CHECK(t.events[i].cta == free_run.events[i].cta);
+      CHECK(t.events[i].linear_idx == free_run.events[i].linear_idx);
+      CHECK(t.events[i].kv_block_begin == free_run.events[i].kv_block_begin);
+      CHECK(t.events[i].start_us == doctest::Approx(free_run.events[i].start_us * f));
+    }
+  }
+  // One sequence on 8 CTAs (one tile per KV head) takes longer than its bytes need: untouched.
+  w.scheduler = SchedulerKind::Tile;
+  w.q_lens = {1};
+  w.kv_lens = {131072};
+  const Trace alone = sim::replay(w, cost), alone_free = sim::replay(w, unbounded);
+  REQUIRE(alone.events.size() == alone_free.events.size());
+  for (std::size_t i = 0; i < alone.events.size(); ++i)
+    CHECK(alone.events[i].end_us == alone_free.events[i].end_us);
+  // Prefill reads K and V through the L2 many times over: no floor.
+  w.decoding = false;
+  w.q_lens = {4096};
+  w.kv_lens = {4096};
+  CHECK(cost.decode_stream_us(w, sim::replay(w, cost).events) == 0);
+  // A mixed batch floors only its decode sequences' bytes.
+  w.decoding = true;
+  w.q_lens = {300, 1};
+  w.kv_lens = {1000, 1000};
+  const Trace mixed = sim::replay(w, cost);
+  CHECK(cost.decode_stream_us(w, mixed.events) == doctest::Approx(1000.0 * 8 * 128 * 4 / 4.8e6));
 }
 
 TEST_CASE("partial outputs over two KV ranges merge to the whole") {

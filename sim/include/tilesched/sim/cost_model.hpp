@@ -102,10 +102,10 @@ struct CostModel {
   // transient grid for every CTA after the first wave, a persistent grid of C <= slots never.
   // Empty (version 1 and 2 files): CTAs start the moment a slot frees.
   std::map<u32, double> cta_launch_us_by_head_dim;
-  // Bytes per µs the combine of split tiles streams (the device's HBM bandwidth: 4.8 TB/s on
-  // the H200, the built-in profiles' device). Not fitted: no trace measures the combine yet
-  // (docs/sim-cost-model.md, "The combine of split tiles"), and files do not carry it.
-  double combine_bytes_per_us = 4.8e6;
+  // The device's HBM bandwidth, bytes per µs: 4.8 TB/s, the H200's (the built-in profiles'
+  // device), for every table (files do not carry it). The combine of split tiles streams at it,
+  // and decode tiles together read their caches no faster (decode_stream_us).
+  double hbm_bytes_per_us = 4.8e6;
 
   // Coefficients for `head_dim`: the table entry when present; otherwise linear interpolation
   // between the neighbouring entries, or proportional scaling of the nearest one outside the
@@ -166,8 +166,16 @@ struct CostModel {
   // Predicted time of the combine that finishes the split tiles of `events` (a trace's, whose
   // pieces name their KV block ranges): one launch after the kernel (cta_launch_us) that reads
   // every piece's partial O and LSE in fp32 and writes each split tile's rows of O (bf16) and LSE
-  // (fp32) once, at combine_bytes_per_us. 0 when no tile is split.
+  // (fp32) once, at hbm_bytes_per_us. 0 when no tile is split.
   double combine_time_us(const Workload& w, const std::vector<TraceEvent>& events) const;
+
+  // The least time in which the decode tiles of `events` (those of a decoding workload's
+  // sequences of at most kMaxDecodeTokens new tokens, whole or in pieces) read their K and V
+  // from HBM: their keys' bf16 K and V at hbm_bytes_per_us. Each (sequence, KV head)'s cache is
+  // read once, by one tile or its pieces, so no cache holds it for another tile. 0 for any other
+  // workload. The replay stretches a trace that ends sooner to it (docs/sim-cost-model.md, "The
+  // HBM floor of decode tiles").
+  double decode_stream_us(const Workload& w, const std::vector<TraceEvent>& events) const;
 
   // A compiled-in profile: one of the sim/data cost files that sim/CMakeLists.txt lists, by the
   // name it gives it ("h200", the workloads' default, is the shipped kernel on the H200). Throws
