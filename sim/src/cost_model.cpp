@@ -528,7 +528,8 @@ double CostModel::decode_stream_us(const Workload& w, const std::vector<TraceEve
     if (e.prompt_idx >= w.batch_size() || w.q_lens[e.prompt_idx] > kMaxDecodeTokens) continue;
     const std::uint64_t kv = w.key_len(e.prompt_idx);
     const std::uint64_t first = std::uint64_t(e.kv_block_begin) * w.block_n;
-    const std::uint64_t end = std::min<std::uint64_t>(first + std::uint64_t(e.kv_blocks) * w.block_n, kv);
+    const std::uint64_t end =
+        std::min<std::uint64_t>(first + std::uint64_t(e.kv_blocks) * w.block_n, kv);
     if (end > first) bytes += double(end - first) * w.head_dim * 2.0 * 2.0;  // K and V, bf16
   }
   return bytes / hbm_bytes_per_us;
