@@ -138,3 +138,21 @@ TEST_CASE("the H100 serving suite: decode tiles and their pieces replay to their
   REQUIRE(traces.size() == 24);
   check_replays(traces, planned_with);
 }
+
+// The HBM floor at the bandwidth of the device that ran (`report --hbm-gbps`): the H100's
+// 3.35 TB/s predicts its decode makespans far better than the profile's H200 4.8 TB/s
+// (docs/prediction-report.md, "The serving suite on an H100").
+TEST_CASE("the H100 serving suite: the HBM floor at the H100's bandwidth") {
+  const cli::SuiteResults results = cli::read_suite_results(TILESCHED_SERVING_DATA_DIR);
+  sim::CostModel cost = sim::CostModel::builtin("h200");
+  const auto at_h200 = errors_by_strategy(results, cost);
+  cost.hbm_bytes_per_us = 3.35e6;
+  const auto at_h100 = errors_by_strategy(results, cost);
+  for (const char* strategy : {"tile/default", "lpt_queued", "split_kv", "stream_k"}) {
+    CAPTURE(strategy);
+    CHECK(at_h100.at(strategy).median_abs < at_h200.at(strategy).median_abs);
+  }
+  CHECK(at_h200.at("stream_k").median_abs > 0.3);
+  CHECK(at_h100.at("stream_k").median_abs < 0.15);
+  CHECK(at_h100.at("lpt_queued").median_abs < 0.10);
+}

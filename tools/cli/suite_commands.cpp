@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <memory>
+#include <optional>
 
 #include "cli/commands.hpp"
 #include "cli/errors.hpp"
@@ -115,6 +116,7 @@ struct ReportOptions {
   std::string out_dir = "report";
   std::string cost_profile = "h200";
   std::string cost_model_file;
+  std::optional<u32> hbm_gbps;
   std::uint64_t max_tiles = kDefaultMaxTiles;
 };
 
@@ -129,7 +131,8 @@ int run_report_command(const ReportOptions& o) {
                    fmt::format("run {} ({} {} at C = {})", i + 1, run.workload_name, run.strategy,
                                run.workload.num_ctas));
   }
-  const sim::CostModel cost = cost_model_of(o.cost_model_file, o.cost_profile);
+  sim::CostModel cost = cost_model_of(o.cost_model_file, o.cost_profile);
+  if (o.hbm_gbps) cost.hbm_bytes_per_us = double(*o.hbm_gbps) * 1e3;  // GB/s = 1e3 bytes per us
   const PredictionReport report = build_prediction_report(results, cost);
   const ReportFiles files = render_prediction_report(report);
   viz::ensure_directory(o.out_dir);
@@ -167,6 +170,11 @@ void add_report_command(CLI::App& app, Action& action) {
   cmd->add_option("--cost-model", o->cost_model_file, "Cost model JSON file (from `fit`)")
       ->type_name("FILE")
       ->excludes(profile);
+  add_number_flag(*cmd, "--hbm-gbps", o->hbm_gbps,
+                  "HBM bandwidth of the device that ran the suite, GB/s: decode tiles end no sooner "
+                  "than their K/V bytes take at it (default: the cost model's, 4800, an H200; an "
+                  "H100 SXM has 3350)",
+                  1, 100000);
   add_max_tiles_flag(*cmd, o->max_tiles);
   cmd->footer(
       "Exit status: 0 success, 1 a file could not be read or written, 2 bad flags or a run of "
