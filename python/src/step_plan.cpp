@@ -280,8 +280,23 @@ StepPlan::StepPlan(const StepRequest& r) : request_(r) {
     workload_ = c.workload;
     choice_note_ = "auto: " + viz::describe_scheduler_choice(c);
   } else if (auto_scheduler && r.causal) {
-    const viz::SchedulerChoice c =
-        viz::predict_scheduler(w, viz::kCausalSchedulerCandidates, cost, prepare);
+    // The two dynamic schedulers, then the two that split a tile's keys: a batch of fewer tiles
+    // than CTAs (a chunk of new tokens over a long cache: 2 tiles per query head for 256 new
+    // tokens) leaves the other CTAs idle unless its tiles' keys are split among them. A splitting
+    // kind replaces a dynamic one only where the simulator predicts it faster, its combine
+    // included.
+    std::vector<SchedulerKind> kinds = viz::kCausalSchedulerCandidates;
+    for (const SchedulerKind kind : {SchedulerKind::SplitKv, SchedulerKind::StreamK}) {
+      Workload split = w;
+      split.scheduler = kind;
+      use_kernel_split_block_n(split);
+      if (split.validate().empty()) kinds.push_back(kind);
+    }
+    const auto prepare_kind = [&](Workload& x) {
+      use_kernel_split_block_n(x);
+      prepare(x);
+    };
+    const viz::SchedulerChoice c = viz::predict_scheduler(w, kinds, cost, prepare_kind);
     if (!c.chosen()) fail("choosing the scheduler: " + c.why_not);
     workload_ = c.workload;
     choice_note_ = "auto: " + viz::describe_scheduler_choice(c);
