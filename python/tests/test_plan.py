@@ -37,6 +37,18 @@ def test_auto_scheduler_for_causal_is_a_dynamic_one():
     assert "auto" in p.describe()
 
 
+def test_auto_scheduler_splits_the_keys_of_a_chunk_over_a_long_cache():
+    # 256 new tokens at 8 query heads are 16 tiles for 132 CTAs: only split keys fill them.
+    p = tilesched.plan_kvcache([131328], 256, 8, 2, 128, cache_len=131328, device=False)
+    assert p.scheduler in ("split_kv", "stream_k")
+    assert "lpt_queued:" in p.describe() and "queued:" in p.describe()
+    # A batch of many tiles keeps a dynamic scheduler; deterministic=True never splits.
+    assert host_plan([700, 3000, 129, 4096]).scheduler in ("queued", "lpt_queued")
+    d = tilesched.plan_kvcache([131328], 256, 8, 2, 128, cache_len=131328, device=False,
+                               deterministic=True)
+    assert d.scheduler == "queued"
+
+
 def test_auto_scheduler_for_dense_is_the_static_stride():
     p = host_plan([512, 512], causal=False, d=64)
     assert p.scheduler == "tile"
@@ -60,7 +72,7 @@ def test_deterministic_pins_whole_tiles_of_128_rows():
 
 def test_simulate_replays_every_tile():
     q_lens = [700, 3000, 129]
-    p = host_plan(q_lens, heads=(4, 4))
+    p = host_plan(q_lens, heads=(4, 4), scheduler="lpt_queued")  # whole tiles, no pieces
     t = tilesched.simulate(p)
     assert t.source == "sim"
     assert t.num_events == tiles_of(q_lens, p.block_m, 4)
