@@ -137,6 +137,19 @@ void use_kernel_split_block_n(Workload& w) {
     w.block_n = kernel_block_ns(w.head_dim).front();
 }
 
+// The predicted makespan of a choice's pick.
+double predicted_us_of(const viz::SchedulerChoice& c) {
+  for (const auto& [kind, us] : c.predicted_us)
+    if (kind == c.workload.scheduler) return us;
+  return 0;
+}
+
+// How much faster than the dynamic schedulers' pick a splitting kind must be predicted to replace
+// it for a causal batch: the replay predicts the splitting kinds less closely than the whole-tile
+// ones (docs/prediction-report.md, "The serving suite on an H100"), so only a clear gain (a batch
+// of fewer tiles than CTAs) moves the pick.
+constexpr double kSplitKindMargin = 0.10;
+
 }  // namespace
 
 #if TILESCHED_PYTHON_GPU
@@ -283,21 +296,32 @@ StepPlan::StepPlan(const StepRequest& r) : request_(r) {
     // The two dynamic schedulers, then the two that split a tile's keys: a batch of fewer tiles
     // than CTAs (a chunk of new tokens over a long cache: 2 tiles per query head for 256 new
     // tokens) leaves the other CTAs idle unless its tiles' keys are split among them. A splitting
-    // kind replaces a dynamic one only where the simulator predicts it faster, its combine
-    // included.
-    std::vector<SchedulerKind> kinds = viz::kCausalSchedulerCandidates;
+    // kind replaces the dynamic pick only where the simulator predicts it faster by more than
+    // kSplitKindMargin, its combine included.
+    const viz::SchedulerChoice dynamic =
+        viz::predict_scheduler(w, viz::kCausalSchedulerCandidates, cost, prepare);
+    if (!dynamic.chosen()) fail("choosing the scheduler: " + dynamic.why_not);
+    std::vector<SchedulerKind> split_kinds;
     for (const SchedulerKind kind : {SchedulerKind::SplitKv, SchedulerKind::StreamK}) {
       Workload split = w;
       split.scheduler = kind;
       use_kernel_split_block_n(split);
-      if (split.validate().empty()) kinds.push_back(kind);
+      if (split.validate().empty()) split_kinds.push_back(kind);
     }
     const auto prepare_kind = [&](Workload& x) {
       use_kernel_split_block_n(x);
       prepare(x);
     };
-    const viz::SchedulerChoice c = viz::predict_scheduler(w, kinds, cost, prepare_kind);
-    if (!c.chosen()) fail("choosing the scheduler: " + c.why_not);
+    viz::SchedulerChoice c = dynamic;
+    if (!split_kinds.empty()) {
+      const viz::SchedulerChoice split = viz::predict_scheduler(w, split_kinds, cost, prepare_kind);
+      if (split.chosen()) {
+        c.predicted_us.insert(c.predicted_us.end(), split.predicted_us.begin(),
+                              split.predicted_us.end());
+        if (predicted_us_of(split) < predicted_us_of(dynamic) * (1.0 - kSplitKindMargin))
+          c.workload = split.workload;
+      }
+    }
     workload_ = c.workload;
     choice_note_ = "auto: " + viz::describe_scheduler_choice(c);
   } else if (auto_scheduler) {
