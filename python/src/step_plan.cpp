@@ -137,11 +137,12 @@ void use_kernel_split_block_n(Workload& w) {
     w.block_n = kernel_block_ns(w.head_dim).front();
 }
 
-// The predicted makespan of a choice's pick.
-double predicted_us_of(const viz::SchedulerChoice& c) {
-  for (const auto& [kind, us] : c.predicted_us)
-    if (kind == c.workload.scheduler) return us;
-  return 0;
+// Whether `w` can run under splitting kind `kind` at the kernel's split K/V block.
+bool can_split(const Workload& w, SchedulerKind kind) {
+  Workload split = w;
+  split.scheduler = kind;
+  use_kernel_split_block_n(split);
+  return split.validate().empty();
 }
 
 // How much faster than the dynamic schedulers' pick a splitting kind must be predicted to replace
@@ -278,16 +279,18 @@ StepPlan::StepPlan(const StepRequest& r) : request_(r) {
     x.resident_ctas = resident_of(x, on_device, cost);
     x.num_ctas = given_ctas != 0 ? given_ctas : x.resident_ctas;
   };
+  // A candidate at its kind's K/V block (the splitting kinds': the kernel's), then its tile height
+  // and CTAs.
+  const auto prepare_kind = [&](Workload& x) {
+    use_kernel_split_block_n(x);
+    prepare(x);
+  };
   if (auto_scheduler && r.decoding) {
     // Decode tiles: few, and each reads a sequence's whole cache. Whole tiles in the static
     // stride, or split into KV ranges (split_kv's fixed chunks, stream_k's equal-cost ranges) so
     // that a small batch fills every CTA. The simulator picks.
     const std::vector<SchedulerKind> kinds = {SchedulerKind::Tile, SchedulerKind::SplitKv,
                                               SchedulerKind::StreamK};
-    const auto prepare_kind = [&](Workload& x) {
-      use_kernel_split_block_n(x);
-      prepare(x);
-    };
     const viz::SchedulerChoice c = viz::predict_scheduler(w, kinds, cost, prepare_kind);
     if (!c.chosen()) fail("choosing the scheduler: " + c.why_not);
     workload_ = c.workload;
@@ -302,23 +305,15 @@ StepPlan::StepPlan(const StepRequest& r) : request_(r) {
         viz::predict_scheduler(w, viz::kCausalSchedulerCandidates, cost, prepare);
     if (!dynamic.chosen()) fail("choosing the scheduler: " + dynamic.why_not);
     std::vector<SchedulerKind> split_kinds;
-    for (const SchedulerKind kind : {SchedulerKind::SplitKv, SchedulerKind::StreamK}) {
-      Workload split = w;
-      split.scheduler = kind;
-      use_kernel_split_block_n(split);
-      if (split.validate().empty()) split_kinds.push_back(kind);
-    }
-    const auto prepare_kind = [&](Workload& x) {
-      use_kernel_split_block_n(x);
-      prepare(x);
-    };
+    for (const SchedulerKind kind : {SchedulerKind::SplitKv, SchedulerKind::StreamK})
+      if (can_split(w, kind)) split_kinds.push_back(kind);
     viz::SchedulerChoice c = dynamic;
     if (!split_kinds.empty()) {
       const viz::SchedulerChoice split = viz::predict_scheduler(w, split_kinds, cost, prepare_kind);
       if (split.chosen()) {
         c.predicted_us.insert(c.predicted_us.end(), split.predicted_us.begin(),
                               split.predicted_us.end());
-        if (predicted_us_of(split) < predicted_us_of(dynamic) * (1.0 - kSplitKindMargin))
+        if (split.pick_us() < dynamic.pick_us() * (1.0 - kSplitKindMargin))
           c.workload = split.workload;
       }
     }
@@ -329,14 +324,7 @@ StepPlan::StepPlan(const StepRequest& r) : request_(r) {
     // last partial wave, which split_tail spreads over every CTA where the batch is uniform (a
     // decode batch of fewer tiles than CTAs is all last wave). The simulator picks.
     std::vector<SchedulerKind> kinds = {SchedulerKind::Tile};
-    Workload split = w;
-    split.scheduler = SchedulerKind::SplitTail;
-    use_kernel_split_block_n(split);
-    if (split.validate().empty()) kinds.push_back(SchedulerKind::SplitTail);
-    const auto prepare_kind = [&](Workload& x) {
-      if (x.scheduler == SchedulerKind::SplitTail) x.block_n = split.block_n;
-      prepare(x);
-    };
+    if (can_split(w, SchedulerKind::SplitTail)) kinds.push_back(SchedulerKind::SplitTail);
     const viz::SchedulerChoice c = viz::predict_scheduler(w, kinds, cost, prepare_kind);
     if (!c.chosen()) fail("choosing the scheduler: " + c.why_not);
     workload_ = c.workload;

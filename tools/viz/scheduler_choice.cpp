@@ -43,14 +43,10 @@ SchedulerChoice predict_scheduler(const Workload& w, const std::vector<Scheduler
 std::string describe_scheduler_choice(const SchedulerChoice& c) {
   if (!c.chosen() || c.predicted_us.empty()) return "";
   std::string others;
-  double own = 0;
-  for (const auto& [kind, us] : c.predicted_us) {
-    if (kind == c.workload.scheduler)
-      own = us;
-    else
-      others += fmt::format("; {}: {:.0f} us", to_string(kind), us);
-  }
-  return fmt::format("{} (predicted {:.0f} us{})", to_string(c.workload.scheduler), own, others);
+  for (const auto& [kind, us] : c.predicted_us)
+    if (kind != c.workload.scheduler) others += fmt::format("; {}: {:.0f} us", to_string(kind), us);
+  return fmt::format("{} (predicted {:.0f} us{})", to_string(c.workload.scheduler), c.pick_us(),
+                     others);
 }
 
 }  // namespace tilesched::viz

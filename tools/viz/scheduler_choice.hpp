@@ -31,6 +31,12 @@ struct SchedulerChoice {
   std::vector<std::pair<SchedulerKind, double>> predicted_us;
   std::string why_not;  // set (and workload left as given) when no candidate could be replayed
   bool chosen() const { return why_not.empty(); }
+  // The pick's predicted makespan in µs (0 without a choice).
+  double pick_us() const {
+    for (const auto& [kind, us] : predicted_us)
+      if (kind == workload.scheduler) return us;
+    return 0;
+  }
 };
 
 // Replays `w` under each of `kinds` with `cost`, each candidate first passed to `prepare` (which
