@@ -250,7 +250,8 @@ TEST_CASE("decode tiles read their caches no faster than the HBM: the replay's f
   w.q_lens = {300, 1};
   w.kv_lens = {1000, 1000};
   const Trace mixed = sim::replay(w, cost);
-  CHECK(cost.decode_stream_us(w, mixed.events) == doctest::Approx(1000.0 * 8 * 128 * 4 / 4.8e6));
+  CHECK(cost.decode_stream_us(w, mixed.events) ==
+        doctest::Approx(1000.0 * 8 * 128 * 4 / cost.hbm_bytes_per_us));
 }
 
 TEST_CASE("partial outputs over two KV ranges merge to the whole") {
