@@ -40,6 +40,22 @@ __device__ __forceinline__ float* piece_state(const Params& p, const SplitPiece&
 // finish or by a piece that waits for the others, made ptxas treat the tile loop as divergent
 // and build the K/V loop's wgmma descriptors in ordinary registers: +85 instructions per block
 // at d = 128.)
+// Whether a consumer thread's rows (thread_row and 8 below) hold a row the tile owns
+// (output_row): a piece saves, and the combine reads, only those threads' states. A decode tile
+// of one new token owns one row in 16, so its pieces save 1/16 of the warpgroup's state.
+template <class Params>
+__device__ __forceinline__ bool owns_a_row(const Params& p, const TileRows& rows, u32 head_idx,
+                                           int thread_row) {
+  return output_row(p.problem, rows, head_idx, static_cast<u32>(thread_row)).owned ||
+         output_row(p.problem, rows, head_idx, static_cast<u32>(thread_row + 8)).owned;
+}
+
+// The first tile row a consumer thread holds (its second is 8 below), as the epilogue counts it.
+template <class Traits>
+__device__ __forceinline__ int consumer_thread_row(int warpgroup, int thread) {
+  return warpgroup * Traits::kWarpgroupRows + (thread / 32) * 16 + (thread % 32) / 4;
+}
+
 template <class Params, class FragmentO>
 __device__ __forceinline__ void save_piece(const Params& p, const SplitPiece& piece, int warpgroup,
                                            int thread, const FragmentO& o, const RowState& rs) {
@@ -68,7 +84,9 @@ __device__ __forceinline__ TileRows save_if_piece(const Params& p, const SeqInfo
     if (work.is_piece()) {
       const SplitPiece piece = p.scheduler.split_of(work_idx, g.kv_block_begin);
       if (piece.is_split()) {
-        save_piece(p, piece, warpgroup, thread, o, rs);
+        const int thread_row = consumer_thread_row<typename Params::Traits>(warpgroup, thread);
+        if (owns_a_row(p, g.rows, work.head_idx, thread_row))
+          save_piece(p, piece, warpgroup, thread, o, rs);
         rows.query_rows = 0;
       }
     }
@@ -97,18 +115,31 @@ __global__ void __launch_bounds__(128) combine_split_tiles(const __grid_constant
   const SeqInfo tile = sched.unsafe_seq_info(p.summary, idx);
   const TileGeometry g = tile_geometry(p, tile);
 
+  const int thread_row = consumer_thread_row<Traits>(warpgroup, thread);
+  // A warpgroup whose first row the tile does not own owns none (a short tile's second
+  // warpgroup; a decode tile's query heads past its group): the block leaves as one.
+  if (!output_row(p.problem, g.rows, tile.head_idx, static_cast<u32>(warpgroup * kRows)).owned)
+    return;
+  // Threads that own no row read nothing; they stay for normalize_rows' shuffles.
+  const bool owns = owns_a_row(p, g.rows, tile.head_idx, thread_row);
+
   typename Traits::TiledMmaPV mma_pv;
   Tensor o = partition_fragment_C(mma_pv, Shape<Int<kRows>, Int<D>>{});
   constexpr int kAcc = decltype(size(o))::value;
   RowState rs{{-INFINITY, -INFINITY}, {0.f, 0.f}};
-  for (u32 k = 0; k < piece.pieces; ++k) {
+  clear(o);
+  // Each piece's loads are independent of the last piece's sums: unrolled, several pieces'
+  // loads are in flight at once (rolled, each piece waited for its own).
+  const u32 pieces = owns ? piece.pieces : 0u;
+#pragma unroll 8
+  for (u32 k = 0; k < pieces; ++k) {
     const float* const state = piece_state(p, piece, k, warpgroup);
     const float4 ms = __ldcg(reinterpret_cast<const float4*>(state + kAcc * kThreads + thread * 4));
     rs.max[0] = fmaxf(rs.max[0], ms.x);
     rs.max[1] = fmaxf(rs.max[1], ms.y);
   }
-  clear(o);
-  for (u32 k = 0; k < piece.pieces; ++k) {
+#pragma unroll 4
+  for (u32 k = 0; k < pieces; ++k) {
     const float* const state = piece_state(p, piece, k, warpgroup);
     const float4 ms = __ldcg(reinterpret_cast<const float4*>(state + kAcc * kThreads + thread * 4));
     // A row no piece saw a key of keeps max -inf and weight 0.
@@ -126,7 +157,6 @@ __global__ void __launch_bounds__(128) combine_split_tiles(const __grid_constant
       o(e + 3) += w[((e + 2) / 2) % 2] * a.w;
     }
   }
-  const int thread_row = warpgroup * kRows + (thread / 32) * 16 + (thread % 32) / 4;
   Tensor out = make_tensor_like<Element>(o);
   normalize_rows(p, o, rs, g.rows, tile.head_idx, thread_row, out);
   store_tile_outputs(p, out, g.rows, tile.head_idx, thread_row);
