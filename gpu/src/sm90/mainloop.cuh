@@ -326,45 +326,71 @@ class MainloopProducer {
     return kv_block_in_cache(p_.problem, src.prompt, block);
   }
 
-  // A K/V block of a paged cache whose pages are not whole blocks, copied into `stage` box by
+  // A paged cache whose pages are not whole K/V blocks: the cache rows of up to kBoxLookups of a
+  // block's boxes (page_rows keys each, from box `first_box`), their page numbers read together.
+  // Keys past the sequence are not looked up: their boxes start past the cache's last row and
+  // the TMA fills them with zeros (the consumers mask those keys).
+  static constexpr int kBoxLookups = 8;
+  struct BoxRows {
+    std::int32_t row[kBoxLookups];
+  };
+  __device__ __forceinline__ BoxRows look_up_boxes(const KvSource& src, int block,
+                                                   u32 first_box) const {
+    const Problem& pr = p_.problem;
+    const u32 rows = pr.page_rows, page_size = pr.page_size;
+    const std::int32_t* table = pr.page_table + std::size_t(src.prompt) * pr.page_stride;
+    const u32 first_key = static_cast<u32>(block) * Traits::kBlockN;
+    BoxRows out;
+    CUTE_UNROLL
+    for (int i = 0; i < kBoxLookups; ++i) {
+      const u32 r = (first_box + u32(i)) * rows, key = first_key + r;
+      out.row[i] = pr.kv_rows;  // past the cache: zero-filled
+      if (r < u32(Traits::kBlockN) && key < src.kv_len) {
+        const std::int64_t cache_row =
+            std::int64_t(__ldg(table + key / page_size)) * page_size + key % page_size;
+        if (cache_row >= 0 && cache_row < pr.kv_rows)
+          out.row[i] = static_cast<std::int32_t>(cache_row);
+      }
+    }
+    return out;
+  }
+
+  // The first boxes' rows of a block that load_page_rows copies, looked up before the loader
+  // waits for the block's stage, so that the page table's latency overlaps the wait; nothing
+  // where the cache needs no page rows.
+  __device__ __forceinline__ BoxRows first_boxes(const KvSource& src, int block) const {
+    if (kCluster == 1 && p_.problem.page_rows != 0) return look_up_boxes(src, block, 0);
+    return BoxRows{};
+  }
+
+  // A K/V block of a paged cache whose pages are not whole K/V blocks, copied into `stage` box by
   // box: BN / page_rows boxes of page_rows keys, each from the page that holds them, every box in
   // d / 64 column slices of 128 bytes. A slice's rows go where the whole block's box would put
   // them (column slice c of the stage's (BN, d) tile starts at row 0 of slice c, BN rows of 128
-  // bytes each; the swizzle is the address's). Keys past the sequence are not looked up: their
-  // boxes start past the cache's last row and the TMA fills them with zeros (the consumers mask
-  // those keys). The page numbers of up to kLookups boxes are read before their copies are
-  // issued, so the reads overlap.
+  // bytes each; the swizzle is the address's). `first`: the first kBoxLookups boxes' rows
+  // (first_boxes); the rest are looked up kBoxLookups at a time before their copies are issued.
   __device__ __forceinline__ void load_page_rows(const cute::TmaDescriptor& desc, Element* stage,
                                                  std::uint64_t* barrier, const KvSource& src,
-                                                 int block) const {
+                                                 int block, const BoxRows& first) const {
     constexpr auto layout = typename Traits::SmemLayoutKV{}.layout_b();
     static_assert(row_slices<Traits::kBlockN>(layout) &&
                       layout(cute::make_coord(cute::_0{}, cute::_0{}, cute::_1{})) ==
                           Traits::kBlockN * D,
                   "a stage is d / 64 column slices of BN rows of 64 elements, one after another");
-    constexpr int kLookups = 4;
-    const Problem& pr = p_.problem;
-    const u32 rows = pr.page_rows, page_size = pr.page_size;
-    const std::int32_t* table = pr.page_table + std::size_t(src.prompt) * pr.page_stride;
-    const u32 first_key = static_cast<u32>(block) * Traits::kBlockN;
-    for (u32 r0 = 0; r0 < u32(Traits::kBlockN); r0 += kLookups * rows) {
-      std::int32_t row[kLookups];
+    const u32 rows = p_.problem.page_rows;
+    const u32 boxes = u32(Traits::kBlockN) / rows;
+    CUTE_UNROLL
+    for (int i = 0; i < kBoxLookups; ++i)
+      if (u32(i) < boxes)
+        copy_row_slices<Traits::kBlockN>(desc, stage, barrier, u32(i) * rows, src.kv_head,
+                                         first.row[i]);
+    for (u32 b0 = kBoxLookups; b0 < boxes; b0 += kBoxLookups) {
+      const BoxRows more = look_up_boxes(src, block, b0);
       CUTE_UNROLL
-      for (int i = 0; i < kLookups; ++i) {
-        const u32 r = r0 + u32(i) * rows, key = first_key + r;
-        row[i] = pr.kv_rows;  // past the cache: zero-filled
-        if (r < u32(Traits::kBlockN) && key < src.kv_len) {
-          const std::int64_t cache_row =
-              std::int64_t(__ldg(table + key / page_size)) * page_size + key % page_size;
-          if (cache_row >= 0 && cache_row < pr.kv_rows) row[i] = static_cast<std::int32_t>(cache_row);
-        }
-      }
-      CUTE_UNROLL
-      for (int i = 0; i < kLookups; ++i) {
-        const u32 r = r0 + u32(i) * rows;
-        if (r >= u32(Traits::kBlockN)) break;
-        copy_row_slices<Traits::kBlockN>(desc, stage, barrier, r, src.kv_head, row[i]);
-      }
+      for (int i = 0; i < kBoxLookups; ++i)
+        if (b0 + u32(i) < boxes)
+          copy_row_slices<Traits::kBlockN>(desc, stage, barrier, (b0 + u32(i)) * rows,
+                                           src.kv_head, more.row[i]);
     }
   }
 
@@ -381,11 +407,12 @@ class MainloopProducer {
   __device__ __forceinline__ void load_k(Pipelines& pipes, const Parts& k_parts,
                                          const KvSource& src, int block) {
     using namespace cute;
+    const BoxRows first = first_boxes(src, block);
     producer_acquire(pipes.k, writes_.k, "K stage (producer)");
     std::uint64_t* barrier = pipes.k.producer_get_barrier(writes_.k);
     if (kCluster == 1 && p_.problem.page_rows != 0)
       load_page_rows(p_.mainloop.page_rows_k, stage_of(sK_, writes_.k.index()), barrier, src,
-                     block);
+                     block, first);
     else
       copy(kv_tma(p_.mainloop.tma_k, *barrier), get<0>(k_parts)(_, cached(src, block)),
            get<1>(k_parts)(_, writes_.k.index()));
@@ -403,12 +430,13 @@ class MainloopProducer {
                                          const Parts& v_parts, const KvSource& src, int block,
                                          bool wait_o) {
     using namespace cute;
+    const BoxRows first = first_boxes(src, block);
     release.before_v_load(wait_o, static_cast<u32>(writes_.v.index()));
     producer_acquire(pipes.v, writes_.v, "V stage (producer)");
     std::uint64_t* barrier = pipes.v.producer_get_barrier(writes_.v);
     if (kCluster == 1 && p_.problem.page_rows != 0)
       load_page_rows(p_.mainloop.page_rows_v, stage_of(sV_, writes_.v.index()), barrier, src,
-                     block);
+                     block, first);
     else
       copy(kv_tma(p_.mainloop.tma_v, *barrier), get<0>(v_parts)(_, cached(src, block)),
            get<1>(v_parts)(_, writes_.v.index()));
