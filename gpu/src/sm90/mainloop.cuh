@@ -340,6 +340,10 @@ class MainloopProducer {
     const u32 rows = pr.page_rows, page_size = pr.page_size;
     const std::int32_t* table = pr.page_table + std::size_t(src.prompt) * pr.page_stride;
     const u32 first_key = static_cast<u32>(block) * Traits::kBlockN;
+    // page_rows divides the page size: a box lies in one page, and the next box starts page_rows
+    // further in it or at the next page's first key (one division for the group, not two a box).
+    u32 page = (first_key + first_box * rows) / page_size;
+    u32 in_page = (first_key + first_box * rows) - page * page_size;
     BoxRows out;
     CUTE_UNROLL
     for (int i = 0; i < kBoxLookups; ++i) {
@@ -347,9 +351,14 @@ class MainloopProducer {
       out.row[i] = pr.kv_rows;  // past the cache: zero-filled
       if (r < u32(Traits::kBlockN) && key < src.kv_len) {
         const std::int64_t cache_row =
-            std::int64_t(__ldg(table + key / page_size)) * page_size + key % page_size;
+            std::int64_t(__ldg(table + page)) * page_size + in_page;
         if (cache_row >= 0 && cache_row < pr.kv_rows)
           out.row[i] = static_cast<std::int32_t>(cache_row);
+      }
+      in_page += rows;
+      if (in_page == page_size) {
+        in_page = 0;
+        ++page;
       }
     }
     return out;
@@ -379,18 +388,18 @@ class MainloopProducer {
                   "a stage is d / 64 column slices of BN rows of 64 elements, one after another");
     const u32 rows = p_.problem.page_rows;
     const u32 boxes = u32(Traits::kBlockN) / rows;
-    CUTE_UNROLL
-    for (int i = 0; i < kBoxLookups; ++i)
-      if (u32(i) < boxes)
-        copy_row_slices<Traits::kBlockN>(desc, stage, barrier, u32(i) * rows, src.kv_head,
-                                         first.row[i]);
-    for (u32 b0 = kBoxLookups; b0 < boxes; b0 += kBoxLookups) {
-      const BoxRows more = look_up_boxes(src, block, b0);
-      CUTE_UNROLL
-      for (int i = 0; i < kBoxLookups; ++i)
-        if (b0 + u32(i) < boxes)
-          copy_row_slices<Traits::kBlockN>(desc, stage, barrier, (b0 + u32(i)) * rows,
-                                           src.kv_head, more.row[i]);
+    BoxRows group = first;
+    for (u32 b0 = 0;;) {
+      // The copies rolled (the rows from local memory): unrolled, every kernel's binary grew by
+      // a third for a path only paged caches take.
+      const u32 n = min(boxes - b0, u32(kBoxLookups));
+#pragma unroll 1
+      for (u32 i = 0; i < n; ++i)
+        copy_row_slices<Traits::kBlockN>(desc, stage, barrier, (b0 + i) * rows, src.kv_head,
+                                         group.row[i]);
+      b0 += kBoxLookups;
+      if (b0 >= boxes) break;
+      group = look_up_boxes(src, block, b0);
     }
   }
 
