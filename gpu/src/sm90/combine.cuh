@@ -120,8 +120,19 @@ __global__ void __launch_bounds__(128) combine_split_tiles(const __grid_constant
   // warpgroup; a decode tile's query heads past its group): the block leaves as one.
   if (!output_row(p.problem, g.rows, tile.head_idx, static_cast<u32>(warpgroup * kRows)).owned)
     return;
-  // Threads that own no row read nothing; they stay for normalize_rows' shuffles.
-  const bool owns = owns_a_row(p, g.rows, tile.head_idx, thread_row);
+  // One new token: a decode tile owns only lanes 0-3 of each warp (token 0 of a query head). The
+  // warp's eight lane groups then split the pieces (group j takes pieces j, j + 8, ...) of the
+  // state lanes 0-3 saved, and add their sums in a fixed tree (lane masks 4, 8, 16), so that a
+  // tile of many pieces (split_kv over a long cache) waits for an eighth of them in turn. Else each
+  // thread combines its own state. Threads that read nothing stay for the shuffles.
+  const bool spread = p.problem.decoding && g.rows.query_rows == 1;  // the same for the block
+  const int lane = thread % 32;
+  const int src = spread ? thread - lane + lane % 4 : thread;  // the thread whose state it reads
+  const bool reads =
+      owns_a_row(p, g.rows, tile.head_idx, consumer_thread_row<Traits>(warpgroup, src));
+  const u32 first = spread ? static_cast<u32>(lane / 4) : 0u;
+  const u32 step = spread ? 8u : 1u;
+  const u32 pieces = reads ? piece.pieces : 0u;
 
   typename Traits::TiledMmaPV mma_pv;
   Tensor o = partition_fragment_C(mma_pv, Shape<Int<kRows>, Int<D>>{});
@@ -130,18 +141,24 @@ __global__ void __launch_bounds__(128) combine_split_tiles(const __grid_constant
   clear(o);
   // Each piece's loads are independent of the last piece's sums: unrolled, several pieces'
   // loads are in flight at once (rolled, each piece waited for its own).
-  const u32 pieces = owns ? piece.pieces : 0u;
 #pragma unroll 8
-  for (u32 k = 0; k < pieces; ++k) {
+  for (u32 k = first; k < pieces; k += step) {
     const float* const state = piece_state(p, piece, k, warpgroup);
-    const float4 ms = __ldcg(reinterpret_cast<const float4*>(state + kAcc * kThreads + thread * 4));
+    const float4 ms = __ldcg(reinterpret_cast<const float4*>(state + kAcc * kThreads + src * 4));
     rs.max[0] = fmaxf(rs.max[0], ms.x);
     rs.max[1] = fmaxf(rs.max[1], ms.y);
   }
+  if (spread) {
+    CUTE_UNROLL
+    for (int mask = 4; mask <= 16; mask *= 2) {
+      rs.max[0] = fmaxf(rs.max[0], __shfl_xor_sync(0xffffffffu, rs.max[0], mask));
+      rs.max[1] = fmaxf(rs.max[1], __shfl_xor_sync(0xffffffffu, rs.max[1], mask));
+    }
+  }
 #pragma unroll 4
-  for (u32 k = 0; k < pieces; ++k) {
+  for (u32 k = first; k < pieces; k += step) {
     const float* const state = piece_state(p, piece, k, warpgroup);
-    const float4 ms = __ldcg(reinterpret_cast<const float4*>(state + kAcc * kThreads + thread * 4));
+    const float4 ms = __ldcg(reinterpret_cast<const float4*>(state + kAcc * kThreads + src * 4));
     // A row no piece saw a key of keeps max -inf and weight 0.
     const float w[2] = {rs.max[0] == -INFINITY ? 0.f : fast_exp2(ms.x - rs.max[0]),
                         rs.max[1] == -INFINITY ? 0.f : fast_exp2(ms.y - rs.max[1])};
@@ -150,13 +167,23 @@ __global__ void __launch_bounds__(128) combine_split_tiles(const __grid_constant
     CUTE_UNROLL
     for (int e = 0; e < kAcc; e += 4) {
       const float4 a =
-          __ldcg(reinterpret_cast<const float4*>(state + (e / 4) * kThreads * 4 + thread * 4));
+          __ldcg(reinterpret_cast<const float4*>(state + (e / 4) * kThreads * 4 + src * 4));
       o(e) += w[(e / 2) % 2] * a.x;
       o(e + 1) += w[(e / 2) % 2] * a.y;
       o(e + 2) += w[((e + 2) / 2) % 2] * a.z;
       o(e + 3) += w[((e + 2) / 2) % 2] * a.w;
     }
   }
+  if (spread) {
+    CUTE_UNROLL
+    for (int mask = 4; mask <= 16; mask *= 2) {
+      rs.sum[0] += __shfl_xor_sync(0xffffffffu, rs.sum[0], mask);
+      rs.sum[1] += __shfl_xor_sync(0xffffffffu, rs.sum[1], mask);
+      CUTE_UNROLL
+      for (int e = 0; e < kAcc; ++e) o(e) += __shfl_xor_sync(0xffffffffu, o(e), mask);
+    }
+  }
+  // Lanes past the first group hold the sums too, but own no row: they store nothing.
   Tensor out = make_tensor_like<Element>(o);
   normalize_rows(p, o, rs, g.rows, tile.head_idx, thread_row, out);
   store_tile_outputs(p, out, g.rows, tile.head_idx, thread_row);
