@@ -365,11 +365,11 @@ class MainloopProducer {
   }
 
   // The first boxes' rows of a block that load_page_rows copies, looked up before the loader
-  // waits for the block's stage, so that the page table's latency overlaps the wait; nothing
-  // where the cache needs no page rows.
+  // waits for the block's stage, so that the page table's latency overlaps the wait. Only the
+  // paged path looks them up: the unpaged loads stay as they were (docs/gpu-performance.md,
+  // "Page lookups before the stage wait").
   __device__ __forceinline__ BoxRows first_boxes(const KvSource& src, int block) const {
-    if (kCluster == 1 && p_.problem.page_rows != 0) return look_up_boxes(src, block, 0);
-    return BoxRows{};
+    return look_up_boxes(src, block, 0);
   }
 
   // A K/V block of a paged cache whose pages are not whole K/V blocks, copied into `stage` box by
@@ -416,15 +416,16 @@ class MainloopProducer {
   __device__ __forceinline__ void load_k(Pipelines& pipes, const Parts& k_parts,
                                          const KvSource& src, int block) {
     using namespace cute;
-    const BoxRows first = first_boxes(src, block);
-    producer_acquire(pipes.k, writes_.k, "K stage (producer)");
-    std::uint64_t* barrier = pipes.k.producer_get_barrier(writes_.k);
-    if (kCluster == 1 && p_.problem.page_rows != 0)
-      load_page_rows(p_.mainloop.page_rows_k, stage_of(sK_, writes_.k.index()), barrier, src,
-                     block, first);
-    else
-      copy(kv_tma(p_.mainloop.tma_k, *barrier), get<0>(k_parts)(_, cached(src, block)),
-           get<1>(k_parts)(_, writes_.k.index()));
+    if (kCluster == 1 && p_.problem.page_rows != 0) {
+      const BoxRows first = first_boxes(src, block);
+      producer_acquire(pipes.k, writes_.k, "K stage (producer)");
+      load_page_rows(p_.mainloop.page_rows_k, stage_of(sK_, writes_.k.index()),
+                     pipes.k.producer_get_barrier(writes_.k), src, block, first);
+    } else {
+      producer_acquire(pipes.k, writes_.k, "K stage (producer)");
+      copy(kv_tma(p_.mainloop.tma_k, *pipes.k.producer_get_barrier(writes_.k)),
+           get<0>(k_parts)(_, cached(src, block)), get<1>(k_parts)(_, writes_.k.index()));
+    }
     ++writes_.k;
   }
 
@@ -439,16 +440,18 @@ class MainloopProducer {
                                          const Parts& v_parts, const KvSource& src, int block,
                                          bool wait_o) {
     using namespace cute;
-    const BoxRows first = first_boxes(src, block);
-    release.before_v_load(wait_o, static_cast<u32>(writes_.v.index()));
-    producer_acquire(pipes.v, writes_.v, "V stage (producer)");
-    std::uint64_t* barrier = pipes.v.producer_get_barrier(writes_.v);
-    if (kCluster == 1 && p_.problem.page_rows != 0)
-      load_page_rows(p_.mainloop.page_rows_v, stage_of(sV_, writes_.v.index()), barrier, src,
-                     block, first);
-    else
-      copy(kv_tma(p_.mainloop.tma_v, *barrier), get<0>(v_parts)(_, cached(src, block)),
-           get<1>(v_parts)(_, writes_.v.index()));
+    if (kCluster == 1 && p_.problem.page_rows != 0) {
+      const BoxRows first = first_boxes(src, block);
+      release.before_v_load(wait_o, static_cast<u32>(writes_.v.index()));
+      producer_acquire(pipes.v, writes_.v, "V stage (producer)");
+      load_page_rows(p_.mainloop.page_rows_v, stage_of(sV_, writes_.v.index()),
+                     pipes.v.producer_get_barrier(writes_.v), src, block, first);
+    } else {
+      release.before_v_load(wait_o, static_cast<u32>(writes_.v.index()));
+      producer_acquire(pipes.v, writes_.v, "V stage (producer)");
+      copy(kv_tma(p_.mainloop.tma_v, *pipes.v.producer_get_barrier(writes_.v)),
+           get<0>(v_parts)(_, cached(src, block)), get<1>(v_parts)(_, writes_.v.index()));
+    }
     ++writes_.v;
   }
 
