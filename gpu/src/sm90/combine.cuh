@@ -35,11 +35,6 @@ __device__ __forceinline__ float* piece_state(const Params& p, const SplitPiece&
          warpgroup * kWarpgroupFloats;
 }
 
-// A piece of a split tile at its end: its state into its slot. combine_split_tiles, launched
-// after the kernel, finishes the tile. (Combining in the kernel, by the tile's last piece to
-// finish or by a piece that waits for the others, made ptxas treat the tile loop as divergent
-// and build the K/V loop's wgmma descriptors in ordinary registers: +85 instructions per block
-// at d = 128.)
 // Whether a consumer thread's rows (thread_row and 8 below) hold a row the tile owns
 // (output_row): a piece saves, and the combine reads, only those threads' states. A decode tile
 // of one new token owns one row in 16, so its pieces save 1/16 of the warpgroup's state.
@@ -50,12 +45,11 @@ __device__ __forceinline__ bool owns_a_row(const Params& p, const TileRows& rows
          output_row(p.problem, rows, head_idx, static_cast<u32>(thread_row + 8)).owned;
 }
 
-// The first tile row a consumer thread holds (its second is 8 below), as the epilogue counts it.
-template <class Traits>
-__device__ __forceinline__ int consumer_thread_row(int warpgroup, int thread) {
-  return warpgroup * Traits::kWarpgroupRows + (thread / 32) * 16 + (thread % 32) / 4;
-}
-
+// A piece of a split tile at its end: its state into its slot. combine_split_tiles, launched
+// after the kernel, finishes the tile. (Combining in the kernel, by the tile's last piece to
+// finish or by a piece that waits for the others, made ptxas treat the tile loop as divergent
+// and build the K/V loop's wgmma descriptors in ordinary registers: +85 instructions per block
+// at d = 128.)
 template <class Params, class FragmentO>
 __device__ __forceinline__ void save_piece(const Params& p, const SplitPiece& piece, int warpgroup,
                                            int thread, const FragmentO& o, const RowState& rs) {
@@ -139,8 +133,8 @@ __global__ void __launch_bounds__(128) combine_split_tiles(const __grid_constant
   constexpr int kAcc = decltype(size(o))::value;
   RowState rs{{-INFINITY, -INFINITY}, {0.f, 0.f}};
   clear(o);
-  // Each piece's loads are independent of the last piece's sums: unrolled, several pieces'
-  // loads are in flight at once (rolled, each piece waited for its own).
+  // Each piece's loads are independent of the last piece's sums: the loops are unrolled so that
+  // several pieces' loads can be in flight at once.
 #pragma unroll 8
   for (u32 k = first; k < pieces; k += step) {
     const float* const state = piece_state(p, piece, k, warpgroup);

@@ -51,6 +51,13 @@ struct EpilogueBarriers {
   }
 };
 
+// The first tile row a consumer thread holds (its second is 8 below): the rows of the
+// warpgroup's m64 accumulator fragment, 16 per warp, as normalize_rows and the stores take them.
+template <class Traits>
+__device__ __forceinline__ int consumer_thread_row(int warpgroup, int thread) {
+  return warpgroup * Traits::kWarpgroupRows + (thread / 32) * 16 + (thread % 32) / 4;
+}
+
 // Epilogue, first part: each row's sum across its quad, O / rowsum as bf16 and LSE = ln(sum
 // exp(scale s)) = (max + log2 sum) ln 2 stored for the rows the tile owns (output_row: the rest
 // of a partial tile's BM rows belong to another sequence or lie past the tensor, and a decode
@@ -184,7 +191,7 @@ class EpilogueConsumer {
   template <class Storage, class FragmentO, class VState>
   __device__ __forceinline__ void store(Storage& smem, const FragmentO& o, const RowState& rs,
                                         const TileRows& rows, u32 head_idx, const VState& v_last) {
-    const int thread_row = warpgroup_ * kRows + (thread_ / 32) * 16 + (thread_ % 32) / 4;
+    const int thread_row = consumer_thread_row<Traits>(warpgroup_, thread_);
     cute::Tensor out = cute::make_tensor_like<Element>(o);
     normalize_rows(p_, o, rs, rows, head_idx, thread_row, out);
     // A decode tile's rows are never a whole warpgroup's (at most kMaxDecodeTokens).

@@ -364,20 +364,15 @@ class MainloopProducer {
     return out;
   }
 
-  // The first boxes' rows of a block that load_page_rows copies, looked up before the loader
-  // waits for the block's stage, so that the page table's latency overlaps the wait. Only the
-  // paged path looks them up: the unpaged loads stay as they were (docs/gpu-performance.md,
-  // "Page lookups before the stage wait").
-  __device__ __forceinline__ BoxRows first_boxes(const KvSource& src, int block) const {
-    return look_up_boxes(src, block, 0);
-  }
-
   // A K/V block of a paged cache whose pages are not whole K/V blocks, copied into `stage` box by
   // box: BN / page_rows boxes of page_rows keys, each from the page that holds them, every box in
   // d / 64 column slices of 128 bytes. A slice's rows go where the whole block's box would put
   // them (column slice c of the stage's (BN, d) tile starts at row 0 of slice c, BN rows of 128
-  // bytes each; the swizzle is the address's). `first`: the first kBoxLookups boxes' rows
-  // (first_boxes); the rest are looked up kBoxLookups at a time before their copies are issued.
+  // bytes each; the swizzle is the address's). `first`: the first kBoxLookups boxes' rows, which
+  // load_k and load_v look up before they wait for the block's stage, so that the page table's
+  // latency overlaps the wait (only on the paged path: the unpaged loads stay as they were,
+  // docs/gpu-performance.md, "Page lookups before the stage wait"); the rest are looked up
+  // kBoxLookups at a time before their copies are issued.
   __device__ __forceinline__ void load_page_rows(const cute::TmaDescriptor& desc, Element* stage,
                                                  std::uint64_t* barrier, const KvSource& src,
                                                  int block, const BoxRows& first) const {
@@ -417,7 +412,7 @@ class MainloopProducer {
                                          const KvSource& src, int block) {
     using namespace cute;
     if (kCluster == 1 && p_.problem.page_rows != 0) {
-      const BoxRows first = first_boxes(src, block);
+      const BoxRows first = look_up_boxes(src, block, 0);
       producer_acquire(pipes.k, writes_.k, "K stage (producer)");
       load_page_rows(p_.mainloop.page_rows_k, stage_of(sK_, writes_.k.index()),
                      pipes.k.producer_get_barrier(writes_.k), src, block, first);
@@ -441,7 +436,7 @@ class MainloopProducer {
                                          bool wait_o) {
     using namespace cute;
     if (kCluster == 1 && p_.problem.page_rows != 0) {
-      const BoxRows first = first_boxes(src, block);
+      const BoxRows first = look_up_boxes(src, block, 0);
       release.before_v_load(wait_o, static_cast<u32>(writes_.v.index()));
       producer_acquire(pipes.v, writes_.v, "V stage (producer)");
       load_page_rows(p_.mainloop.page_rows_v, stage_of(sV_, writes_.v.index()),
