@@ -504,21 +504,28 @@ CostModel CostModel::load(const std::string& path) {
 }
 
 double CostModel::combine_time_us(const Workload& w, const std::vector<TraceEvent>& events) const {
-  std::map<u32, std::pair<u32, u32>> split;  // tile -> (pieces, rows)
+  struct Split {
+    u32 pieces = 0;
+    u32 rows = 0;
+    bool one_token = false;
+  };
+  std::map<u32, Split> split;  // by tile
   for (const TraceEvent& e : events)
     if (processes_part(e, whole_tile_cost(w, e))) {
-      auto& [pieces, rows] = split[e.linear_idx];
-      ++pieces;
-      rows = e.query_rows * w.tile_heads(e.head_idx).count;
+      Split& s = split[e.linear_idx];
+      ++s.pieces;
+      s.rows = e.query_rows * w.tile_heads(e.head_idx).count;
+      s.one_token = w.decoding && e.query_rows == 1;
     }
   if (split.empty()) return 0;
-  double bytes = 0;
-  for (const auto& [tile, counts] : split) {
-    const double rows = counts.second;
-    bytes += rows * counts.first * (w.head_dim + 1) * 4.0;  // the pieces' partial O and LSE
-    bytes += rows * (w.head_dim * 2.0 + 4.0);               // the tile's O and LSE
+  double bytes = 0, loop_us = 0;
+  for (const auto& [tile, s] : split) {
+    bytes += double(s.rows) * s.pieces * (w.head_dim + 1) * 4.0;  // the pieces' partial O and LSE
+    bytes += double(s.rows) * (w.head_dim * 2.0 + 4.0);           // the tile's O and LSE
+    const double per_piece = s.one_token ? combine_us_per_piece_one_token : combine_us_per_piece;
+    loop_us = std::max(loop_us, combine_fixed_us + per_piece * s.pieces);
   }
-  return cta_launch_us(w.head_dim) + bytes / hbm_bytes_per_us;
+  return cta_launch_us(w.head_dim) + std::max(bytes / hbm_bytes_per_us, loop_us);
 }
 
 double CostModel::decode_stream_us(const Workload& w, const std::vector<TraceEvent>& events) const {

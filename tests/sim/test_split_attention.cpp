@@ -196,6 +196,32 @@ TEST_CASE("the combine of split tiles is costed after the kernel, and only where
   CHECK(sim::read_trace(dir.path + "/t.json").combine_us == doctest::Approx(split.combine_us));
 }
 
+TEST_CASE("the combine's time follows the tile with the most pieces, not only its bytes") {
+  // One sequence of one new token over 131072 keys, 32 query / 8 KV heads at d = 128: split_kv
+  // cuts each of the 8 tiles into 131072 / (128 x split_kv_blocks) pieces; stream_k cuts the 8
+  // tiles' blocks over the CTAs, so each tile has about C / 8 pieces.
+  Workload w;
+  w.decoding = true;
+  w.q_lens = {1};
+  w.kv_lens = {131072};
+  const sim::CostModel cost = sim::CostModel::builtin(w.cost_profile);
+  w.scheduler = SchedulerKind::SplitKv;
+  const Trace split_kv = sim::replay(w);
+  const double pieces = 131072.0 / (w.block_n * w.split_kv_blocks);
+  CHECK(split_kv.combine_us ==
+        doctest::Approx(cost.cta_launch_us(w.head_dim) + cost.combine_fixed_us +
+                        cost.combine_us_per_piece_one_token * pieces));
+  w.scheduler = SchedulerKind::StreamK;
+  const Trace stream_k = sim::replay(w);
+  CHECK(stream_k.combine_us < split_kv.combine_us);
+  // Verify tiles (8 new tokens) take the per-piece cost without the lane-group spread.
+  w.q_lens = {8};
+  w.scheduler = SchedulerKind::SplitKv;
+  CHECK(sim::replay(w).combine_us ==
+        doctest::Approx(cost.cta_launch_us(w.head_dim) + cost.combine_fixed_us +
+                        cost.combine_us_per_piece * pieces));
+}
+
 TEST_CASE("decode tiles read their caches no faster than the HBM: the replay's floor") {
   // 64 sequences of one new token over 8192 keys, 32 query / 8 KV heads at d = 128: every CTA
   // streams, and the tiles' solo costs would end well before 2 GiB of K and V could be read.

@@ -106,6 +106,15 @@ struct CostModel {
   // device), for every table (files do not carry it). The combine of split tiles streams at it,
   // and decode tiles together read their caches no faster (decode_stream_us).
   double hbm_bytes_per_us = 4.8e6;
+  // The combine of split tiles (combine_time_us): each of its CTAs adds one split tile's pieces
+  // one after another, so at decode sizes its longest loop, not its bytes, sets its time:
+  // combine_fixed_us + a per-piece cost times the pieces of the tile with the most. A decode tile
+  // of one new token spreads its pieces over a warp's lane groups (docs/gpu-kernel.md), hence its
+  // own, smaller per-piece cost. Measured, not carried by files: docs/sim-cost-model.md, "The
+  // combine of split tiles".
+  double combine_fixed_us = 2.2;
+  double combine_us_per_piece = 1.0;
+  double combine_us_per_piece_one_token = 0.227;
 
   // Coefficients for `head_dim`: the table entry when present; otherwise linear interpolation
   // between the neighbouring entries, or proportional scaling of the nearest one outside the
@@ -164,9 +173,10 @@ struct CostModel {
   u32 resident_ctas(u32 head_dim) const { return multiprocessors * sharing(head_dim).ctas_per_sm; }
 
   // Predicted time of the combine that finishes the split tiles of `events` (a trace's, whose
-  // pieces name their KV block ranges): one launch after the kernel (cta_launch_us) that reads
-  // every piece's partial O and LSE in fp32 and writes each split tile's rows of O (bf16) and LSE
-  // (fp32) once, at hbm_bytes_per_us. 0 when no tile is split.
+  // pieces name their KV block ranges): one launch after the kernel (cta_launch_us), then the
+  // longer of its bytes (every piece's partial O and LSE read in fp32, each split tile's rows of
+  // O (bf16) and LSE (fp32) written once) at hbm_bytes_per_us and its longest loop over one tile's
+  // pieces (combine_fixed_us and the per-piece costs). 0 when no tile is split.
   double combine_time_us(const Workload& w, const std::vector<TraceEvent>& events) const;
 
   // The least time in which the decode tiles of `events` (those of a decoding workload's
