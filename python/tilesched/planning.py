@@ -191,7 +191,7 @@ class SchedulePlan:
     def describe(self) -> str:
         text = self._c.describe()
         if self._decoding:
-            text += ("\nDecode tiles: one per (sequence, KV head), 16 rows for the new tokens of "
+            text += ("\nDecode tiles: one per (sequence, KV head), rows for the new tokens of "
                      "each query head of the group")
         if self._packed_group:
             text += (f"\nGQA packed: the {self._packed_group} query heads of each KV head are "

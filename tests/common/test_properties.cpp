@@ -211,12 +211,13 @@ TEST_CASE("decoding: the queued scheduler takes every index and leaves its fetch
 }
 
 TEST_CASE("mixed batch: the queued scheduler skips the indices past a decode sequence's tile") {
-  // SPEC §6: sequence 1 has 40 new tokens, so T = 3 tiles of 16; the decode sequences own only
-  // their first tile per KV head, and the fetch loop must skip the other two.
+  // SPEC §6: 2 query heads per KV head at BM 128 make tiles of 64 new tokens; sequence 1 has 140,
+  // so T = 3 tiles; the decode sequences own only their first tile per KV head, and the fetch
+  // loop must skip the other two.
   Workload w;
   w.decoding = true;
   w.scheduler = SchedulerKind::Queued;
-  w.q_lens = {1, 40, 3};
+  w.q_lens = {1, 140, 3};
   w.kv_lens = {50, 900, 10};
   w.num_q_heads = 4;
   w.num_kv_heads = 2;

@@ -278,14 +278,31 @@ TEST_CASE("decoding: 1 to 16 new tokens a tile, more a mixed batch's prefill, no
   w.kv_lens = {4096, 100};
   w.q_lens = {16, 1};
   CHECK(w.validate().empty());
-  CHECK(w.tile_shape() == kMaxDecodeTokens);
+  // 4 query heads per KV head at BM 128: 32 new tokens of each in a tile's 128 rows.
+  CHECK(w.tile_shape() == 32);
   CHECK(w.decode_only());
   CHECK(w.valid_tile_count() == 2 * w.num_kv_heads);  // one tile per (sequence, KV head)
-  // 17 new tokens make sequence 0 a prefill chunk of two tiles per KV head (a mixed batch).
+  // 17 new tokens make sequence 0 a prefill chunk (a mixed batch), still one tile per KV head;
+  // 33 make it two.
   w.q_lens = {17, 1};
   CHECK(w.validate().empty());
   CHECK(w.mixed());
+  CHECK(w.valid_tile_count() == 2 * w.num_kv_heads);
+  w.q_lens = {33, 1};
   CHECK(w.valid_tile_count() == 3 * w.num_kv_heads);
+  // The tile's new tokens per query head: the largest power of two from 16 whose rows for the
+  // whole group fit BM.
+  for (const auto& [q_heads, block_m, tokens] :
+       {std::tuple<u32, u32, u32>{8, 128, 128}, {16, 128, 64}, {32, 128, 32}, {64, 128, 16},
+        {128, 128, 16}, {24, 192, 64}, {8, 192, 128}, {48, 128, 16}}) {
+    Workload g = w;
+    g.num_q_heads = q_heads;
+    g.block_m = block_m;
+    CAPTURE(q_heads);
+    CAPTURE(block_m);
+    CHECK(g.decode_tile_tokens() == tokens);
+    CHECK(g.tile_shape() == tokens);
+  }
   w.q_lens = {0, 1};
   const std::string m = w.validate();
   CHECK(m.find("at least 1 new token per sequence") != std::string::npos);

@@ -234,17 +234,18 @@ TEST_CASE("paged caches of any page size: blocks across pages load box by box") 
     }
 }
 
-// Decoding (SPEC §6): a tile per (sequence, KV head) whose rows are 16 new tokens of each query
-// head of the group. Plain decode (1 token), speculative verify (up to 16) and a mixed batch (a
-// prefill chunk of more tokens beside them); odd cache lengths, causal among the new tokens and
-// not, groups of 1 to 8 query heads, whole tiles and split ones, a paged cache.
+// Decoding (SPEC §6): a tile per (sequence, KV head) whose rows are T new tokens of each query
+// head of the group (T = 128, 64, 32 and 16 for groups of 1, 2, 4 and 8 at BM 128). Plain decode
+// (1 token), speculative verify (up to 16) and a mixed batch (a prefill chunk of more tokens
+// beside them, in one tile of 100 rows of one head at T = 128, four at T = 32); odd cache lengths,
+// causal among the new tokens and not, whole tiles and split ones, a paged cache.
 TEST_CASE("decode tiles: a KV head's group of query heads, 1 to 16 new tokens, mixed batches") {
   int i = 0;
   const SchedulerKind kinds[] = {SchedulerKind::Tile, SchedulerKind::Queued,
                                  SchedulerKind::LptQueued, SchedulerKind::SplitKv,
                                  SchedulerKind::StreamK};
   for (u32 d : {64u, 128u, 256u})
-    for (u32 group : {1u, 4u, 8u})
+    for (u32 group : {1u, 2u, 4u, 8u})
       for (const SchedulerKind kind : kinds) {
         Workload w;
         w.decoding = true;

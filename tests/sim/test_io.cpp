@@ -238,7 +238,8 @@ TEST_CASE("workload JSON: a decode workload, and the L2 sections the planned sch
   CHECK(w.scheduler == SchedulerKind::Planned);
   CHECK(w.q_lens == std::vector<u32>{1, 16, 3});  // speculative verify: up to 16 new tokens
   CHECK(w.split_kv_blocks == 5);
-  CHECK(w.tile_shape() == kMaxDecodeTokens);  // one tile holds every new token of a sequence
+  CHECK(w.tile_shape() == w.decode_tile_tokens());  // one tile holds every new token of a sequence
+  CHECK(w.tile_shape() >= kMaxDecodeTokens);
   CHECK(w.scheduled_heads() == w.num_kv_heads);
   const json j = sim::workload_to_json(w);
   CHECK(j.at("split_kv_blocks") == 5);

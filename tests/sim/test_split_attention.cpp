@@ -96,26 +96,35 @@ TEST_CASE("decoding: 1 to 16 new tokens, each seeing the keys up to its own posi
   }
 }
 
-TEST_CASE("mixed batch: a prefill sequence in tiles of 16 new tokens beside decode sequences") {
-  // 70 and 17 new tokens: prefill chunks of 5 and 2 tiles per KV head.
+TEST_CASE("mixed batch: a prefill sequence in tiles of T new tokens beside decode sequences") {
+  // 3 query heads per KV head: tiles of 32 new tokens at BM 128 (70 and 17 new tokens are prefill
+  // chunks of 3 and 1 tiles per KV head), of 16 at BM 64 (5 and 2).
   Workload w = small_decode(6, {1, 70, 3, 17}, {100, 200, 40, 17}, 5);
   REQUIRE(w.validate().empty());
   CHECK(w.mixed());
   CHECK_FALSE(w.decode_only());
-  CHECK(w.valid_tile_count() == (1 + 5 + 1 + 2) * 2);
-  const sim::AttentionInputs in = sim::make_inputs(w, 11);
-  const sim::AttentionResult ref = sim::reference_attention(w, in);
-  for (const SchedulerKind kind :
-       {SchedulerKind::Tile, SchedulerKind::Queued, SchedulerKind::LptQueued,
-        SchedulerKind::Planned, SchedulerKind::SplitKv, SchedulerKind::StreamK}) {
-    CAPTURE(std::string(to_string(kind)));
-    w.scheduler = kind;
-    const Trace t = sim::replay(w);
-    CHECK(t.events.size() == sim::replayed_tile_count(w));
-    const sim::AttentionResult tiled = sim::tiled_attention(w, in, t, 0.f, 1);
-    CHECK(tiled.problems.empty());
-    CHECK(sim::relative_error(tiled.o, ref.o) < 1e-5);
-    CHECK(sim::relative_error(tiled.lse, ref.lse) < 1e-5);
+  CHECK(w.tile_shape() == 32);
+  CHECK(w.valid_tile_count() == (1 + 3 + 1 + 1) * 2);
+  Workload narrow = w;
+  narrow.block_m = 64;
+  CHECK(narrow.tile_shape() == 16);
+  CHECK(narrow.valid_tile_count() == (1 + 5 + 1 + 2) * 2);
+  for (Workload shape : {w, narrow}) {
+    CAPTURE(shape.tile_shape());
+    const sim::AttentionInputs in = sim::make_inputs(shape, 11);
+    const sim::AttentionResult ref = sim::reference_attention(shape, in);
+    for (const SchedulerKind kind :
+         {SchedulerKind::Tile, SchedulerKind::Queued, SchedulerKind::LptQueued,
+          SchedulerKind::Planned, SchedulerKind::SplitKv, SchedulerKind::StreamK}) {
+      CAPTURE(std::string(to_string(kind)));
+      shape.scheduler = kind;
+      const Trace t = sim::replay(shape);
+      CHECK(t.events.size() == sim::replayed_tile_count(shape));
+      const sim::AttentionResult tiled = sim::tiled_attention(shape, in, t, 0.f, 1);
+      CHECK(tiled.problems.empty());
+      CHECK(sim::relative_error(tiled.o, ref.o) < 1e-5);
+      CHECK(sim::relative_error(tiled.lse, ref.lse) < 1e-5);
+    }
   }
 }
 

@@ -77,10 +77,10 @@ struct Workload {
   RaggedMode ragged_mode = RaggedMode::Safe;
   std::string cost_profile = "h200";  // which device's cost coefficients the simulator uses
   // Decoding (SPEC §6): new tokens per sequence (q_lens) against kv_lens keys; the schedulers
-  // iterate KV heads, and a tile computes kMaxDecodeTokens new tokens of one (sequence, KV head)
-  // for the group of query heads sharing the KV head. A sequence of 1 to kMaxDecodeTokens tokens
-  // (decode, speculative verify) is one tile per KV head; a longer one is a prefill sequence of a
-  // mixed batch, in ceil(q / kMaxDecodeTokens) tiles per KV head.
+  // iterate KV heads, and a tile computes decode_tile_tokens() new tokens of one (sequence, KV
+  // head) for the group of query heads sharing the KV head. A sequence of 1 to kMaxDecodeTokens
+  // tokens (decode, speculative verify) is one tile per KV head; a longer one is a prefill
+  // sequence of a mixed batch, in ceil(q / decode_tile_tokens()) tiles per KV head.
   bool decoding = false;
   // L2 bytes the planned schedulers (lpt, lpt_queued, planned) group heads by: a section's K and
   // V fit half of it (schedule_plan.hpp). 0: no sections, one longest-first order over the batch.
@@ -104,14 +104,26 @@ struct Workload {
   }
   u32 key_len(u32 b) const { return kv_lens.empty() ? q_lens[b] : kv_lens[b]; }
   u32 group_size() const { return num_q_heads / num_kv_heads; }  // query heads per KV head
-  // Decoding: the rows of the GPU kernel's decode tile, kMaxDecodeTokens for each query head of
-  // a KV head's group; the kernel's tiles of block_m rows hold it when it is at most block_m.
+  // Decoding: the rows of the GPU kernel's decode tile at its fewest tokens, kMaxDecodeTokens for
+  // each query head of a KV head's group; the kernel's tiles of block_m rows hold it when it is
+  // at most block_m.
   u32 decode_tile_rows() const { return group_size() * kMaxDecodeTokens; }
+  // Decoding: the new tokens a tile holds for each query head of its group (SPEC §6), the
+  // largest power of two from kMaxDecodeTokens up whose rows for the whole group fit block_m: 16
+  // for 8 query heads per KV head at BM 128, 32 for 4, 64 for 2, 128 for 1. Every decode
+  // sequence fits one tile at any of them; a mixed batch's prefill sequence then fills a tile's
+  // rows as a prefill tile does, instead of a group x 16 of them.
+  u32 decode_tile_tokens() const {
+    u32 tokens = kMaxDecodeTokens;
+    const std::uint64_t group = group_size();
+    while (group != 0 && std::uint64_t(tokens) * 2 * group <= block_m) tokens *= 2;
+    return tokens;
+  }
 
   // The scheduler's tile height and heads (SPEC §1): BM and query heads for prefill;
-  // kMaxDecodeTokens and KV heads for decoding, where block_m is not used: every sequence's new
-  // tokens fit one tile (T = 1).
-  u32 tile_shape() const { return decoding ? kMaxDecodeTokens : block_m; }
+  // decode_tile_tokens() and KV heads for decoding, where a decode sequence's new tokens fit one
+  // tile (T = 1 without a prefill sequence).
+  u32 tile_shape() const { return decoding ? decode_tile_tokens() : block_m; }
   // A decoding workload whose every sequence fits one tile (no prefill sequence mixed in): every
   // work index below T * H * B is then a tile (T = 1).
   bool decode_only() const { return decoding && max_seq_len() <= kMaxDecodeTokens; }

@@ -37,7 +37,8 @@ __device__ __forceinline__ float* piece_state(const Params& p, const SplitPiece&
 
 // Whether a consumer thread's rows (thread_row and 8 below) hold a row the tile owns
 // (output_row): a piece saves, and the combine reads, only those threads' states. A decode tile
-// of one new token owns one row in 16, so its pieces save 1/16 of the warpgroup's state.
+// of one new token owns one row in T (16 or more), so its pieces save at most 1/16 of the
+// warpgroup's state.
 template <class Params>
 __device__ __forceinline__ bool owns_a_row(const Params& p, const TileRows& rows, u32 head_idx,
                                            int thread_row) {
@@ -114,8 +115,9 @@ __global__ void __launch_bounds__(128) combine_split_tiles(const __grid_constant
   // warpgroup; a decode tile's query heads past its group): the block leaves as one.
   if (!output_row(p.problem, g.rows, tile.head_idx, static_cast<u32>(warpgroup * kRows)).owned)
     return;
-  // One new token: a decode tile owns only lanes 0-3 of each warp (token 0 of a query head). The
-  // warp's eight lane groups then split the pieces (group j takes pieces j, j + 8, ...) of the
+  // One new token: a decode tile owns only lanes 0-3 of the warps whose rows start a query
+  // head's tokens (token 0; every warp at T = 16, every other one at T = 32). The warp's eight
+  // lane groups then split the pieces (group j takes pieces j, j + 8, ...) of the
   // state lanes 0-3 saved, and add their sums in a fixed tree (lane masks 4, 8, 16), so that a
   // tile of many pieces (split_kv over a long cache) waits for an eighth of them in turn. Else each
   // thread combines its own state. Threads that read nothing stay for the shuffles.

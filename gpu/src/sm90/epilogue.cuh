@@ -194,8 +194,10 @@ class EpilogueConsumer {
     const int thread_row = consumer_thread_row<Traits>(warpgroup_, thread_);
     cute::Tensor out = cute::make_tensor_like<Element>(o);
     normalize_rows(p_, o, rs, rows, head_idx, thread_row, out);
-    // A decode tile's rows are never a whole warpgroup's (at most kMaxDecodeTokens).
-    const bool full = rows.query_rows >= static_cast<u32>((warpgroup_ + 1) * kRows);
+    // The TMA store writes a warpgroup's 64 rows to consecutive rows of O of one head: a decode
+    // tile's rows are that only for one query head per KV head (its tokens in rows [0, T)).
+    const bool full = (!p_.problem.decoding || p_.problem.group == 1) &&
+                      rows.query_rows >= static_cast<u32>((warpgroup_ + 1) * kRows);
     if (full) {
       Element* const staging = staging_buffer(smem, v_last);
       store_tile_outputs_tma(p_, staging, out, rows, head_idx, warpgroup_, thread_);

@@ -125,6 +125,7 @@ FmhaParams<Scheduler, Config> make_params(const AttentionArgs& a, const LaunchPl
   problem.num_kv_heads = w.num_kv_heads;
   problem.group = w.group_size();
   problem.decoding = w.decoding;
+  while ((1u << problem.decode_tokens_log2) < w.decode_tile_tokens()) ++problem.decode_tokens_log2;
   problem.kv = w.kv_layout(a.kv_row_offsets);
   if (w.page_size != 0) {
     // The tensor maps see the cache as its rows; each block's row comes from the page table.

@@ -32,7 +32,8 @@ struct MainloopParams {
   cute::TmaDescriptor page_rows_k;
   cute::TmaDescriptor page_rows_v;
   // Decoding (Problem::decoding): Q as (d, heads, rows) in boxes of 64 columns by
-  // kMaxDecodeTokens rows, one box per query head of the tile's group and column slice.
+  // kMaxDecodeTokens rows, T / kMaxDecodeTokens boxes per query head of the tile's group and
+  // column slice.
   cute::TmaDescriptor decode_q;
 };
 
@@ -236,26 +237,29 @@ class MainloopProducer {
   }
 
   // A decode tile's Q (Problem::decoding) into Q buffer `buffer`: query head j of the tile's KV
-  // head's group gets rows [16 j, 16 j + 16), its kMaxDecodeTokens rows of Q from the tile's first,
-  // copied in d / 64 column slices by copy_row_slices (as load_page_rows places a block's boxes).
-  // Rows of a head past the tile's tokens hold the rows of Q that follow (or zeros past Q) and are
-  // never stored; the buffer's rows past the group's heads are boxes past Q's last row, which the
-  // TMA fills with zeros, so that the buffer's byte count is whole.
+  // head's group gets rows [T j, T j + T) (T = decode_tokens), its T rows of Q from the tile's
+  // first, in boxes of kMaxDecodeTokens rows copied in d / 64 column slices by copy_row_slices (as
+  // load_page_rows places a block's boxes). Rows of a head past the tile's tokens hold the rows of
+  // Q that follow (or zeros past Q) and are never stored; the buffer's rows past the group's
+  // heads are boxes past Q's last row, which the TMA fills with zeros, so that the buffer's byte
+  // count is whole.
   __device__ __forceinline__ void load_decode_q(std::uint64_t* barrier, const SeqInfo& work,
                                                 const TileGeometry& g, int buffer) const {
     constexpr int kBlockM = Traits::kBlockM;
+    constexpr int kBox = static_cast<int>(kMaxDecodeTokens);
     static_assert(row_slices<kBlockM>(typename Traits::SmemLayoutQBuffer{}.layout_b()) &&
-                      kBlockM % kMaxDecodeTokens == 0,
+                      kBlockM % kBox == 0,
                   "a Q buffer is d / 64 column slices of BM rows of 64 elements, one after another");
     Element* const q = cute::raw_pointer_cast(sQ_.data()) + buffer * (kBlockM * D);
-    const u32 group = p_.problem.group;
+    const u32 group = p_.problem.group, log2_tokens = p_.problem.decode_tokens_log2;
     CUTE_UNROLL
-    for (int slot = 0; slot < kBlockM / int(kMaxDecodeTokens); ++slot) {
-      const bool head = u32(slot) < group;
-      const int q_head = head ? static_cast<int>(work.head_idx * group) + slot : 0;
-      const int row = head ? static_cast<int>(g.rows.first_query_row) : p_.problem.q_rows;
-      copy_row_slices<kBlockM>(p_.mainloop.decode_q, q, barrier, slot * int(kMaxDecodeTokens),
-                               q_head, row);
+    for (int box = 0; box < kBlockM / kBox; ++box) {
+      const u32 slot = u32(box * kBox) >> log2_tokens;  // the box's query head in the group
+      const u32 token = u32(box * kBox) & ((1u << log2_tokens) - 1u);
+      const bool head = slot < group;
+      const int q_head = head ? static_cast<int>(work.head_idx * group + slot) : 0;
+      const int row = head ? static_cast<int>(g.rows.first_query_row + token) : p_.problem.q_rows;
+      copy_row_slices<kBlockM>(p_.mainloop.decode_q, q, barrier, box * kBox, q_head, row);
     }
   }
 

@@ -19,10 +19,11 @@ struct Problem {
   u32 num_q_heads = 0;
   u32 num_kv_heads = 0;
   u32 group = 1;  // query heads per KV head
-  // Decoding (SPEC §6): a tile is (sequence, KV head) and its rows are kMaxDecodeTokens new
-  // tokens for each of the group's query heads, head j's tokens in rows [16 j, 16 j + 16)
-  // (output_row). The scheduler's heads are then KV heads.
+  // Decoding (SPEC §6): a tile is (sequence, KV head) and its rows are T = 2^decode_tokens_log2
+  // new tokens (Workload::decode_tile_tokens, 16 to BM) for each of the group's query heads, head
+  // j's tokens in rows [T j, T j + T) (output_row). The scheduler's heads are then KV heads.
   bool decoding = false;
+  u32 decode_tokens_log2 = 4;
   RowLayout kv;  // where each sequence's keys are in K and V (paged: only how many)
   // A paged KV cache (attention.hpp's KvPages): sequence b's K/V block j lies in page
   // page_table[b * page_stride + j / page_blocks], which holds page_blocks blocks. Null: the
@@ -54,10 +55,13 @@ struct Outputs {
   float* lse = nullptr;
 };
 
-// The scheduler's tile height: BM query rows, or kMaxDecodeTokens new tokens when decoding.
+// A decode tile's new tokens per query head (Problem::decode_tokens_log2).
+__device__ __forceinline__ u32 decode_tokens(const Problem& p) { return 1u << p.decode_tokens_log2; }
+
+// The scheduler's tile height: BM query rows, or the decode tile's new tokens when decoding.
 template <class Params>
 __device__ __forceinline__ u32 tile_height(const Params& p) {
-  return p.problem.decoding ? kMaxDecodeTokens : u32(Params::Traits::kBlockM);
+  return p.problem.decoding ? decode_tokens(p.problem) : u32(Params::Traits::kBlockM);
 }
 
 // The KV head a scheduled head reads: the scheduler's heads are query heads, or KV heads when
@@ -79,7 +83,7 @@ __device__ __forceinline__ OutputRow output_row(const Problem& p, const TileRows
   if (!p.decoding)
     return {std::size_t(rows.first_query_row) + row_in_tile, head_idx,
             row_in_tile < rows.query_rows};
-  const u32 token = row_in_tile % kMaxDecodeTokens, slot = row_in_tile / kMaxDecodeTokens;
+  const u32 token = row_in_tile & (decode_tokens(p) - 1), slot = row_in_tile >> p.decode_tokens_log2;
   return {std::size_t(rows.first_query_row) + token, head_idx * p.group + slot,
           token < rows.query_rows && slot < p.group};
 }

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 
+#include "sm90/problem.cuh"
 #include "sm90/traits.cuh"
 #include "tilesched/geometry.hpp"
 #include "tilesched/types.hpp"
@@ -250,11 +251,20 @@ struct TileMask {
                                       int warp, int lane)
       : p(params), g(geometry) {
     diag_shift = g.kv_len - g.seq_len;
-    // Decoding, row r of the tile is token r % kMaxDecodeTokens (Problem::decoding): every warp's
-    // 16 rows are the tile's tokens from its first, for one query head.
-    const bool decoding = p.problem.decoding;
-    const u32 warp_row0 = decoding ? 0u : static_cast<u32>(warp * 16);
-    wg_row0 = work.prompt_offset + (decoding ? 0u : static_cast<u32>(warpgroup * kRows));
+    // Decoding, row r of the tile is token r % T of query head r / T (Problem::decoding, T a
+    // power of two from 16 to BM): a warp's 16 rows are 16 consecutive tokens of one head, and a
+    // warpgroup's 64 rows span tokens [0, T) of several heads (T < 64) or 64 consecutive tokens
+    // of one (T >= 64). wg_row0 is the first token of the warpgroup's rows, warp_row0 the warp's
+    // first less that.
+    const u32 wg_first = static_cast<u32>(warpgroup * kRows);
+    const u32 warp_first = static_cast<u32>(warp * 16);
+    u32 wg_token0 = wg_first, warp_row0 = warp_first;
+    if (p.problem.decoding) {
+      const u32 tokens_mask = decode_tokens(p.problem) - 1u;
+      wg_token0 = decode_tokens(p.problem) >= u32(kRows) ? wg_first & tokens_mask : 0u;
+      warp_row0 = ((wg_first + warp_first) & tokens_mask) - wg_token0;
+    }
+    wg_row0 = work.prompt_offset + wg_token0;
     for (int r = 0; r < 2; ++r)
       key_limit[r] = wg_row0 + warp_row0 + static_cast<u32>(lane / 4 + 8 * r) + diag_shift;
     first_masked_block = !Traits::kMaskFromShared ? 0u
@@ -288,7 +298,7 @@ struct TileMask {
 
   // The end of the keys any of the warpgroup's rows sees.
   __device__ __forceinline__ u32 visible_end() const {
-    const u32 rows = p.problem.decoding ? kMaxDecodeTokens : u32(kRows);
+    const u32 rows = p.problem.decoding ? min(decode_tokens(p.problem), u32(kRows)) : u32(kRows);
     return p.softmax.causal ? min(g.kv_len, wg_row0 + diag_shift + rows) : g.kv_len;
   }
 
