@@ -153,6 +153,6 @@ TEST_CASE("the H100 serving suite: the HBM floor at the H100's bandwidth") {
     CHECK(at_h100.at(strategy).median_abs < at_h200.at(strategy).median_abs);
   }
   CHECK(at_h200.at("stream_k").median_abs > 0.3);
-  CHECK(at_h100.at("stream_k").median_abs < 0.15);
+  CHECK(at_h100.at("stream_k").median_abs < 0.20);
   CHECK(at_h100.at("lpt_queued").median_abs < 0.10);
 }
