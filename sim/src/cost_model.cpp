@@ -503,10 +503,38 @@ CostModel CostModel::load(const std::string& path) {
   return detail::read_json_file(path, from_json);
 }
 
+namespace {
+
+// The combine's blocks that work for one split tile of `query_rows` rows per query head: one per
+// consumer warpgroup (64 rows of the kernel's tile) whose first row the tile owns; the others
+// exit at once (gpu/src/sm90/combine.cuh). A decode tile's rows are its group's query heads, T =
+// decode_tile_tokens() rows each (SPEC §6): row r is query head r / T's token r % T.
+u32 combine_blocks(const Workload& w, u32 query_rows) {
+  constexpr u32 kWarpgroupRows = 64;
+  u32 blocks = 0;
+  for (u32 first = 0; first < w.block_m; first += kWarpgroupRows) {
+    const bool owned = w.decoding ? first % w.decode_tile_tokens() < query_rows &&
+                                        first / w.decode_tile_tokens() < w.group_size()
+                                  : first < query_rows;
+    if (owned) ++blocks;
+  }
+  return blocks;
+}
+
+}  // namespace
+
+u32 CostModel::combine_blocks_per_sm(u32 head_dim) const {
+  if (combine_ctas_per_sm.empty()) return 1;
+  const auto at = combine_ctas_per_sm.lower_bound(head_dim);
+  return std::max<u32>(1, at != combine_ctas_per_sm.end() ? at->second
+                                                          : combine_ctas_per_sm.rbegin()->second);
+}
+
 double CostModel::combine_time_us(const Workload& w, const std::vector<TraceEvent>& events) const {
   struct Split {
     u32 pieces = 0;
     u32 rows = 0;
+    u32 query_rows = 0;
     bool one_token = false;
   };
   std::map<u32, Split> split;  // by tile
@@ -515,17 +543,21 @@ double CostModel::combine_time_us(const Workload& w, const std::vector<TraceEven
       Split& s = split[e.linear_idx];
       ++s.pieces;
       s.rows = e.query_rows * w.tile_heads(e.head_idx).count;
+      s.query_rows = e.query_rows;
       s.one_token = w.decoding && e.query_rows == 1;
     }
   if (split.empty()) return 0;
-  double bytes = 0, loop_us = 0;
+  double bytes = 0, loop_us = 0, blocks = 0;
   for (const auto& [tile, s] : split) {
     bytes += double(s.rows) * s.pieces * (w.head_dim + 1) * 4.0;  // the pieces' partial O and LSE
     bytes += double(s.rows) * (w.head_dim * 2.0 + 4.0);           // the tile's O and LSE
     const double per_piece = s.one_token ? combine_us_per_piece_one_token : combine_us_per_piece;
     loop_us = std::max(loop_us, combine_fixed_us + per_piece * s.pieces);
+    blocks += combine_blocks(w, s.query_rows);
   }
-  return cta_launch_us(w.head_dim) + std::max(bytes / hbm_bytes_per_us, loop_us);
+  const double slots = double(multiprocessors) * combine_blocks_per_sm(w.head_dim);
+  const double waves = std::ceil(blocks / slots);
+  return cta_launch_us(w.head_dim) + std::max(bytes / hbm_bytes_per_us, waves * loop_us);
 }
 
 double CostModel::decode_stream_us(const Workload& w, const std::vector<TraceEvent>& events) const {

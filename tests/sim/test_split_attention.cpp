@@ -231,6 +231,44 @@ TEST_CASE("the combine's time follows the tile with the most pieces, not only it
                         cost.combine_us_per_piece * pieces));
 }
 
+TEST_CASE("the combine of many split tiles runs its loop in waves of blocks") {
+  // 128 sequences of one new token over 8192 keys, 32 query / 8 KV heads at d = 128: split_kv
+  // cuts each of the 1024 tiles into 8 pieces. A tile's rows (4 query heads x T = 32 rows) reach
+  // both consumer warpgroups, so the combine has 2048 working blocks, 4 waves at 4 a SM.
+  Workload w;
+  w.decoding = true;
+  w.q_lens.assign(128, 1);
+  w.kv_lens.assign(128, 8192);
+  w.num_q_heads = 32;
+  w.num_kv_heads = 8;
+  w.head_dim = 128;
+  w.scheduler = SchedulerKind::SplitKv;
+  w.split_kv_blocks = 8;
+  const sim::CostModel cost = sim::CostModel::builtin(w.cost_profile);
+  REQUIRE(cost.multiprocessors == 132);
+  REQUIRE(cost.combine_blocks_per_sm(128) == 4);
+  const double loop = cost.combine_fixed_us + cost.combine_us_per_piece_one_token * 8;
+  const double waves = std::ceil(2048.0 / (132 * 4));
+  CHECK(sim::replay(w).combine_us == doctest::Approx(cost.cta_launch_us(128) + waves * loop));
+  // One sequence of the batch: one wave.
+  w.q_lens = {1};
+  w.kv_lens = {8192};
+  CHECK(sim::replay(w).combine_us == doctest::Approx(cost.cta_launch_us(128) + loop));
+  // One query head per KV head: T = 128 rows a head, so a one-token tile's rows sit in the first
+  // warpgroup only; 1024 tiles are 1024 blocks, 2 waves.
+  w.q_lens.assign(128, 1);
+  w.kv_lens.assign(128, 8192);
+  w.num_q_heads = 8;
+  REQUIRE(w.decode_tile_tokens() == 128);
+  CHECK(sim::replay(w).combine_us ==
+        doctest::Approx(cost.cta_launch_us(128) + std::ceil(1024.0 / (132 * 4)) * loop));
+  // Other head dims hold the combine's accumulators in more or fewer registers.
+  CHECK(cost.combine_blocks_per_sm(64) == 6);
+  CHECK(cost.combine_blocks_per_sm(256) == 2);
+  CHECK(cost.combine_blocks_per_sm(96) == 4);
+  CHECK(cost.combine_blocks_per_sm(512) == 2);
+}
+
 TEST_CASE("decode tiles read their caches no faster than the HBM: the replay's floor") {
   // 64 sequences of one new token over 8192 keys, 32 query / 8 KV heads at d = 128: every CTA
   // streams, and the tiles' solo costs would end well before 2 GiB of K and V could be read.

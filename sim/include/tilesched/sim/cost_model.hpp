@@ -115,6 +115,13 @@ struct CostModel {
   double combine_fixed_us = 2.2;
   double combine_us_per_piece = 1.0;
   double combine_us_per_piece_one_token = 0.227;
+  // The combine's blocks one SM holds at once, by head dim: 128 threads each, of 78, 128 and 176
+  // registers at d = 64, 128 and 256 (ptxas -v, nvcc 13.0), against an SM's 64K registers. Split
+  // tiles whose blocks outnumber multiprocessors x this run the combine's loop in waves.
+  std::map<u32, u32> combine_ctas_per_sm = {{64, 6}, {128, 4}, {256, 2}};
+  // The entry of `head_dim`, else of the nearest larger head dim (a smaller one holds fewer
+  // accumulators), else the largest one's.
+  u32 combine_blocks_per_sm(u32 head_dim) const;
 
   // Coefficients for `head_dim`: the table entry when present; otherwise linear interpolation
   // between the neighbouring entries, or proportional scaling of the nearest one outside the
@@ -176,7 +183,8 @@ struct CostModel {
   // pieces name their KV block ranges): one launch after the kernel (cta_launch_us), then the
   // longer of its bytes (every piece's partial O and LSE read in fp32, each split tile's rows of
   // O (bf16) and LSE (fp32) written once) at hbm_bytes_per_us and its longest loop over one tile's
-  // pieces (combine_fixed_us and the per-piece costs). 0 when no tile is split.
+  // pieces (combine_fixed_us and the per-piece costs) once per wave of its blocks (one per
+  // warpgroup of rows a split tile owns, combine_ctas_per_sm per SM). 0 when no tile is split.
   double combine_time_us(const Workload& w, const std::vector<TraceEvent>& events) const;
 
   // The least time in which the decode tiles of `events` (those of a decoding workload's
