@@ -143,7 +143,8 @@ __device__ void run_producer(const Params& p, SharedStorage<typename Params::Tra
       });
       if (!early) next = hand_off.schedule(false);
     } else {
-      if (loader) mainloop.load_tile(pipes, o_release, *work, tile_geometry(p, *work), [] {});
+      if (mainloop.issues_loads())
+        mainloop.load_tile(pipes, o_release, *work, tile_geometry(p, *work), [] {});
       next = hand_off.schedule(false);
     }
     work = next;

@@ -113,8 +113,10 @@ __device__ __forceinline__ void warpgroup_gemm(TiledMma& mma, const TA& a, const
   warpgroup_fence_operand(c);
 }
 
-// The producer's loads. The loader (thread 0) issues every TMA copy; the warpgroup's other threads
-// take part only in `between` (the hand-off, which every producer thread joins).
+// The producer's loads. The loader (thread 0) issues every TMA copy, but for a paged cache whose
+// pages are not whole K/V blocks, where every lane of its warp copies a share of each block's
+// boxes; the warpgroup's other threads take part only in `between` (the hand-off, which every
+// producer thread joins).
 template <class Params>
 class MainloopProducer {
   using Traits = typename Params::Traits;
@@ -163,8 +165,14 @@ class MainloopProducer {
         sV_(cute::make_tensor(cute::make_smem_ptr(buffers.v.data()),
                               typename Traits::SmemLayoutKV{})) {}
 
-  // The loads of one tile, issued by the loader: Q and the highest K block, then `between` (in
-  // every thread that called this), then the rest of the K/V blocks in the consumers' order:
+  // Whether this thread issues loads: the loader, and with page_boxes() the rest of its warp.
+  __device__ __forceinline__ bool issues_loads() const {
+    return loader_ || (page_boxes() && threadIdx.x < 32u);
+  }
+
+  // The loads of one tile, issued by the loader (with page_boxes() its warp's lanes join in the
+  // K/V loads: issues_loads()): Q and the highest K block, then `between` (in every thread that
+  // called this), then the rest of the K/V blocks in the consumers' order:
   // QK^T(last), then for each j below it QK^T(j) with PV(j + 1), finally PV(0). Loading K(j)
   // before V(j + 1) keeps the next GEMM's operand first. A piece of a tile (split_tail, split_kv,
   // stream_k) loads its blocks [kv_block_begin, kv_block_end) alike. `release` holds back a V
@@ -174,7 +182,7 @@ class MainloopProducer {
                                             const SeqInfo& work, const TileGeometry& g,
                                             Between&& between) {
     using namespace cute;
-    const bool loads = loader_ && has_work(g);
+    const bool loads = issues_loads() && has_work(g);
     const int kv_head = static_cast<int>(kv_head_of(p_.problem, work.head_idx));
     auto [tQg, tQs] = q_partition(work, g);
     // kClusterM 2: this CTA's half of each block (its rank's), multicast to both CTAs.
@@ -188,12 +196,14 @@ class MainloopProducer {
     const int last = end_kv_block<Params>(g) - 1;
     int block = last;
     if (loads) {
-      producer_acquire(pipes.q, writes_.q, "Q buffer (producer)");
-      if (p_.problem.decoding)
-        load_decode_q(pipes.q.producer_get_barrier(writes_.q), work, g, writes_.q.index());
-      else
-        copy(p_.mainloop.tma_q.with(*pipes.q.producer_get_barrier(writes_.q)), tQg,
-             tQs(_, writes_.q.index()));
+      if (loader_) {
+        producer_acquire(pipes.q, writes_.q, "Q buffer (producer)");
+        if (p_.problem.decoding)
+          load_decode_q(pipes.q.producer_get_barrier(writes_.q), work, g, writes_.q.index());
+        else
+          copy(p_.mainloop.tma_q.with(*pipes.q.producer_get_barrier(writes_.q)), tQg,
+               tQs(_, writes_.q.index()));
+      }
       ++writes_.q;
       load_k(pipes, k_parts, src, block);
     }
@@ -325,80 +335,75 @@ class MainloopProducer {
     int kv_head;
   };
 
+  // A paged cache whose pages are not whole K/V blocks (Problem::page_rows), loaded box by box by
+  // the loader's warp; a cluster's CTAs load halves of whole blocks and take no such cache.
+  __device__ __forceinline__ bool page_boxes() const {
+    return kCluster == 1 && p_.problem.page_rows != 0;
+  }
+
   // Where a tile's K/V block is among kv_partition's blocks (a paged cache's page).
   __device__ __forceinline__ int cached(const KvSource& src, int block) const {
     return kv_block_in_cache(p_.problem, src.prompt, block);
   }
 
-  // A paged cache whose pages are not whole K/V blocks: the cache rows of up to kBoxLookups of a
-  // block's boxes (page_rows keys each, from box `first_box`), their page numbers read together.
-  // Keys past the sequence are not looked up: their boxes start past the cache's last row and
-  // the TMA fills them with zeros (the consumers mask those keys).
-  static constexpr int kBoxLookups = 8;
-  struct BoxRows {
-    std::int32_t row[kBoxLookups];
+  // A paged cache whose pages are not whole K/V blocks: a block is BN / page_rows boxes of
+  // page_rows keys, each from the page that holds it, and the loader's warp shares them out: lane
+  // l copies boxes l, l + 32, ... (kLaneBoxes at most). Its rows in the cache, looked up before the
+  // stage wait so that the page table's latency overlaps it; the 32 lanes' reads of one block's
+  // page numbers are one request, where one thread looking them up a few at a time waited on a
+  // read per few boxes (docs/gpu-performance.md, "Paged caches: the loader's warp shares the
+  // boxes"). Keys past the sequence are not looked up: their boxes start past the cache's last
+  // row and the TMA fills them with zeros (the consumers mask those keys).
+  static constexpr int kLaneBoxes = (Traits::kBlockN + 31) / 32;
+  struct LaneBoxRows {
+    std::int32_t row[kLaneBoxes];
   };
-  __device__ __forceinline__ BoxRows look_up_boxes(const KvSource& src, int block,
-                                                   u32 first_box) const {
+  __device__ __forceinline__ LaneBoxRows look_up_boxes(const KvSource& src, int block) const {
     const Problem& pr = p_.problem;
     const u32 rows = pr.page_rows, page_size = pr.page_size;
+    const u32 boxes = u32(Traits::kBlockN) / rows, lane = threadIdx.x % 32u;
     const std::int32_t* table = pr.page_table + std::size_t(src.prompt) * pr.page_stride;
     const u32 first_key = static_cast<u32>(block) * Traits::kBlockN;
-    // page_rows divides the page size: a box lies in one page, and the next box starts page_rows
-    // further in it or at the next page's first key (one division for the group, not two a box).
-    u32 page = (first_key + first_box * rows) / page_size;
-    u32 in_page = (first_key + first_box * rows) - page * page_size;
-    BoxRows out;
+    LaneBoxRows out;
     CUTE_UNROLL
-    for (int i = 0; i < kBoxLookups; ++i) {
-      const u32 r = (first_box + u32(i)) * rows, key = first_key + r;
+    for (int i = 0; i < kLaneBoxes; ++i) {
+      // page_rows divides the page size and BN: a box lies in one page.
+      const u32 box = lane + 32u * u32(i), key = first_key + box * rows;
       out.row[i] = pr.kv_rows;  // past the cache: zero-filled
-      if (r < u32(Traits::kBlockN) && key < src.kv_len) {
+      if (box < boxes && key < src.kv_len) {
+        const u32 page = key / page_size;
         const std::int64_t cache_row =
-            std::int64_t(__ldg(table + page)) * page_size + in_page;
+            std::int64_t(__ldg(table + page)) * page_size + (key - page * page_size);
         if (cache_row >= 0 && cache_row < pr.kv_rows)
           out.row[i] = static_cast<std::int32_t>(cache_row);
-      }
-      in_page += rows;
-      if (in_page == page_size) {
-        in_page = 0;
-        ++page;
       }
     }
     return out;
   }
 
-  // A K/V block of a paged cache whose pages are not whole K/V blocks, copied into `stage` box by
-  // box: BN / page_rows boxes of page_rows keys, each from the page that holds them, every box in
-  // d / 64 column slices of 128 bytes. A slice's rows go where the whole block's box would put
-  // them (column slice c of the stage's (BN, d) tile starts at row 0 of slice c, BN rows of 128
-  // bytes each; the swizzle is the address's). `first`: the first kBoxLookups boxes' rows, which
-  // load_k and load_v look up before they wait for the block's stage, so that the page table's
-  // latency overlaps the wait (only on the paged path: the unpaged loads stay as they were,
-  // docs/gpu-performance.md, "Page lookups before the stage wait"); the rest are looked up
-  // kBoxLookups at a time before their copies are issued.
+  // This lane's boxes of a K/V block of a paged cache whose pages are not whole K/V blocks, into
+  // `stage`, every box in d / 64 column slices of 128 bytes. A slice's rows go where the whole
+  // block's box would put them (column slice c of the stage's (BN, d) tile starts at row 0 of
+  // slice c, BN rows of 128 bytes each; the swizzle is the address's). Every lane has waited for
+  // the stage and thread 0 has armed its barrier with the whole block's bytes (the __syncwarp
+  // orders that before any lane's copy).
   __device__ __forceinline__ void load_page_rows(const cute::TmaDescriptor& desc, Element* stage,
                                                  std::uint64_t* barrier, const KvSource& src,
-                                                 int block, const BoxRows& first) const {
+                                                 const LaneBoxRows& rows) const {
     constexpr auto layout = typename Traits::SmemLayoutKV{}.layout_b();
     static_assert(row_slices<Traits::kBlockN>(layout) &&
                       layout(cute::make_coord(cute::_0{}, cute::_0{}, cute::_1{})) ==
                           Traits::kBlockN * D,
                   "a stage is d / 64 column slices of BN rows of 64 elements, one after another");
-    const u32 rows = p_.problem.page_rows;
-    const u32 boxes = u32(Traits::kBlockN) / rows;
-    BoxRows group = first;
-    for (u32 b0 = 0;;) {
-      // The copies rolled (the rows from local memory): unrolled, every kernel's binary grew by
-      // a third for a path only paged caches take.
-      const u32 n = min(boxes - b0, u32(kBoxLookups));
-#pragma unroll 1
-      for (u32 i = 0; i < n; ++i)
-        copy_row_slices<Traits::kBlockN>(desc, stage, barrier, (b0 + i) * rows, src.kv_head,
-                                         group.row[i]);
-      b0 += kBoxLookups;
-      if (b0 >= boxes) break;
-      group = look_up_boxes(src, block, b0);
+    __syncwarp();
+    const u32 box_rows = p_.problem.page_rows;
+    const u32 boxes = u32(Traits::kBlockN) / box_rows, lane = threadIdx.x % 32u;
+    CUTE_UNROLL
+    for (int i = 0; i < kLaneBoxes; ++i) {
+      const u32 box = lane + 32u * u32(i);
+      if (box < boxes)
+        copy_row_slices<Traits::kBlockN>(desc, stage, barrier, box * box_rows, src.kv_head,
+                                         rows.row[i]);
     }
   }
 
@@ -415,11 +420,11 @@ class MainloopProducer {
   __device__ __forceinline__ void load_k(Pipelines& pipes, const Parts& k_parts,
                                          const KvSource& src, int block) {
     using namespace cute;
-    if (kCluster == 1 && p_.problem.page_rows != 0) {
-      const BoxRows first = look_up_boxes(src, block, 0);
+    if (page_boxes()) {
+      const LaneBoxRows rows = look_up_boxes(src, block);
       producer_acquire(pipes.k, writes_.k, "K stage (producer)");
       load_page_rows(p_.mainloop.page_rows_k, stage_of(sK_, writes_.k.index()),
-                     pipes.k.producer_get_barrier(writes_.k), src, block, first);
+                     pipes.k.producer_get_barrier(writes_.k), src, rows);
     } else {
       producer_acquire(pipes.k, writes_.k, "K stage (producer)");
       copy(kv_tma(p_.mainloop.tma_k, *pipes.k.producer_get_barrier(writes_.k)),
@@ -439,12 +444,12 @@ class MainloopProducer {
                                          const Parts& v_parts, const KvSource& src, int block,
                                          bool wait_o) {
     using namespace cute;
-    if (kCluster == 1 && p_.problem.page_rows != 0) {
-      const BoxRows first = look_up_boxes(src, block, 0);
+    if (page_boxes()) {
+      const LaneBoxRows rows = look_up_boxes(src, block);
       release.before_v_load(wait_o, static_cast<u32>(writes_.v.index()));
       producer_acquire(pipes.v, writes_.v, "V stage (producer)");
       load_page_rows(p_.mainloop.page_rows_v, stage_of(sV_, writes_.v.index()),
-                     pipes.v.producer_get_barrier(writes_.v), src, block, first);
+                     pipes.v.producer_get_barrier(writes_.v), src, rows);
     } else {
       release.before_v_load(wait_o, static_cast<u32>(writes_.v.index()));
       producer_acquire(pipes.v, writes_.v, "V stage (producer)");
