@@ -36,18 +36,59 @@ TEST_CASE("built-in cost tables equal the shipped data files") {
     CHECK(h200.sharing(d).ctas_per_sm == 1);
     CHECK(h200.resident_ctas(d) == h200.multiprocessors);
   }
-  // The H100 table is the mma.sync kernel's H200 fit slowed by 8 % (lower sustained clocks under
-  // the H100 SXM power limit), to its file's last digit, with the same occupancy and sharing.
-  const sim::CostModel h100 = sim::CostModel::builtin("h100");
-  const sim::CostModel mma_sync = sim::CostModel::builtin("h200_mma_sync");
-  REQUIRE(h100.by_head_dim.size() == mma_sync.by_head_dim.size());
-  for (const auto& [d, k] : mma_sync.by_head_dim) {
+}
+
+TEST_CASE("the h100 table: H100 traces of the shipped d = 128 kernel, contiguous and paged") {
+  // tests/data/h100/cost_fit (NVIDIA H100 80GB HBM3, 2026-12-07, the kernels of d57af51):
+  // record_cost_traces.sh's built-in workloads at d = 128, causal and not, contiguous and over
+  // pages of 64, 16 and 1 keys (2, 8 and 128 TMA boxes a K/V block of 128 keys).
+  const std::string dir = std::string(TILESCHED_TEST_DATA_DIR) + "/h100/cost_fit/h100_d128_";
+  std::vector<Trace> traces;
+  for (const char* mask : {"causal", "none"})
+    for (const char* page : {"", "_page64", "_page16", "_page1"}) {
+      traces.push_back(sim::read_trace(dir + mask + page + ".trace.json.gz"));
+      REQUIRE(traces.back().source == "gpu");
+    }
+  // The contiguous tiles cost what the H200 table says, within 2 % a block: same SM, same clocks
+  // for this compute-bound kernel.
+  std::vector<Trace> contiguous;
+  for (const Trace& t : traces)
+    if (t.workload.page_size == 0) contiguous.push_back(t);
+  REQUIRE(contiguous.size() == 2);
+  const sim::CostCoefficients h100 = sim::fit_cost(contiguous, 128).coefficients;
+  const sim::CostCoefficients h200 = sim::CostModel::builtin("h200").coefficients(128);
+  CHECK(std::abs(h100.us_per_block / h200.us_per_block - 1) < 0.02);
+  CHECK(std::abs(h100.us_per_masked_block / h200.us_per_masked_block - 1) < 0.03);
+  // The paged factor on the per-block costs grows with the boxes a block takes: the TMA unit
+  // copies each box in turn (docs/sim-cost-model.md, "Paged KV caches").
+  sim::CostModel m = sim::CostModel::builtin("h200");
+  m.by_head_dim[128] = h100;
+  const sim::CostModel table = sim::CostModel::builtin("h100");
+  double last = 1;
+  for (const u32 boxes : {2u, 8u, 128u}) {
+    CAPTURE(boxes);
+    const double factor = sim::fit_paged_factor(traces, 128, boxes, m).factor;
+    CHECK(factor > last);
+    last = factor;
+    // The built-in h100 table holds these factors, to the four decimals its file keeps.
+    CHECK(std::abs(table.paged_factor(128, boxes) - factor) <= 6e-5);
+  }
+  CHECK(last > 10);  // pages of one key: over ten times a contiguous block's cost
+  // ... and the d = 128 entry; everything else is the h200 table's.
+  const sim::CostCoefficients k = table.coefficients(128);
+  CHECK(std::abs(k.fixed_us - h100.fixed_us) <= 6e-5);
+  CHECK(std::abs(k.us_per_block - h100.us_per_block) <= 6e-5);
+  CHECK(std::abs(k.us_per_masked_block - h100.us_per_masked_block) <= 6e-5);
+  const sim::CostModel h200_table = sim::CostModel::builtin("h200");
+  for (const u32 d : {64u, 256u}) {
     CAPTURE(d);
-    const sim::CostCoefficients slow = h100.coefficients(d);
-    CHECK(std::abs(slow.fixed_us - 1.08 * k.fixed_us) <= 1e-3);
-    CHECK(std::abs(slow.us_per_block - 1.08 * k.us_per_block) <= 1e-3);
-    CHECK(std::abs(slow.us_per_masked_block - 1.08 * k.us_per_masked_block) <= 1e-3);
-    CHECK(h100.sharing(d) == mma_sync.sharing(d));
+    CHECK(table.coefficients(d) == h200_table.coefficients(d));
+  }
+  for (const u32 d : {64u, 128u, 256u}) {
+    CAPTURE(d);
+    CHECK(table.sharing(d) == h200_table.sharing(d));
+    CHECK(table.cta_launch_us(d) == h200_table.cta_launch_us(d));
+    CHECK(table.paged_factor(d, 8) == (d == 128 ? table.paged_factor(128, 8) : 1.0));
   }
 }
 
