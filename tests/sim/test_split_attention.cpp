@@ -231,17 +231,27 @@ TEST_CASE("the combine's time follows the tile with the most pieces, not only it
                         cost.combine_us_per_piece * pieces));
 }
 
+namespace {
+
+// `batch` sequences of one new token over `keys` keys each, 32 query / 8 KV heads at d = 128.
+Workload one_token_batch(u32 batch, u32 keys) {
+  Workload w;
+  w.decoding = true;
+  w.q_lens.assign(batch, 1);
+  w.kv_lens.assign(batch, keys);
+  w.num_q_heads = 32;
+  w.num_kv_heads = 8;
+  w.head_dim = 128;
+  return w;
+}
+
+}  // namespace
+
 TEST_CASE("the combine of many split tiles runs its loop in waves of blocks") {
   // 128 sequences of one new token over 8192 keys, 32 query / 8 KV heads at d = 128: split_kv
   // cuts each of the 1024 tiles into 8 pieces. A tile's rows (4 query heads x T = 32 rows) reach
   // both consumer warpgroups, so the combine has 2048 working blocks, 4 waves at 4 a SM.
-  Workload w;
-  w.decoding = true;
-  w.q_lens.assign(128, 1);
-  w.kv_lens.assign(128, 8192);
-  w.num_q_heads = 32;
-  w.num_kv_heads = 8;
-  w.head_dim = 128;
+  Workload w = one_token_batch(128, 8192);
   w.scheduler = SchedulerKind::SplitKv;
   w.split_kv_blocks = 8;
   const sim::CostModel cost = sim::CostModel::builtin(w.cost_profile);
@@ -272,13 +282,7 @@ TEST_CASE("the combine of many split tiles runs its loop in waves of blocks") {
 TEST_CASE("decode tiles read their caches no faster than the HBM: the replay's floor") {
   // 64 sequences of one new token over 8192 keys, 32 query / 8 KV heads at d = 128: every CTA
   // streams, and the tiles' solo costs would end well before 2 GiB of K and V could be read.
-  Workload w;
-  w.decoding = true;
-  w.q_lens.assign(64, 1);
-  w.kv_lens.assign(64, 8192);
-  w.num_q_heads = 32;
-  w.num_kv_heads = 8;
-  w.head_dim = 128;
+  Workload w = one_token_batch(64, 8192);
   w.num_ctas = 132;
   const sim::CostModel cost = sim::CostModel::builtin("h200");
   sim::CostModel unbounded = cost;
