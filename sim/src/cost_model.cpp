@@ -511,10 +511,10 @@ namespace {
 // decode_tile_tokens() rows each (SPEC §6): row r is query head r / T's token r % T.
 u32 combine_blocks(const Workload& w, u32 query_rows) {
   constexpr u32 kWarpgroupRows = 64;
+  const u32 tokens = w.decoding ? w.decode_tile_tokens() : w.block_m;
   u32 blocks = 0;
   for (u32 first = 0; first < w.block_m; first += kWarpgroupRows) {
-    const bool owned = w.decoding ? first % w.decode_tile_tokens() < query_rows &&
-                                        first / w.decode_tile_tokens() < w.group_size()
+    const bool owned = w.decoding ? first % tokens < query_rows && first / tokens < w.group_size()
                                   : first < query_rows;
     if (owned) ++blocks;
   }
@@ -535,7 +535,6 @@ double CostModel::combine_time_us(const Workload& w, const std::vector<TraceEven
     u32 pieces = 0;
     u32 rows = 0;
     u32 query_rows = 0;
-    bool one_token = false;
   };
   std::map<u32, Split> split;  // by tile
   for (const TraceEvent& e : events)
@@ -544,14 +543,14 @@ double CostModel::combine_time_us(const Workload& w, const std::vector<TraceEven
       ++s.pieces;
       s.rows = e.query_rows * w.tile_heads(e.head_idx).count;
       s.query_rows = e.query_rows;
-      s.one_token = w.decoding && e.query_rows == 1;
     }
   if (split.empty()) return 0;
   double bytes = 0, loop_us = 0, blocks = 0;
   for (const auto& [tile, s] : split) {
     bytes += double(s.rows) * s.pieces * (w.head_dim + 1) * 4.0;  // the pieces' partial O and LSE
     bytes += double(s.rows) * (w.head_dim * 2.0 + 4.0);           // the tile's O and LSE
-    const double per_piece = s.one_token ? combine_us_per_piece_one_token : combine_us_per_piece;
+    const bool one_token = w.decoding && s.query_rows == 1;
+    const double per_piece = one_token ? combine_us_per_piece_one_token : combine_us_per_piece;
     loop_us = std::max(loop_us, combine_fixed_us + per_piece * s.pieces);
     blocks += combine_blocks(w, s.query_rows);
   }

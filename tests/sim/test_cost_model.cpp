@@ -56,12 +56,13 @@ TEST_CASE("the h100 table: H100 traces of the shipped d = 128 kernel, contiguous
     if (t.workload.page_size == 0) contiguous.push_back(t);
   REQUIRE(contiguous.size() == 2);
   const sim::CostCoefficients h100 = sim::fit_cost(contiguous, 128).coefficients;
-  const sim::CostCoefficients h200 = sim::CostModel::builtin("h200").coefficients(128);
+  const sim::CostModel h200_table = sim::CostModel::builtin("h200");
+  const sim::CostCoefficients h200 = h200_table.coefficients(128);
   CHECK(std::abs(h100.us_per_block / h200.us_per_block - 1) < 0.02);
   CHECK(std::abs(h100.us_per_masked_block / h200.us_per_masked_block - 1) < 0.03);
   // The paged factor on the per-block costs grows with the boxes a block takes: the TMA unit
   // copies each box in turn (docs/sim-cost-model.md, "Paged KV caches").
-  sim::CostModel m = sim::CostModel::builtin("h200");
+  sim::CostModel m = h200_table;
   m.by_head_dim[128] = h100;
   const sim::CostModel table = sim::CostModel::builtin("h100");
   double last = 1;
@@ -79,7 +80,6 @@ TEST_CASE("the h100 table: H100 traces of the shipped d = 128 kernel, contiguous
   CHECK(std::abs(k.fixed_us - h100.fixed_us) <= 6e-5);
   CHECK(std::abs(k.us_per_block - h100.us_per_block) <= 6e-5);
   CHECK(std::abs(k.us_per_masked_block - h100.us_per_masked_block) <= 6e-5);
-  const sim::CostModel h200_table = sim::CostModel::builtin("h200");
   for (const u32 d : {64u, 256u}) {
     CAPTURE(d);
     CHECK(table.coefficients(d) == h200_table.coefficients(d));
