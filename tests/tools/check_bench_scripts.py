@@ -284,6 +284,23 @@ echo "makespan         4228 us                              4221 us"
     expect("--clusters always" in ran, f"sanitize_set.sh never ran the cluster kernel: {ran}")
     expect("--decode " in ran and "--new-tokens 8" in ran,
            f"sanitize_set.sh never ran the decode tiles: {ran}")
+    # A pattern keeps the runs whose name matches it, and nothing else runs; one that matches
+    # nothing, or is no valid regular expression, is refused.
+    os.remove(calls)
+    p = subprocess.run(["bash", script, fake_ts, os.path.join(scratch, "san_p"), "paged"],
+                       capture_output=True, text=True, env=env)
+    expect(p.returncode == 0 and "clean: 6 of 6" in p.stdout,
+           f"sanitize_set.sh paged: {p.returncode} {p.stdout[-300:]} {p.stderr}")
+    with open(calls) as f:
+        ran = f.read().splitlines()
+    expect(len(ran) == 6 and all("--page-size" in r for r in ran),
+           f"sanitize_set.sh paged ran other runs: {ran}")
+    for pattern, message in (("no_such_run", "matches no run"),
+                             ("(", "is not a valid extended regular expression")):
+        p = subprocess.run(["bash", script, fake_ts, os.path.join(scratch, "san_q"), pattern],
+                           capture_output=True, text=True, env=env)
+        expect(p.returncode == 2 and message in p.stderr,
+               f"sanitize_set.sh pattern {pattern!r}: {p.returncode} {p.stderr}")
     print("ok: grid_rounds.py, gpu_bench.py's table rows, ncu_summary.py, ragged_mix.py, "
           "record_cost_traces.sh, sanitize_set.sh and the argument checks of the device scripts")
 

@@ -12,12 +12,19 @@
 # when the tool exits 0, its summary says "0 errors" (racecheck: "0 hazards displayed") and the run
 # prints `run: OK`.
 # One line per run, the logs in OUT_DIR, then "clean: N of M"; exit 1 if any run is not clean.
-#   tools/bench/sanitize_set.sh TILESCHED_BINARY OUT_DIR
+# PATTERN (an extended regular expression) keeps only the runs whose name matches it, e.g.
+# 'paged' for the paged caches' runs; it is an error when it matches none.
+#   tools/bench/sanitize_set.sh TILESCHED_BINARY OUT_DIR [PATTERN]
 set -uo pipefail
-usage="usage: sanitize_set.sh TILESCHED_BINARY OUT_DIR"
-[ $# -eq 2 ] || { echo "sanitize_set.sh: $usage" >&2; exit 2; }
+usage="usage: sanitize_set.sh TILESCHED_BINARY OUT_DIR [PATTERN]"
+[ $# -eq 2 ] || [ $# -eq 3 ] || { echo "sanitize_set.sh: $usage" >&2; exit 2; }
 bin=$1
 out=$2
+pattern=${3:-}
+if [ -n "$pattern" ]; then
+  grep -qE -- "$pattern" <<<"" 2>/dev/null; [ $? -le 1 ] ||
+    { echo "sanitize_set.sh: PATTERN '$pattern' is not a valid extended regular expression" >&2; exit 2; }
+fi
 [ -x "$bin" ] || { echo "sanitize_set.sh: '$bin' is not an executable tilesched binary" >&2; exit 2; }
 command -v compute-sanitizer >/dev/null ||
   { echo "sanitize_set.sh: compute-sanitizer not found on PATH (it comes with the CUDA toolkit)" >&2; exit 2; }
@@ -29,6 +36,7 @@ clean=0
 check() {  # NAME TOOL, then the run's flags
   local name=$1 tool=$2
   shift 2
+  if [ -n "$pattern" ] && ! grep -qE -- "$pattern" <<<"$name"; then return; fi
   local log="$out/$name.log"
   compute-sanitizer --tool "$tool" "$bin" run "$@" >"$log" 2>&1
   local rc=$?
@@ -87,5 +95,6 @@ done
 check "memcheck_decode_paged16_d64" memcheck "${decode[@]}" --head-dim 64 --scheduler tile --page-size 16
 check "racecheck_lpt_queued_d128" racecheck "${ragged[@]}" --head-dim 128 --scheduler lpt_queued
 check "initcheck_tile_d256" initcheck "${ragged[@]}" --head-dim 256 --scheduler tile
+[ "$runs" -gt 0 ] || { echo "sanitize_set.sh: PATTERN '$pattern' matches no run" >&2; exit 2; }
 echo "clean: $clean of $runs"
 [ "$clean" -eq "$runs" ]
