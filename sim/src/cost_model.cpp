@@ -559,17 +559,19 @@ double CostModel::combine_time_us(const Workload& w, const std::vector<TraceEven
   return cta_launch_us(w.head_dim) + std::max(bytes / hbm_bytes_per_us, waves * loop_us);
 }
 
+double stream_bytes(const Workload& w, const TraceEvent& e) {
+  if (!w.decoding || e.prompt_idx >= w.batch_size() || w.q_lens[e.prompt_idx] > kMaxDecodeTokens)
+    return 0;
+  const std::uint64_t kv = w.key_len(e.prompt_idx);
+  const std::uint64_t first = std::uint64_t(e.kv_block_begin) * w.block_n;
+  const std::uint64_t end =
+      std::min<std::uint64_t>(first + std::uint64_t(e.kv_blocks) * w.block_n, kv);
+  return end > first ? double(end - first) * w.head_dim * 2.0 * 2.0 : 0.0;  // K and V, bf16
+}
+
 double CostModel::decode_stream_us(const Workload& w, const std::vector<TraceEvent>& events) const {
-  if (!w.decoding) return 0;
   double bytes = 0;
-  for (const TraceEvent& e : events) {
-    if (e.prompt_idx >= w.batch_size() || w.q_lens[e.prompt_idx] > kMaxDecodeTokens) continue;
-    const std::uint64_t kv = w.key_len(e.prompt_idx);
-    const std::uint64_t first = std::uint64_t(e.kv_block_begin) * w.block_n;
-    const std::uint64_t end =
-        std::min<std::uint64_t>(first + std::uint64_t(e.kv_blocks) * w.block_n, kv);
-    if (end > first) bytes += double(end - first) * w.head_dim * 2.0 * 2.0;  // K and V, bf16
-  }
+  for (const TraceEvent& e : events) bytes += stream_bytes(w, e);
   return bytes / hbm_bytes_per_us;
 }
 

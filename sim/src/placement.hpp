@@ -12,6 +12,12 @@
 // - Co-resident CTAs share their SM (processor sharing): while k CTAs of an SM are busy each
 //   progresses at SmSharing::rate(k) of its solo speed, so a tile's end depends on what its
 //   neighbours run. With one busy CTA on an SM a tile takes exactly its solo time.
+// - Tiles that stream their K and V from HBM (decode tiles, CostModel::stream_bytes) share the
+//   device's bandwidth: a streaming tile runs its fixed part first, then its blocks, during which
+//   it asks stream_bytes / stream_us bytes a microsecond of its solo speed; while the tiles
+//   streaming at once ask more than hbm_bytes_per_us in all, each of them progresses at the
+//   bandwidth over their demand (processor sharing of the HBM). A tile's fixed part (its Q, its
+//   epilogue, the hand-off) takes no share: it runs at its SM's rate whatever the others stream.
 // - A CTA asks for its next tile when it starts and whenever its tile ends; CTAs that ask at the
 //   same time ask in CTA id order (the queued scheduler's fetch order depends on it). Same inputs,
 //   same trace.
@@ -31,6 +37,8 @@ struct SlotLayout {
   u32 slots = 1;             // CTAs resident at once
   SmSharing sharing;         // how busy CTAs on one SM progress
   double cta_launch_us = 0;  // from a slot's CTA exit to the start of the next CTA in it
+  // The HBM bandwidth streaming tiles share, bytes per µs (CostModel::hbm_bytes_per_us).
+  double hbm_bytes_per_us = 0;
 };
 
 // The layout for a workload: the workload's resident_ctas when it sets one, else the profile's
@@ -46,10 +54,13 @@ struct CtaTurn {
 };
 
 // The tile a CTA processes next: its event (the placement fills in cta, step, start, end and
-// sm_id) and how long it takes alone on an SM.
+// sm_id) and how long it takes alone on an SM: solo_us, of which the last stream_us stream
+// stream_bytes of K and V from HBM (0 for a tile that reads them through the L2).
 struct PlacedTile {
   TraceEvent event;
   double solo_us = 0;
+  double stream_us = 0;
+  double stream_bytes = 0;
 };
 
 // Fills `tile` and returns true, or returns false when the CTA exits.

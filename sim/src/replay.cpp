@@ -33,6 +33,9 @@ struct ReplayContext {
     if (s.is_piece()) e.kv_block_begin = std::min(s.kv_block_begin, whole.kv_blocks);
     e.kv_blocks = c.kv_blocks;
     p.solo_us = k.tile_time_us(c);
+    // A decode tile's blocks stream from HBM after its fixed part, sharing the bandwidth.
+    p.stream_bytes = stream_bytes(w, e);
+    if (p.stream_bytes > 0) p.stream_us = p.solo_us - k.fixed_us;
     return p;
   }
 };
@@ -88,22 +91,6 @@ void replay_grid(const ReplayContext& ctx, const Sched& sched, const detail::Slo
   detail::place_ctas(layout, t.launched_ctas, next, t.events);
 }
 
-// A trace whose last tile ends before `floor_us` (the time its decode tiles need to read their
-// caches from HBM, CostModel::decode_stream_us) is stretched to end then: every tile's start and
-// end scaled by the same factor. The tiles' costs are each CTA's alone; with every CTA streaming
-// at once they share the device's bandwidth, and each slows alike. Uniform scaling keeps the
-// order of every start and end, so the schedule a dynamic scheduler hands out is unchanged.
-void stretch_to_hbm_floor(Trace& t, double floor_us) {
-  double makespan = 0;
-  for (const TraceEvent& e : t.events) makespan = std::max(makespan, e.end_us);
-  if (makespan <= 0 || makespan >= floor_us) return;
-  const double f = floor_us / makespan;
-  for (TraceEvent& e : t.events) {
-    e.start_us *= f;
-    e.end_us *= f;
-  }
-}
-
 }  // namespace
 
 Trace replay(const Workload& w, const CostModel& cost) {
@@ -130,7 +117,6 @@ Trace replay(const Workload& w, const CostModel& cost) {
     reset_counter(sched, counter_value, 0);
     replay_grid(ctx, sched, layout, t);
   });
-  stretch_to_hbm_floor(t, cost.decode_stream_us(w, t.events));
   t.combine_us = cost.combine_time_us(w, t.events);
   return t;
 }

@@ -139,10 +139,10 @@ TEST_CASE("the H100 serving suite: decode tiles and their pieces replay to their
   check_replays(traces, planned_with);
 }
 
-// The HBM floor at the bandwidth of the device that ran (`report --hbm-gbps`): the H100's
+// The decode tiles share the bandwidth of the device that ran (`report --hbm-gbps`): the H100's
 // 3.35 TB/s predicts its decode makespans far better than the profile's H200 4.8 TB/s
 // (docs/prediction-report.md, "The serving suite on an H100").
-TEST_CASE("the H100 serving suite: the HBM floor at the H100's bandwidth") {
+TEST_CASE("the H100 serving suite: decode tiles share the H100's bandwidth") {
   const cli::SuiteResults results = cli::read_suite_results(TILESCHED_SERVING_DATA_DIR);
   sim::CostModel cost = sim::CostModel::builtin("h200");
   const auto at_h200 = errors_by_strategy(results, cost);

@@ -104,7 +104,7 @@ struct CostModel {
   std::map<u32, double> cta_launch_us_by_head_dim;
   // The device's HBM bandwidth, bytes per µs: 4.8 TB/s, the H200's (the built-in profiles'
   // device), for every table (files do not carry it). The combine of split tiles streams at it,
-  // and decode tiles together read their caches no faster (decode_stream_us).
+  // and the decode tiles streaming at once share it (the replay's placement).
   double hbm_bytes_per_us = 4.8e6;
   // The combine of split tiles (combine_time_us): each of its CTAs adds one split tile's pieces
   // one after another, so at decode sizes its longest loop, not its bytes, sets its time:
@@ -187,12 +187,10 @@ struct CostModel {
   // warpgroup of rows a split tile owns, combine_ctas_per_sm per SM). 0 when no tile is split.
   double combine_time_us(const Workload& w, const std::vector<TraceEvent>& events) const;
 
-  // The least time in which the decode tiles of `events` (those of a decoding workload's
-  // sequences of at most kMaxDecodeTokens new tokens, whole or in pieces) read their K and V
-  // from HBM: their keys' bf16 K and V at hbm_bytes_per_us. Each (sequence, KV head)'s cache is
-  // read once, by one tile or its pieces, so no cache holds it for another tile. 0 for any other
-  // workload. The replay stretches a trace that ends sooner to it (docs/sim-cost-model.md, "The
-  // HBM floor of decode tiles").
+  // The least time in which the decode tiles of `events` read their K and V from HBM: the sum
+  // of their stream_bytes at hbm_bytes_per_us. 0 for a workload without decode tiles. No replay
+  // ends sooner: its streaming tiles share the bandwidth (docs/sim-cost-model.md, "Decode tiles
+  // share the HBM").
   double decode_stream_us(const Workload& w, const std::vector<TraceEvent>& events) const;
 
   // A compiled-in profile: one of the sim/data cost files that sim/CMakeLists.txt lists, by the
@@ -224,6 +222,13 @@ struct CostModel {
 // different sizes: BN 64 (a.json) and BN 128 (b.json)", naming the first trace of each, by
 // `names` where given, else by index) when they differ, or when there are none.
 u32 traces_block_n(const std::vector<Trace>& traces, const std::vector<std::string>& names = {});
+
+// The bytes of K and V the tile or piece of event `e` streams from HBM: its keys' bf16 K and V
+// (past the sequence's end none) when it is a decode tile (a decoding workload's sequence of at
+// most kMaxDecodeTokens new tokens), 0 otherwise. A decode tile reads its (sequence, KV head)'s
+// cache once, by itself or with the tile's other pieces, so no cache serves it from the L2; a
+// prefill tile reads its K and V blocks many times over, through the L2.
+double stream_bytes(const Workload& w, const TraceEvent& e);
 
 // The KV-block counts of a trace event, recomputed from its workload (SPEC §7). A faithful-mode
 // tile at or past its sequence's end counts every key of its sequence, as upstream would process
