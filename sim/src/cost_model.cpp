@@ -98,7 +98,7 @@ CostCoefficients per_block_scaled(const CostCoefficients& c, u32 keys, u32 table
   return CostCoefficients{c.fixed_us, c.us_per_block * f, c.us_per_masked_block * f};
 }
 
-constexpr u32 kCostFormatVersion = 7;
+constexpr u32 kCostFormatVersion = 8;
 
 // A field of a cost file and the version that added it: a file holds only the fields of its
 // version, and a field of a later version in an earlier file is an unknown field.
@@ -109,12 +109,12 @@ struct VersionedField {
 // The top level's fields and a head_dims entry's, in the order errors list them.
 constexpr VersionedField kTableFields[] = {
     {"format", 1}, {"version", 1}, {"device", 1},  {"units", 1},    {"note", 1},
-    {"sms", 2},    {"l2_bytes", 2}, {"block_n", 5}, {"head_dims", 1}};
+    {"sms", 2},    {"l2_bytes", 2}, {"block_n", 5}, {"hbm_gbps", 8}, {"head_dims", 1}};
 constexpr VersionedField kEntryFields[] = {
     {"fixed_us", 1},      {"us_per_block", 1}, {"us_per_masked_block", 1},
     {"ctas_per_sm", 2},   {"shared_rates", 2}, {"cta_launch_us", 3},
     {"block_m", 4},       {"tile_heights", 4}, {"schedulers", 6},
-    {"paged", 7}};
+    {"paged", 7},         {"us_per_saved_row", 8}};
 
 // The names of `fields` a file of `version` may hold.
 template <std::size_t N>
@@ -221,6 +221,17 @@ SmSharing CostModel::sharing(u32 head_dim) const {
   const auto at_or_above = sharing_by_head_dim.lower_bound(head_dim);
   if (at_or_above != sharing_by_head_dim.end()) return at_or_above->second;
   return sharing_by_head_dim.rbegin()->second;
+}
+
+double CostModel::saved_row_us(u32 head_dim) const {
+  if (saved_row_us_by_head_dim.empty()) return 0;
+  const auto hi = saved_row_us_by_head_dim.lower_bound(head_dim);
+  if (hi != saved_row_us_by_head_dim.end() && hi->first == head_dim) return hi->second;
+  if (hi == saved_row_us_by_head_dim.begin()) return hi->second * head_dim / hi->first;
+  const auto lo = std::prev(hi);
+  if (hi == saved_row_us_by_head_dim.end()) return lo->second * head_dim / lo->first;
+  const double f = double(head_dim - lo->first) / double(hi->first - lo->first);
+  return lo->second + f * (hi->second - lo->second);
 }
 
 double CostModel::cta_launch_us(u32 head_dim) const {
@@ -352,6 +363,12 @@ CostModel CostModel::from_json(const json& j) {
       fail("block_n",
            fmt::format("must be in 1..{} (keys per KV block), got {}", kMaxBlockN, m.block_n));
   }
+  if (version >= 8 && j.contains("hbm_gbps")) {
+    const double gbps = as_double(j["hbm_gbps"], "hbm_gbps");
+    const std::string problem = hbm_bandwidth_problem(gbps);
+    if (!problem.empty()) fail("hbm_gbps", problem);
+    m.hbm_bytes_per_us = gbps * 1e3;  // GB/s = 1e3 bytes per us
+  }
   if (version >= 2) {
     m.multiprocessors = as_u32(require(j, "sms", ""), "sms");
     if (m.multiprocessors == 0 || m.multiprocessors > 100000) fail("sms", "must be in 1..100000");
@@ -405,6 +422,13 @@ CostModel CostModel::from_json(const json& j) {
       std::map<u32, double> factors = paged_from_json(it.value()["paged"], prefix + "paged");
       if (!factors.empty()) m.paged_by_head_dim[d] = std::move(factors);
     }
+    if (version >= 8 && it.value().contains("us_per_saved_row")) {
+      const std::string field = prefix + "us_per_saved_row";
+      const double us = as_double(it.value()["us_per_saved_row"], field);
+      const std::string problem = saved_row_problem(us);
+      if (!problem.empty()) fail(field, problem);
+      m.saved_row_us_by_head_dim[d] = us;
+    }
     if (version >= 3 && it.value().contains("cta_launch_us")) {
       const std::string field = prefix + "cta_launch_us";
       const double us = as_double(it.value()["cta_launch_us"], field);
@@ -439,6 +463,8 @@ json CostModel::to_json() const {
       for (const auto& [kind, c] : kinds->second) k[to_string(kind)] = coefficients_to_json(c);
       entry["schedulers"] = k;
     }
+    const auto saved = saved_row_us_by_head_dim.find(d);
+    if (saved != saved_row_us_by_head_dim.end()) entry["us_per_saved_row"] = saved->second;
     const auto paged = paged_by_head_dim.find(d);
     if (paged != paged_by_head_dim.end() && !paged->second.empty()) {
       json p = json::object();
@@ -460,11 +486,14 @@ json CostModel::to_json() const {
        "of a scheduler kind's own kernel at the entry's height; a KV block is block_n keys where "
        "given (a workload of another BN: per-block costs scaled by BN / block_n); paged: the "
        "factor on the per-block costs of a paged cache whose K/V blocks load as that many TMA "
-       "boxes"},
+       "boxes; us_per_saved_row: what a piece of a split tile takes beyond a tile of its blocks, "
+       "per query row it saves for the combine; hbm_gbps: the HBM bandwidth the decode tiles "
+       "streaming at once share (absent: 4800)"},
       {"sms", multiprocessors},
       {"l2_bytes", l2_bytes},
       {"head_dims", dims}};
   if (block_n != 0) out["block_n"] = block_n;
+  if (hbm_bytes_per_us != kDefaultHbmBytesPerUs) out["hbm_gbps"] = hbm_bytes_per_us / 1e3;
   return out;
 }
 
@@ -541,7 +570,7 @@ double CostModel::combine_time_us(const Workload& w, const std::vector<TraceEven
     if (processes_part(e, whole_tile_cost(w, e))) {
       Split& s = split[e.linear_idx];
       ++s.pieces;
-      s.rows = e.query_rows * w.tile_heads(e.head_idx).count;
+      s.rows = tile_output_rows(w, e);
       s.query_rows = e.query_rows;
     }
   if (split.empty()) return 0;
@@ -557,6 +586,10 @@ double CostModel::combine_time_us(const Workload& w, const std::vector<TraceEven
   const double slots = double(multiprocessors) * combine_blocks_per_sm(w.head_dim);
   const double waves = std::ceil(blocks / slots);
   return cta_launch_us(w.head_dim) + std::max(bytes / hbm_bytes_per_us, waves * loop_us);
+}
+
+u32 tile_output_rows(const Workload& w, const TraceEvent& e) {
+  return e.query_rows * w.tile_heads(e.head_idx).count;
 }
 
 double stream_bytes(const Workload& w, const TraceEvent& e) {

@@ -16,7 +16,8 @@ struct ReplayContext {
   const Workload& w;
   TileSummary summary;
   CostCoefficients k;
-  bool faithful_rows;  // static tile scheduler in faithful mode: upstream's row count
+  double saved_row_us;  // CostModel::saved_row_us at the workload's head dim
+  bool faithful_rows;   // static tile scheduler in faithful mode: upstream's row count
 
   // The tile at index `idx` with its KV-block counts and its time alone on an SM.
   detail::PlacedTile tile(u32 idx, const SeqInfo& s) const {
@@ -32,10 +33,12 @@ struct ReplayContext {
     const TileCost c = s.is_piece() ? piece_cost(whole, s.kv_block_begin, s.kv_block_end) : whole;
     if (s.is_piece()) e.kv_block_begin = std::min(s.kv_block_begin, whole.kv_blocks);
     e.kv_blocks = c.kv_blocks;
-    p.solo_us = k.tile_time_us(c);
+    // A piece saves its rows' partial state for the combine, beside its tile's fixed part.
+    const double save_us = s.is_piece() ? saved_row_us * tile_output_rows(w, e) : 0.0;
+    p.solo_us = k.tile_time_us(c) + save_us;
     // A decode tile's blocks stream from HBM after its fixed part, sharing the bandwidth.
     p.stream_bytes = stream_bytes(w, e);
-    if (p.stream_bytes > 0) p.stream_us = p.solo_us - k.fixed_us;
+    if (p.stream_bytes > 0) p.stream_us = p.solo_us - (k.fixed_us + save_us);
     return p;
   }
 };
@@ -99,7 +102,7 @@ Trace replay(const Workload& w, const CostModel& cost) {
   const std::vector<u32> q_offsets = w.q_row_offsets();
   const SchedulePlan plan = plan_schedule(w, cost);
   const ReplayContext ctx{
-      w, w.summary(q_offsets.data()), cost.coefficients(w),
+      w, w.summary(q_offsets.data()), cost.coefficients(w), cost.saved_row_us(w.head_dim),
       w.scheduler == SchedulerKind::Tile && w.ragged_mode == RaggedMode::Faithful};
 
   const detail::SlotLayout layout = detail::slot_layout(w, cost);

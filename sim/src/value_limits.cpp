@@ -46,6 +46,20 @@ std::string paged_factor_problem(double factor) {
   return {};
 }
 
+std::string saved_row_problem(double us) {
+  return microseconds_problem(us, kMaxSavedRowUs,
+                              "(one millisecond) a piece takes to save one row of its partial "
+                              "output");
+}
+
+std::string hbm_bandwidth_problem(double gbps) {
+  if (!(std::isfinite(gbps) && gbps >= kMinHbmGbps && gbps <= kMaxHbmGbps))
+    return fmt::format(
+        "must be the HBM bandwidth in {:g}..{:g} GB/s (an H100 SXM's is 3350), got {:g}",
+        kMinHbmGbps, kMaxHbmGbps, gbps);
+  return {};
+}
+
 std::string sm_id_problem(std::int64_t sm_id, u32 launched_ctas) {
   if (sm_id == -1 || (sm_id >= 0 && (sm_id < kMaxSmCount || sm_id < std::int64_t(launched_ctas))))
     return {};

@@ -268,7 +268,7 @@ TEST_CASE("the d = 64 kernel with 192-row tiles: its traces and the table's tile
 TEST_CASE("version 4 cost tables: tile heights") {
   using nlohmann::json;
   const json good = sim::CostModel::builtin("h200").to_json();
-  REQUIRE(good["version"] == 7);
+  REQUIRE(good["version"] == 8);
   const sim::CostModel m = sim::CostModel::from_json(good);
   const sim::CostCoefficients own = m.coefficients(64);
   const sim::CostCoefficients tall = m.coefficients(64, 192);
@@ -346,7 +346,7 @@ TEST_CASE("version 6 cost tables: a scheduler kind's own kernel") {
   m.by_scheduler[128][SchedulerKind::Queued] = queued;
   m.by_scheduler[64][SchedulerKind::LptQueued] = {2.0, 1.0, 1.5};
   const json good = m.to_json();
-  REQUIRE(good["version"] == 7);
+  REQUIRE(good["version"] == 8);
   CHECK(good["head_dims"]["128"]["schedulers"]["queued"]["fixed_us"] == 3.0);
   const sim::CostModel back = sim::CostModel::from_json(good);
   CHECK(back.by_scheduler == m.by_scheduler);
@@ -687,7 +687,7 @@ TEST_CASE("version 2 and 3 cost tables: device, sharing and launch fields are ch
   CHECK(contains(error([&](json& j) { two_per_sm(j, {1.2}); }),
                  "'head_dims.128.shared_rates[0]': must be in (0, 1], got 1.2"));
   CHECK(contains(error([&](json& j) { two_per_sm(j, {0}); }), "must be in (0, 1]"));
-  CHECK(contains(error([](json& j) { j["version"] = 8; }), "unsupported cost table version 8"));
+  CHECK(contains(error([](json& j) { j["version"] = 9; }), "unsupported cost table version 9"));
   // The CTA launch came with version 3.
   CHECK(contains(error([](json& j) {
                    j["version"] = 2;
@@ -719,7 +719,7 @@ TEST_CASE("the CTA launch: read, checked, looked up between head dims, written b
   const sim::CostModel back = sim::CostModel::from_json(m.to_json());
   for (const u32 d : {32u, 64u, 96u, 128u, 256u, 512u})
     CHECK(back.cta_launch_us(d) == m.cta_launch_us(d));
-  CHECK(m.to_json()["version"] == 7);
+  CHECK(m.to_json()["version"] == 8);
 
   const auto error = [&](const json& launch) {
     json bad = j;
@@ -936,7 +936,7 @@ TEST_CASE("a cost table's KV block: read and written, and a workload of another 
   // The built-in files predate version 5: their traces counted blocks of 128 keys.
   CHECK(h200.block_n == 128);
   json j = h200.to_json();
-  CHECK(j["version"] == 7);
+  CHECK(j["version"] == 8);
   CHECK(j["block_n"] == 128);
   j["block_n"] = 64;
   CHECK(sim::CostModel::from_json(j).block_n == 64);
@@ -1016,7 +1016,7 @@ TEST_CASE("version 7 cost tables: the paged factor on the per-block costs") {
   CHECK(m.paged_by_head_dim.empty());
   m.paged_by_head_dim[128] = {{1, 1.05}, {8, 1.4}, {128, 3.0}};
   const json good = m.to_json();
-  REQUIRE(good["version"] == 7);
+  REQUIRE(good["version"] == 8);
   CHECK(good["head_dims"]["128"]["paged"] == json{{"1", 1.05}, {"8", 1.4}, {"128", 3.0}});
   CHECK_FALSE(good["head_dims"]["64"].contains("paged"));
   const sim::CostModel back = sim::CostModel::from_json(good);
@@ -1085,6 +1085,89 @@ TEST_CASE("version 7 cost tables: the paged factor on the per-block costs") {
   CHECK(contains(error([&](json& j) { paged_of(j)["8"] = "1.4"; }), "'head_dims.128.paged.8'"));
   // The paged factor came with version 7: an earlier file with it has an unknown field.
   CHECK(contains(error([](json& j) { j["version"] = 6; }), "'head_dims.128.paged': unknown field"));
+}
+
+TEST_CASE("version 8 cost tables: the HBM bandwidth and the rows a piece saves") {
+  using nlohmann::json;
+  sim::CostModel m = sim::CostModel::builtin("h200");
+  // The shipped H200 table has neither: the nominal bandwidth, pieces costed as tiles.
+  CHECK(m.hbm_bytes_per_us == sim::CostModel::kDefaultHbmBytesPerUs);
+  CHECK(m.saved_row_us_by_head_dim.empty());
+  CHECK(m.saved_row_us(128) == 0);
+  CHECK_FALSE(m.to_json().contains("hbm_gbps"));
+  m.hbm_bytes_per_us = 3.22e6;
+  m.saved_row_us_by_head_dim[128] = 0.02;
+  const json good = m.to_json();
+  REQUIRE(good["version"] == 8);
+  CHECK(good["hbm_gbps"] == 3220.0);
+  CHECK(good["head_dims"]["128"]["us_per_saved_row"] == 0.02);
+  CHECK_FALSE(good["head_dims"]["64"].contains("us_per_saved_row"));
+  const sim::CostModel back = sim::CostModel::from_json(good);
+  CHECK(back.hbm_bytes_per_us == 3.22e6);
+  CHECK(back.saved_row_us_by_head_dim == m.saved_row_us_by_head_dim);
+  CHECK(back.to_json() == good);
+
+  // Entries as given; between them linear; outside, the nearest scaled with the head dim (a row's
+  // state grows with it).
+  CHECK(back.saved_row_us(128) == 0.02);
+  CHECK(back.saved_row_us(64) == doctest::Approx(0.01));
+  CHECK(back.saved_row_us(256) == doctest::Approx(0.04));
+  CHECK(back.piece_save_us(128, 128) == doctest::Approx(2.56));
+  sim::CostModel two = back;
+  two.saved_row_us_by_head_dim = {{64, 0.01}, {256, 0.05}};
+  CHECK(two.saved_row_us(128) == doctest::Approx(0.01 + 0.04 / 3));
+  CHECK(two.saved_row_us(32) == doctest::Approx(0.005));
+  CHECK(two.saved_row_us(512) == doctest::Approx(0.1));
+
+  // The replay: a piece of a split tile takes a tile of its blocks plus its rows' save; a whole
+  // tile what it took before.
+  Workload w = sim::default_workload();
+  w.scheduler = SchedulerKind::SplitKv;
+  const sim::CostCoefficients k = back.coefficients(w);
+  const Trace t = sim::replay(w, back);
+  std::size_t pieces = 0;
+  for (const TraceEvent& e : t.events) {
+    const TileCost c = sim::event_tile_cost(w, e);
+    const bool piece = sim::processes_part(e, sim::whole_tile_cost(w, e));
+    pieces += piece ? 1 : 0;
+    CHECK(e.end_us - e.start_us ==
+          doctest::Approx(k.tile_time_us(c) + (piece ? 0.02 * e.query_rows : 0.0)));
+  }
+  CHECK(pieces > 0);
+  CHECK(sim::tile_output_rows(w, t.events.front()) == t.events.front().query_rows);
+  Workload decode = w;
+  decode.decoding = true;
+  decode.q_lens = {8};
+  decode.kv_lens = {4096};
+  const Trace d = sim::replay(decode, back);
+  REQUIRE_FALSE(d.events.empty());
+  CHECK(sim::tile_output_rows(decode, d.events.front()) == 8 * decode.group_size());
+
+  const auto error = [&](const std::function<void(json&)>& edit) {
+    json j = good;
+    edit(j);
+    return invalid_argument_text([&] { sim::CostModel::from_json(j); });
+  };
+  CHECK(contains(error([](json& j) { j["hbm_gbps"] = 0; }),
+                 "field 'hbm_gbps': must be the HBM bandwidth in 1..100000 GB/s (an H100 SXM's is "
+                 "3350), got 0"));
+  CHECK(contains(error([](json& j) { j["hbm_gbps"] = 3.35e12; }), "field 'hbm_gbps'"));
+  CHECK(contains(error([](json& j) { j["hbm_gbps"] = "3350"; }), "field 'hbm_gbps'"));
+  CHECK(error([](json& j) { j["hbm_gbps"] = 100000; }) == "<no exception>");
+  const auto saved_of = [](json& j) -> json& { return j["head_dims"]["128"]["us_per_saved_row"]; };
+  CHECK(contains(error([&](json& j) { saved_of(j) = -0.01; }),
+                 "field 'head_dims.128.us_per_saved_row': must not be negative, got -0.01"));
+  CHECK(contains(error([&](json& j) { saved_of(j) = 2000.0; }),
+                 "field 'head_dims.128.us_per_saved_row': 2000 us is more than the 1000 us (one "
+                 "millisecond) a piece takes to save one row of its partial output"));
+  CHECK(error([&](json& j) { saved_of(j) = 0.0; }) == "<no exception>");
+  // Both came with version 8: an earlier file with either has an unknown field.
+  CHECK(contains(error([](json& j) { j["version"] = 7; }), "'hbm_gbps': unknown field"));
+  CHECK(contains(error([](json& j) {
+                   j["version"] = 7;
+                   j.erase("hbm_gbps");
+                 }),
+                 "'head_dims.128.us_per_saved_row': unknown field"));
 }
 
 TEST_CASE("fit learns the paged factor per head dim and box count against the contiguous costs") {

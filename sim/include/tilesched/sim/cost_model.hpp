@@ -102,10 +102,17 @@ struct CostModel {
   // transient grid for every CTA after the first wave, a persistent grid of C <= slots never.
   // Empty (version 1 and 2 files): CTAs start the moment a slot frees.
   std::map<u32, double> cta_launch_us_by_head_dim;
-  // The device's HBM bandwidth, bytes per µs: 4.8 TB/s, the H200's (the built-in profiles'
-  // device), for every table (files do not carry it). The combine of split tiles streams at it,
-  // and the decode tiles streaming at once share it (the replay's placement).
-  double hbm_bytes_per_us = 4.8e6;
+  // The device's HBM bandwidth, bytes per µs: what a table gives (hbm_gbps, version 8: fitted
+  // to decode traces of the device), else 4.8 TB/s, the H200's nominal. The decode tiles
+  // streaming at once share it (the replay's placement), and the combine of split tiles streams
+  // at it.
+  static constexpr double kDefaultHbmBytesPerUs = 4.8e6;
+  double hbm_bytes_per_us = kDefaultHbmBytesPerUs;
+  // What a piece of a split tile takes beyond a tile of its blocks, per query row it owns, by
+  // head dim (version 8; saved_row_us() looks one up): the piece saves its partial state (O
+  // unscaled, in fp32, and each row's max and sum) for the combine where a whole tile stores O
+  // in bf16 (gpu/src/sm90/combine.cuh). Empty: pieces cost as tiles of their blocks.
+  std::map<u32, double> saved_row_us_by_head_dim;
   // The combine of split tiles (combine_time_us): each of its CTAs adds one split tile's pieces
   // one after another, so at decode sizes its longest loop, not its bytes, sets its time:
   // combine_fixed_us + a per-piece cost times the pieces of the tile with the most. A decode tile
@@ -175,6 +182,14 @@ struct CostModel {
   // between the neighbouring entries, or the nearest entry outside the table (a launch does no
   // work that grows with head_dim); 0 when the table has none.
   double cta_launch_us(u32 head_dim) const;
+  // The cost of saving one row of a piece's partial output at `head_dim`: the table entry when
+  // present; otherwise linear interpolation between the neighbouring entries, or the nearest
+  // entry outside the table scaled in proportion (a row's state grows with head_dim); 0 when the
+  // table has none.
+  double saved_row_us(u32 head_dim) const;
+  // What a piece with `rows` query rows (for each query head of its tile: rows x heads) takes
+  // beyond a tile of its blocks at `head_dim`.
+  double piece_save_us(u32 head_dim, u32 rows) const { return saved_row_us(head_dim) * rows; }
   // CTAs the device runs at once for `head_dim`: multiprocessors x ctas_per_sm. The default
   // num_ctas of a persistent grid that fills the device, and the transient grid's resident slots.
   u32 resident_ctas(u32 head_dim) const { return multiprocessors * sharing(head_dim).ctas_per_sm; }
@@ -229,6 +244,11 @@ u32 traces_block_n(const std::vector<Trace>& traces, const std::vector<std::stri
 // cache once, by itself or with the tile's other pieces, so no cache serves it from the L2; a
 // prefill tile reads its K and V blocks many times over, through the L2.
 double stream_bytes(const Workload& w, const TraceEvent& e);
+
+// The query rows the tile of event `e` writes for all the query heads it computes: its
+// query_rows times the heads of its tile (a decode tile's group, SPEC §6; one head in prefill).
+// A piece of a split tile saves their partial state.
+u32 tile_output_rows(const Workload& w, const TraceEvent& e);
 
 // The KV-block counts of a trace event, recomputed from its workload (SPEC §7). A faithful-mode
 // tile at or past its sequence's end counts every key of its sequence, as upstream would process

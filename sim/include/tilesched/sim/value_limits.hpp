@@ -31,6 +31,16 @@ inline constexpr double kMaxCtaLaunchUs = 1e3;
 // contiguous costs of another kernel or device), not a slow copy.
 inline constexpr double kMaxPagedFactor = 100;
 
+// Largest cost of saving one query row of a piece's partial output (CostModel::
+// saved_row_us_by_head_dim), microseconds: one millisecond. A row's partial O and LSE are about
+// half a KiB at d = 128; a millisecond for them is a unit mistake, not a slow store.
+inline constexpr double kMaxSavedRowUs = 1e3;
+
+// The HBM bandwidths a cost file may give (hbm_gbps), GB/s: 1 to 100000 (100 TB/s). An H100 SXM
+// has 3350, an H200 4800; a value outside is a unit mistake (bytes or TB per second).
+inline constexpr double kMinHbmGbps = 1;
+inline constexpr double kMaxHbmGbps = 1e5;
+
 // SM ids the GPU reports (%smid) are below this. A simulated transient trace numbers its
 // resident slots instead, below its launched_ctas.
 inline constexpr std::int64_t kMaxSmCount = 1 << 16;
@@ -46,6 +56,13 @@ std::string cta_launch_problem(double us);
 
 // Empty when `factor` may be a paged factor: in (0, kMaxPagedFactor]; otherwise why not.
 std::string paged_factor_problem(double factor);
+
+// Empty when `us` may be the cost of saving one row of a piece's partial output; otherwise why
+// not.
+std::string saved_row_problem(double us);
+
+// Empty when `gbps` may be an HBM bandwidth in GB/s; otherwise why not.
+std::string hbm_bandwidth_problem(double gbps);
 
 // Empty when `sm_id` may appear in a trace with `launched_ctas` CTAs: -1 (not recorded), an SM
 // id below kMaxSmCount, or a simulated slot below launched_ctas.
