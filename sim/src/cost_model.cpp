@@ -631,10 +631,27 @@ TileCost whole_tile_cost(const Workload& w, const TraceEvent& e) {
 namespace {
 
 // Whether trace `t` ran tiles of `head_dim` and (when block_m > 0) of that height on a contiguous
-// cache: the coefficients are the contiguous cost, a paged cache's is fit_paged_factor's.
+// cache, prefill only: the coefficients are the contiguous cost, a paged cache's is
+// fit_paged_factor's; a decoding workload's tiles stream their K and V, or run beside tiles that
+// do, so their times are not what a tile takes alone (fit_streams fits them).
 bool of_tiles(const Trace& t, u32 head_dim, u32 block_m) {
-  return t.workload.page_size == 0 && t.workload.head_dim == head_dim &&
+  return t.workload.page_size == 0 && !t.workload.decoding && t.workload.head_dim == head_dim &&
          (block_m == 0 || t.workload.block_m == block_m);
+}
+
+// How many contiguous traces of `head_dim` (and of tile height `block_m` when > 0) ran a decoding
+// workload.
+std::size_t decoding_traces_of(const std::vector<Trace>& traces, u32 head_dim, u32 block_m) {
+  return std::size_t(std::count_if(traces.begin(), traces.end(), [&](const Trace& t) {
+    return t.workload.page_size == 0 && t.workload.decoding && t.workload.head_dim == head_dim &&
+           (block_m == 0 || t.workload.block_m == block_m);
+  }));
+}
+
+// Whether event `e` of workload `w` is a piece of a split tile: its time holds the save of its
+// rows' partial state beside its blocks (fit_streams fits it).
+bool is_piece(const Workload& w, const TraceEvent& e) {
+  return processes_part(e, whole_tile_cost(w, e));
 }
 
 // How many traces of `head_dim` (and of tile height `block_m` when > 0) ran on a paged cache.
@@ -800,12 +817,15 @@ u32 max_busy_per_sm(const Trace& t) {
 CostFit fit_cost(const std::vector<Trace>& traces, u32 head_dim, u32 block_m) {
   std::size_t shared = 0;
   const std::vector<const Trace*> solo = one_cta_per_sm_traces(traces, head_dim, block_m, shared);
+  // Pieces of split tiles hold their rows' save beside their blocks: whole tiles only.
   std::size_t n = 0;
-  for (const Trace* t : solo) n += t->events.size();
+  for (const Trace* t : solo)
+    for (const TraceEvent& e : t->events) n += is_piece(t->workload, e) ? 0 : 1;
   const std::size_t paged = paged_traces_of(traces, head_dim, block_m);
+  const std::size_t decoding = decoding_traces_of(traces, head_dim, block_m);
   if (n < 3)
     throw std::invalid_argument(fmt::format(
-        "cannot fit head_dim {}{}: {} measured tiles, need at least 3{}{}", head_dim,
+        "cannot fit head_dim {}{}: {} measured tiles, need at least 3{}{}{}", head_dim,
         at_height(block_m), n,
         shared == 0 ? ""
                     : fmt::format(" ({} trace(s) of it left out: their CTAs shared SMs, so their "
@@ -814,7 +834,12 @@ CostFit fit_cost(const std::vector<Trace>& traces, u32 head_dim, u32 block_m) {
         paged == 0 ? ""
                    : fmt::format(" ({} paged trace(s) of it left out: the coefficients are fitted "
                                  "on contiguous caches; record it without --page-size too)",
-                                 paged)));
+                                 paged),
+        decoding == 0
+            ? ""
+            : fmt::format(" ({} decoding trace(s) of it left out: their tiles stream from HBM or "
+                          "run beside tiles that do; the tile costs are fitted on prefill traces)",
+                          decoding)));
   // One row per tile: [1, unmasked blocks, masked blocks] * coefficients = measured time.
   Eigen::MatrixXd A(n, 3);
   Eigen::VectorXd y(n);
@@ -824,6 +849,7 @@ CostFit fit_cost(const std::vector<Trace>& traces, u32 head_dim, u32 block_m) {
     const Trace& t = *tp;
     (t.workload.mask == Mask::Causal ? masks.causal : masks.none) = true;
     for (const TraceEvent& e : t.events) {
+      if (is_piece(t.workload, e)) continue;
       const TileCost c = event_tile_cost(t.workload, e);
       A(r, 0) = 1.0;
       A(r, 1) = double(c.kv_blocks - c.masked_blocks);
@@ -919,6 +945,212 @@ PagedFit fit_paged_factor(const std::vector<Trace>& traces, u32 head_dim, u32 bo
   return fit;
 }
 
+namespace {
+
+// One tile fit_streams looks at: what the trace measured and what the tile costs give.
+struct StreamSample {
+  u32 head_dim = 0;
+  double start_us = 0, end_us = 0;
+  double time_us = 0;     // measured, the trace's mean hand-off included
+  double handoff_us = 0;  // that hand-off
+  double fixed_us = 0;    // the tile costs' fixed part (a hand-off in it)
+  double blocks_us = 0;   // its blocks' cost alone
+  u32 blocks = 0;
+  double demand = 0;  // bytes per µs its blocks ask alone (0: it reads through the L2)
+  double rows = 0;    // rows a piece saves (0: a whole tile)
+  bool first_piece = false;
+  std::size_t trace = 0;
+  double asked = 0;  // what the trace's streaming tiles asked, on average, while it streamed (ran)
+};
+
+// Each sample's `asked`: the mean, over its streaming part (a decode tile's measured span less its
+// fixed part first; any other tile's whole span), of the demands of its trace's samples streaming
+// then. `saved` gives each head dim's save per row, which lengthens a piece's fixed part.
+void average_demands(std::vector<StreamSample>& samples, const std::map<u32, double>& saved) {
+  std::map<std::size_t, std::vector<std::size_t>> by_trace;
+  for (std::size_t i = 0; i < samples.size(); ++i) by_trace[samples[i].trace].push_back(i);
+  // The measured span holds the fixed part less the hand-off, which falls between tiles.
+  const auto stream_start = [&](const StreamSample& x) {
+    if (x.demand == 0) return x.start_us;
+    const auto s = saved.find(x.head_dim);
+    const double fixed = x.fixed_us - x.handoff_us + (s == saved.end() ? 0.0 : s->second * x.rows);
+    return std::min(x.end_us, x.start_us + std::max(0.0, fixed));
+  };
+  struct Step {
+    double time;
+    double change;
+  };
+  std::vector<Step> steps;
+  std::vector<double> times, level, area;  // the demand's step function and its integral
+  for (const auto& [trace, members] : by_trace) {
+    steps.clear();
+    for (const std::size_t i : members) {
+      if (samples[i].demand == 0) continue;
+      steps.push_back({stream_start(samples[i]), samples[i].demand});
+      steps.push_back({samples[i].end_us, -samples[i].demand});
+    }
+    std::sort(steps.begin(), steps.end(),
+              [](const Step& x, const Step& y) { return x.time < y.time; });
+    times.clear();
+    level.clear();
+    area.clear();
+    double total = 0;
+    for (const Step& st : steps) {
+      if (times.empty() || st.time > times.back()) {
+        area.push_back(area.empty() ? 0.0 : area.back() + total * (st.time - times.back()));
+        times.push_back(st.time);
+        level.push_back(total);
+      }
+      total += st.change;
+      level.back() = total;
+    }
+    // The integral of the demand from the first step to t.
+    const auto integral = [&](double t) {
+      const std::size_t k =
+          std::size_t(std::upper_bound(times.begin(), times.end(), t) - times.begin());
+      return k == 0 ? 0.0 : area[k - 1] + level[k - 1] * (t - times[k - 1]);
+    };
+    for (const std::size_t i : members) {
+      StreamSample& x = samples[i];
+      const double from = stream_start(x);
+      x.asked = x.end_us > from ? (integral(x.end_us) - integral(from)) / (x.end_us - from) : 0.0;
+    }
+  }
+}
+
+}  // namespace
+
+bool has_streams_or_pieces(const std::vector<Trace>& traces) {
+  for (const Trace& t : traces) {
+    if (max_busy_per_sm(t) > 1) continue;
+    for (const TraceEvent& e : t.events)
+      if (stream_bytes(t.workload, e) > 0 || is_piece(t.workload, e)) return true;
+  }
+  return false;
+}
+
+StreamFit fit_streams(const std::vector<Trace>& traces, const CostModel& tiles,
+                      double start_hbm_bytes_per_us) {
+  StreamFit fit;
+  // The decode tiles and pieces it weighs, and the prefill tiles of decoding workloads, which it
+  // only reports (their times are the tile costs' whatever it fits).
+  std::vector<StreamSample> samples;
+  for (std::size_t ti = 0; ti < traces.size(); ++ti) {
+    const Trace& t = traces[ti];
+    if (max_busy_per_sm(t) > 1) continue;
+    const Workload& w = t.workload;
+    const CostCoefficients k = tiles.coefficients(w);
+    const std::vector<const Trace*> one{&t};
+    const double handoff = mean_handoff(one).first;
+    bool streams = false;
+    for (const TraceEvent& e : t.events) {
+      const double bytes = stream_bytes(w, e);
+      const bool piece = is_piece(w, e);
+      if (bytes <= 0 && !piece && !w.decoding) continue;
+      StreamSample x;
+      x.head_dim = w.head_dim;
+      x.start_us = e.start_us;
+      x.end_us = e.end_us;
+      x.time_us = e.end_us - e.start_us + handoff;
+      x.handoff_us = handoff;
+      x.fixed_us = k.fixed_us;
+      const TileCost c = event_tile_cost(w, e);
+      x.blocks = c.kv_blocks;
+      x.blocks_us = k.tile_time_us(c) - k.fixed_us;
+      x.demand = bytes > 0 && x.blocks_us > 0 ? bytes / x.blocks_us : 0.0;
+      x.rows = piece ? double(tile_output_rows(w, e)) : 0.0;
+      x.first_piece = piece && e.kv_block_begin == 0;
+      x.trace = ti;
+      if (piece) ++fit.pieces[w.head_dim];
+      if (bytes > 0) {
+        ++fit.decode_tiles;
+        streams = true;
+      }
+      samples.push_back(x);
+    }
+    fit.decoding_traces += streams ? 1 : 0;
+  }
+  if (fit.decode_tiles == 0 && fit.pieces.empty())
+    throw std::invalid_argument(
+        "cannot fit the HBM bandwidth or a piece's save: no decode tile and no piece of a split "
+        "tile in the traces that ran one CTA per SM");
+  // Unknowns: 1 / bandwidth, then us_per_saved_row of each head dim with pieces.
+  std::map<u32, Eigen::Index> column;
+  for (const auto& [d, n] : fit.pieces) column[d] = Eigen::Index(1 + column.size());
+  std::map<u32, double> saved;
+  for (const auto& [d, col] : column) saved[d] = tiles.saved_row_us(d);
+  double bandwidth = start_hbm_bytes_per_us;
+  std::vector<char> bound(samples.size(), 0), was_bound;
+  for (fit.iterations = 1; fit.iterations <= 50; ++fit.iterations) {
+    average_demands(samples, saved);
+    std::size_t rows = 0;
+    for (std::size_t i = 0; i < samples.size(); ++i) {
+      bound[i] = samples[i].demand > 0 && samples[i].asked > bandwidth;
+      rows += bound[i] || samples[i].rows > 0 ? 1 : 0;
+    }
+    fit.bound_tiles = std::size_t(std::count(bound.begin(), bound.end(), 1));
+    const Eigen::Index n = Eigen::Index(rows);
+    Eigen::MatrixXd A = Eigen::MatrixXd::Zero(n, Eigen::Index(1 + column.size()));
+    Eigen::VectorXd y(n), measured(n);
+    Eigen::Index r = 0;
+    for (std::size_t i = 0; i < samples.size(); ++i) {
+      const StreamSample& x = samples[i];
+      if (!bound[i] && x.rows == 0) continue;
+      if (bound[i]) {
+        A(r, 0) = x.blocks_us * x.asked;
+        y(r) = x.time_us - x.fixed_us;
+      } else {
+        y(r) = x.time_us - x.fixed_us - x.blocks_us;
+      }
+      if (x.rows > 0) A(r, column.at(x.head_dim)) = x.rows;
+      measured(r) = x.time_us;
+      ++r;
+    }
+    // A bandwidth no tile ran past is not a column: the traces cannot tell it.
+    const Eigen::Index first = fit.bound_tiles > 0 ? 0 : 1;
+    const Eigen::MatrixXd used = A.rightCols(A.cols() - first);
+    Eigen::VectorXd x = Eigen::VectorXd::Zero(A.cols());
+    if (used.cols() > 0 && rows > 0)
+      x.tail(used.cols()) = Eigen::ColPivHouseholderQR<Eigen::MatrixXd>(used).solve(y);
+    fit.samples = rows;
+    fit.rms_residual_us = rows > 0 ? std::sqrt((A * x - y).squaredNorm() / double(rows)) : 0.0;
+    const double rms_measured = rows > 0 ? std::sqrt(measured.squaredNorm() / double(rows)) : 0.0;
+    fit.relative_rms_error = rms_measured > 0 ? fit.rms_residual_us / rms_measured : 0.0;
+    for (const auto& [d, col] : column) saved[d] = x(col);
+    fit.hbm_bytes_per_us = fit.bound_tiles > 0 ? 1.0 / x(0) : 0.0;
+    const bool settled = bound == was_bound;
+    was_bound = bound;
+    if (fit.bound_tiles > 0) bandwidth = fit.hbm_bytes_per_us;
+    if (settled || !(bandwidth > 0)) break;
+  }
+  fit.iterations = std::min<std::size_t>(fit.iterations, 50);
+  fit.saved_row_us = saved;
+
+  // Measured against modelled, by kind of tile, with what was fitted.
+  std::map<std::tuple<bool, int, bool>, StreamGroup> groups;
+  for (std::size_t i = 0; i < samples.size(); ++i) {
+    const StreamSample& x = samples[i];
+    const bool decode = x.demand > 0;
+    const int part = x.rows == 0 ? 0 : x.first_piece ? 1 : 2;
+    // A decode tile: whether it ran past the bandwidth; any other: whether streams ran beside it.
+    const bool pressed = decode ? bound[i] != 0 : x.asked > 0;
+    StreamGroup& g = groups[{decode, part, pressed}];
+    g.decode = decode;
+    g.part = StreamGroup::Part(part);
+    g.pressed = pressed;
+    ++g.tiles;
+    g.blocks += x.blocks;
+    g.measured_us += x.time_us;
+    const auto s = saved.find(x.head_dim);
+    const double save = s == saved.end() ? 0.0 : s->second * x.rows;
+    const double share = decode && bandwidth > 0 ? std::max(1.0, x.asked / bandwidth) : 1.0;
+    g.modelled_us += x.fixed_us + save + x.blocks_us * share;
+    g.asked += x.asked;
+  }
+  for (auto& [key, g] : groups) fit.groups.push_back(g);
+  return fit;
+}
+
 SharingFit fit_sharing(const std::vector<Trace>& traces, u32 head_dim, const CostCoefficients& solo,
                        u32 block_m) {
   // Rows: per tile that shared its SM, [a_2 .. a_K] * [rate(2) .. rate(K)] = solo cost - a_1.
@@ -932,7 +1164,7 @@ SharingFit fit_sharing(const std::vector<Trace>& traces, u32 head_dim, const Cos
     const std::vector<std::vector<double>> by_busy = time_by_busy_ctas(t);
     for (std::size_t i = 0; i < t.events.size(); ++i) {
       const std::vector<double>& a = by_busy[i];
-      if (a.size() < 2) continue;
+      if (a.size() < 2 || is_piece(t.workload, t.events[i])) continue;
       most = std::max(most, u32(a.size()));
       const double cost = solo.tile_time_us(event_tile_cost(t.workload, t.events[i]));
       rows.push_back(a);
@@ -1070,9 +1302,11 @@ LaunchFit fit_cta_launch(const std::vector<Trace>& traces, u32 head_dim,
 CostModel CostModel::fit(const std::vector<Trace>& traces, const std::string& device) {
   CostModel m;
   m.device = device;
-  std::map<u32, std::set<u32>> heights;  // head_dim -> the tile heights its contiguous traces ran
+  // head_dim -> the tile heights its contiguous prefill traces ran
+  std::map<u32, std::set<u32>> heights;
   for (const Trace& t : traces)
-    if (t.workload.page_size == 0) heights[t.workload.head_dim].insert(t.workload.block_m);
+    if (t.workload.page_size == 0 && !t.workload.decoding)
+      heights[t.workload.head_dim].insert(t.workload.block_m);
   if (traces.empty()) throw std::invalid_argument("cannot fit a cost model: no traces");
   m.block_n = traces_block_n(traces);
   const std::vector<std::pair<u32, u32>> paged = paged_groups(traces);
@@ -1101,6 +1335,11 @@ CostModel CostModel::fit(const std::vector<Trace>& traces, const std::string& de
   }
   for (const auto& [d, boxes] : paged)
     m.paged_by_head_dim[d][boxes] = fit_paged_factor(traces, d, boxes, m).factor;
+  if (has_streams_or_pieces(traces)) {
+    const StreamFit streams = fit_streams(traces, m, m.hbm_bytes_per_us);
+    if (streams.bound_tiles > 0) m.hbm_bytes_per_us = streams.hbm_bytes_per_us;
+    m.saved_row_us_by_head_dim = streams.saved_row_us;
+  }
   return m;
 }
 

@@ -1170,6 +1170,105 @@ TEST_CASE("version 8 cost tables: the HBM bandwidth and the rows a piece saves")
                  "'head_dims.128.us_per_saved_row': unknown field"));
 }
 
+namespace {
+
+// Decode batches of `tokens` new tokens over 8192 keys, 32 query / 8 KV heads at d = 128.
+Workload decode_batch(u32 batch, u32 tokens, SchedulerKind kind) {
+  Workload w;
+  w.decoding = true;
+  w.q_lens.assign(batch, tokens);
+  w.kv_lens.assign(batch, 8192);
+  w.scheduler = kind;
+  return w;
+}
+
+}  // namespace
+
+TEST_CASE("fit recovers the HBM bandwidth and a piece's save from synthetic traces") {
+  // Traces timed by the h200 table's tile costs with an H100-like bandwidth and a save per row:
+  // decode batches whose 132 CTAs stream past the bandwidth, whole (tile) and in pieces
+  // (split_kv, stream_k: rows 4 and 32), and a prefill batch cut by split_kv, whose pieces save
+  // 128 rows each and stream nothing.
+  sim::CostModel truth = sim::CostModel::builtin("h200");
+  truth.hbm_bytes_per_us = 3.0e6;
+  truth.saved_row_us_by_head_dim[128] = 0.03;
+  std::vector<Trace> traces;
+  traces.push_back(sim::replay(decode_batch(64, 1, SchedulerKind::Tile), truth));
+  traces.push_back(sim::replay(decode_batch(64, 1, SchedulerKind::SplitKv), truth));
+  traces.push_back(sim::replay(decode_batch(32, 8, SchedulerKind::StreamK), truth));
+  Workload prefill = sim::default_workload();
+  prefill.scheduler = SchedulerKind::SplitKv;
+  traces.push_back(sim::replay(prefill, truth));
+  const sim::CostModel tiles = sim::CostModel::builtin("h200");
+  REQUIRE(sim::has_streams_or_pieces(traces));
+
+  const sim::StreamFit fit = sim::fit_streams(traces, tiles, tiles.hbm_bytes_per_us);
+  CHECK(fit.decoding_traces == 3);
+  CHECK(fit.hbm_bytes_per_us == doctest::Approx(3.0e6).epsilon(0.01));
+  REQUIRE(fit.saved_row_us.count(128) == 1);
+  CHECK(fit.saved_row_us.at(128) == doctest::Approx(0.03).epsilon(0.02));
+  CHECK(fit.bound_tiles > fit.decode_tiles / 2);
+  CHECK(fit.iterations < 50);
+  CHECK(fit.relative_rms_error < 0.01);
+  // Started from below the truth, it lands on it as well.
+  const sim::StreamFit low = sim::fit_streams(traces, tiles, 1e6);
+  CHECK(low.hbm_bytes_per_us == doctest::Approx(fit.hbm_bytes_per_us).epsilon(1e-6));
+  // Every kind of tile is modelled as it was timed.
+  for (const sim::StreamGroup& g : fit.groups) {
+    CAPTURE(g.decode);
+    CAPTURE(int(g.part));
+    CHECK(g.measured_us == doctest::Approx(g.modelled_us).epsilon(0.01));
+  }
+
+  // With ±0.2 µs of noise on every tile, within a few per cent.
+  std::vector<Trace> noisy = traces;
+  Rng rng(8);
+  for (Trace& t : noisy)
+    for (TraceEvent& e : t.events) e.end_us += (double(rng.uniform(0, 400)) - 200.0) / 1000.0;
+  const sim::StreamFit n = sim::fit_streams(noisy, tiles, tiles.hbm_bytes_per_us);
+  CHECK(n.hbm_bytes_per_us == doctest::Approx(3.0e6).epsilon(0.02));
+  CHECK(n.saved_row_us.at(128) == doctest::Approx(0.03).epsilon(0.05));
+
+  // Decode tiles within the bandwidth tell no bandwidth: one sequence on 8 CTAs.
+  const std::vector<Trace> alone{sim::replay(decode_batch(1, 1, SchedulerKind::Tile), truth)};
+  const sim::StreamFit within = sim::fit_streams(alone, tiles, tiles.hbm_bytes_per_us);
+  CHECK(within.hbm_bytes_per_us == 0);
+  CHECK(within.bound_tiles == 0);
+  CHECK(within.saved_row_us.empty());
+  // Traces without decode tiles or pieces have nothing to fit.
+  const std::vector<Trace> plain{sim::replay(sim::default_workload(), truth)};
+  CHECK_FALSE(sim::has_streams_or_pieces(plain));
+  CHECK_THROWS_WITH_AS(sim::fit_streams(plain, tiles, tiles.hbm_bytes_per_us),
+                       "cannot fit the HBM bandwidth or a piece's save: no decode tile and no "
+                       "piece of a split tile in the traces that ran one CTA per SM",
+                       std::invalid_argument);
+
+  // The tile costs come from whole prefill tiles: decoding traces change nothing, and of a split
+  // prefill trace only its whole tiles count.
+  std::vector<Trace> prefill_only{sim::replay(sim::default_workload(), truth)};
+  Workload dense = sim::default_workload();
+  dense.mask = Mask::None;
+  prefill_only.push_back(sim::replay(dense, truth));
+  std::vector<Trace> with_decodes = prefill_only;
+  for (std::size_t i = 0; i < 3; ++i) with_decodes.push_back(traces[i]);
+  const sim::CostFit a = sim::fit_cost(prefill_only, 128), b = sim::fit_cost(with_decodes, 128);
+  CHECK(a.samples == b.samples);
+  CHECK(a.coefficients == b.coefficients);
+  CHECK(a.coefficients.us_per_block == doctest::Approx(truth.coefficients(128).us_per_block));
+  std::vector<Trace> with_streams = with_decodes;
+  with_streams.push_back(traces[3]);
+  std::size_t whole = 0;
+  for (const TraceEvent& e : traces[3].events)
+    whole += sim::processes_part(e, sim::whole_tile_cost(prefill, e)) ? 0 : 1;
+  const sim::CostFit c = sim::fit_cost(with_streams, 128);
+  CHECK(c.samples == a.samples + whole);
+  CHECK(c.coefficients.us_per_block == doctest::Approx(truth.coefficients(128).us_per_block));
+  CHECK(c.coefficients.fixed_us == doctest::Approx(truth.coefficients(128).fixed_us));
+  const sim::CostModel all = sim::CostModel::fit(with_streams, "measured");
+  CHECK(all.hbm_bytes_per_us == doctest::Approx(3.0e6).epsilon(0.01));
+  CHECK(all.saved_row_us(128) == doctest::Approx(0.03).epsilon(0.02));
+}
+
 TEST_CASE("fit learns the paged factor per head dim and box count against the contiguous costs") {
   const sim::CostCoefficients truth128{1.7, 2.3, 3.1}, truth64{0.9, 1.2, 1.6};
   sim::CostModel gen;

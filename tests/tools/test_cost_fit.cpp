@@ -438,3 +438,92 @@ TEST_CASE("fit: paged traces alone take the per-block costs of a base named, els
       "per-block costs of the table it writes",
       std::invalid_argument);
 }
+
+namespace {
+
+// Decode batches at head_dim 64 (32 query / 8 KV heads, one new token over 4096 keys on 132
+// CTAs), whole tiles and split_kv's pieces, timed by `truth`, as if measured on a GPU.
+std::vector<cli::LabelledTrace> measured_decodes(const sim::CostModel& truth) {
+  std::vector<cli::LabelledTrace> traces;
+  for (const SchedulerKind s : {SchedulerKind::Tile, SchedulerKind::SplitKv}) {
+    Workload w;
+    w.decoding = true;
+    w.q_lens.assign(64, 1);
+    w.kv_lens.assign(64, 4096);
+    w.head_dim = 64;
+    w.scheduler = s;
+    Trace t = sim::replay(w, truth);
+    t.source = "gpu";
+    t.combine_us = 0;  // a GPU trace ends with the kernel's last tile
+    traces.push_back({"decode_" + strategy_name(w), t});
+  }
+  return traces;
+}
+
+}  // namespace
+
+TEST_CASE("fit: decode traces and pieces fit the HBM bandwidth and the save per row") {
+  const sim::CostCoefficients truth{1.25, 0.75, 1.5};
+  sim::CostModel gen = model_64(truth);
+  gen.block_n = 128;
+  // 132 one-token tiles ask 132 x 32 KiB / 0.75 us a block, 5.8 TB/s: past 2 TB/s.
+  gen.hbm_bytes_per_us = 2e6;
+  gen.saved_row_us_by_head_dim[64] = 0.04;
+  std::vector<cli::LabelledTrace> traces = measured(gen);
+  for (cli::LabelledTrace& t : measured_decodes(gen)) traces.push_back(t);
+  const cli::CostFitReport r = cli::fit_cost_model(traces, sim::CostModel::builtin("h200"), "lab");
+  // The tile costs come from the prefill traces alone, exactly.
+  REQUIRE(r.fits.size() == 1);
+  CHECK(r.fits[0].fit.samples == traces[0].trace.events.size() + traces[1].trace.events.size());
+  const sim::CostCoefficients& k = r.model.by_head_dim.at(64);
+  CHECK(k.us_per_block == doctest::Approx(truth.us_per_block).epsilon(1e-9));
+  REQUIRE(r.streams);
+  CHECK_FALSE(r.streams->tiles_from_base);
+  CHECK(r.streams->fit.decoding_traces == 2);
+  CHECK(r.model.hbm_bytes_per_us == doctest::Approx(2e6).epsilon(0.01));
+  CHECK(r.model.saved_row_us(64) == doctest::Approx(0.04).epsilon(0.02));
+  CHECK(r.invalid_streams.empty());
+  // The fitted table replays the decode traces too.
+  REQUIRE(r.makespans.size() == 4);
+  for (const cli::MakespanComparison& c : r.makespans) {
+    CAPTURE(c.label);
+    CHECK(c.fitted);
+    CHECK(c.predicted_us == doctest::Approx(c.measured_us).epsilon(0.01));
+  }
+  const std::string text = cli::format_cost_fit_report(r);
+  CHECK(text.find("decode streams and pieces of split tiles (against the tile costs of this "
+                  "fit):") != std::string::npos);
+  CHECK(text.find("HBM bandwidth: fitted: ") != std::string::npos);
+  CHECK(text.find("decode, later piece, past the bandwidth") != std::string::npos);
+  // The table round-trips through a cost file.
+  const sim::CostModel back = sim::CostModel::from_json(r.model.to_json());
+  CHECK(back.hbm_bytes_per_us == r.model.hbm_bytes_per_us);
+  CHECK(back.saved_row_us_by_head_dim == r.model.saved_row_us_by_head_dim);
+
+  // Decode traces alone take the tile costs of a base named, else are refused.
+  sim::CostModel base = model_64(truth);
+  base.block_n = 128;
+  const std::vector<cli::LabelledTrace> decodes = measured_decodes(gen);
+  const cli::CostFitReport alone = cli::fit_cost_model(decodes, base, "lab");
+  CHECK(alone.fits.empty());
+  REQUIRE(alone.streams);
+  CHECK(alone.streams->tiles_from_base);
+  CHECK(alone.model.hbm_bytes_per_us == doctest::Approx(2e6).epsilon(0.01));
+  CHECK(cli::format_cost_fit_report(alone).find(
+            "kept from the base (only decoding traces and pieces)") != std::string::npos);
+  CHECK_THROWS_WITH_AS(
+      cli::fit_cost_model(decodes, base, "lab", cli::FitScope::Everything, SchedulerKind::Tile,
+                          false),
+      "cannot fit the HBM bandwidth and the pieces' saves of head_dim 64: they are measured "
+      "against the tile costs, and no prefill trace of it was fitted, nor a base table named "
+      "(--base PROFILE or --base-model FILE) to take them from; add prefill traces of the same "
+      "kernel, or name the table fitted to them",
+      std::invalid_argument);
+  // Against tile costs ten times slower per block, the pieces ran faster than tiles of their
+  // blocks: a negative save, which no cost file holds.
+  sim::CostModel slow = model_64({1.25, 7.5, 15});
+  slow.block_n = 128;
+  const cli::CostFitReport wrong = cli::fit_cost_model(decodes, slow, "lab");
+  REQUIRE(wrong.invalid_streams.size() == 1);
+  CHECK(wrong.invalid_streams[0].find("head_dim 64: us_per_saved_row = -") == 0);
+}

@@ -135,6 +135,62 @@ void fit_paged_factors(const std::vector<Trace>& traces, bool base_named, CostFi
   }
 }
 
+// The HBM bandwidth and each head dim's us_per_saved_row (sim::fit_streams), from the traces'
+// decode tiles and pieces, against report.model's tile costs: the head dim's own fit where its
+// prefill traces gave one, else the base's when `base_named`. Nothing when the traces hold no
+// decode tile or piece.
+void fit_stream_costs(const std::vector<Trace>& traces, bool base_named, CostFitReport& report) {
+  if (!sim::has_streams_or_pieces(traces)) return;
+  std::set<u32> fitted_dims, dims, without_costs;
+  for (const HeadDimFit& f : report.fits)
+    if (f.own_entry && !f.scheduler) fitted_dims.insert(f.head_dim);
+  for (const Trace& t : traces) {
+    if (sim::max_busy_per_sm(t) > 1) continue;
+    const Workload& w = t.workload;
+    if (std::any_of(t.events.begin(), t.events.end(), [&](const TraceEvent& e) {
+          return sim::stream_bytes(w, e) > 0 || sim::processes_part(e, sim::whole_tile_cost(w, e));
+        }))
+      dims.insert(w.head_dim);
+  }
+  for (const u32 d : dims)
+    if (fitted_dims.count(d) == 0 && !base_named) without_costs.insert(d);
+  if (!without_costs.empty())
+    throw std::invalid_argument(fmt::format(
+        "cannot fit the HBM bandwidth and the pieces' saves of head_dim{} {}: they are measured "
+        "against the tile costs, and no prefill trace of {} was fitted, nor a base table named "
+        "(--base PROFILE or --base-model FILE) to take them from; add prefill traces of the same "
+        "kernel, or name the table fitted to them",
+        without_costs.size() == 1 ? "" : "s", fmt::join(without_costs, ", "),
+        without_costs.size() == 1 ? "it" : "them"));
+  StreamCosts costs;
+  costs.tiles_from_base = std::any_of(dims.begin(), dims.end(),
+                                      [&](u32 d) { return fitted_dims.count(d) == 0; });
+  try {
+    costs.fit = sim::fit_streams(traces, report.model, report.model.hbm_bytes_per_us);
+  } catch (const std::invalid_argument& e) {
+    report.skipped.push_back(e.what());
+    return;
+  }
+  if (costs.fit.bound_tiles > 0) {
+    const double gbps = costs.fit.hbm_bytes_per_us / 1e3;  // GB/s = 1e3 bytes per us
+    if (!sim::hbm_bandwidth_problem(gbps).empty())
+      report.invalid_streams.push_back(fmt::format("hbm_gbps = {:.4g}", gbps));
+    report.model.hbm_bytes_per_us = costs.fit.hbm_bytes_per_us;
+  }
+  costs.model_hbm_bytes_per_us = report.model.hbm_bytes_per_us;
+  for (const auto& [d, us] : costs.fit.saved_row_us) {
+    if (!sim::saved_row_problem(us).empty())
+      report.invalid_streams.push_back(
+          fmt::format("head_dim {}: us_per_saved_row = {:.4g}", d, us));
+    // A cost file holds the save in head dims' entries: one the base interpolates gets an entry
+    // of the coefficients it had.
+    if (report.model.by_head_dim.count(d) == 0)
+      report.model.by_head_dim[d] = report.model.coefficients(d);
+    report.model.saved_row_us_by_head_dim[d] = us;
+  }
+  report.streams = costs;
+}
+
 }  // namespace
 
 CostFitReport fit_cost_model(const std::vector<LabelledTrace>& traces, const sim::CostModel& base,
@@ -170,7 +226,7 @@ CostFitReport fit_cost_model(const std::vector<LabelledTrace>& traces, const sim
   for (const LabelledTrace& t : traces) {
     plain.push_back(t.trace);
     labels.push_back(t.label);
-    if (t.trace.workload.page_size == 0)
+    if (t.trace.workload.page_size == 0 && !t.trace.workload.decoding)
       heights[t.trace.workload.head_dim].insert(t.trace.workload.block_m);
   }
   // One block size throughout the written table: the traces' (all alike, or refused). A base of
@@ -249,9 +305,13 @@ CostFitReport fit_cost_model(const std::vector<LabelledTrace>& traces, const sim
     }
   }
 
-  if (scope == FitScope::Everything) fit_paged_factors(plain, base_named, report);
+  if (scope == FitScope::Everything) {
+    fit_paged_factors(plain, base_named, report);
+    fit_stream_costs(plain, base_named, report);
+  }
 
-  if (scope != FitScope::LaunchOnly && report.fits.empty() && report.paged.empty())
+  if (scope != FitScope::LaunchOnly && report.fits.empty() && report.paged.empty() &&
+      !report.streams)
     throw std::invalid_argument(
         fmt::format("no head_dim could be fitted: {}", fmt::join(report.skipped, "; ")));
 
@@ -270,8 +330,14 @@ CostFitReport fit_cost_model(const std::vector<LabelledTrace>& traces, const sim
       c.fitted = std::any_of(report.paged.begin(), report.paged.end(), [&](const HeadDimPaged& p) {
         return p.head_dim == w.head_dim && p.boxes == kv_block_boxes(w.page_size, w.block_n);
       });
+    else if (w.decoding)  // its streams' and pieces' costs, on the entry's or the base's
+      c.fitted = report.streams.has_value();
     c.measured_us = sim::compute_metrics(t.trace).makespan_us;
-    c.predicted_us = sim::compute_metrics(sim::replay(t.trace.workload, report.model)).makespan_us;
+    const Trace replayed = sim::replay(t.trace.workload, report.model);
+    c.predicted_us = sim::compute_metrics(replayed).makespan_us;
+    // A GPU trace ends with the kernel's last tile: the combine of split tiles, a second kernel
+    // after it, is not in its makespan (as `report` holds it).
+    if (t.trace.source == "gpu") c.predicted_us -= replayed.combine_us;
     report.makespans.push_back(c);
   }
   return report;
@@ -350,6 +416,54 @@ std::string format_paged_factors(const CostFitReport& r) {
 }
 
 
+// The HBM bandwidth and the pieces' saves fitted from decode tiles and pieces.
+std::string format_stream_costs(const CostFitReport& r) {
+  const StreamCosts& c = *r.streams;
+  const sim::StreamFit& f = c.fit;
+  std::string out = fmt::format(
+      "\ndecode streams and pieces of split tiles (against the tile costs of {}):\n",
+      c.tiles_from_base ? "the base" : "this fit");
+  if (f.bound_tiles > 0)
+    out += fmt::format(
+        "  HBM bandwidth: fitted: {:.1f} GB/s ({} of the {} decode tiles and pieces of {} "
+        "trace{} asked more)\n",
+        f.hbm_bytes_per_us / 1e3, f.bound_tiles, f.decode_tiles, f.decoding_traces,
+        f.decoding_traces == 1 ? "" : "s");
+  else
+    out += fmt::format(
+        "  HBM bandwidth: kept from the base: {:.1f} GB/s ({})\n", c.model_hbm_bytes_per_us / 1e3,
+        f.decode_tiles == 0 ? "no decode tile in the traces"
+                            : fmt::format("none of the {} decode tiles and pieces asked more",
+                                          f.decode_tiles));
+  for (const auto& [d, us] : f.saved_row_us)
+    out += fmt::format("  {:>8}: {:.4f} us per saved row ({} pieces)\n", d, us, f.pieces.at(d));
+  if (f.saved_row_us.empty()) out += "  us per saved row: kept from the base (no piece)\n";
+  out += fmt::format("\n  {:<42} {:>7} {:>8} {:>12} {:>12} {:>11} {:>11}\n", "tiles", "count",
+                     "blocks", "measured us", "modelled us", "meas/model", "asked GB/s");
+  for (const sim::StreamGroup& g : f.groups) {
+    const char* part = g.part == sim::StreamGroup::Whole        ? "whole"
+                       : g.part == sim::StreamGroup::FirstPiece ? "first piece"
+                                                                : "later piece";
+    const char* pressed = g.decode ? (g.pressed ? "past the bandwidth" : "within it")
+                                   : (g.pressed ? "beside streams" : "no stream beside");
+    const double n = double(g.tiles);
+    out += fmt::format("  {:<42} {:>7} {:>8.1f} {:>12.2f} {:>12.2f} {:>11.3f} {:>11.1f}\n",
+                       fmt::format("{}, {}, {}", g.decode ? "decode" : "prefill", part, pressed),
+                       g.tiles, g.blocks / n, g.measured_us / n, g.modelled_us / n,
+                       g.modelled_us > 0 ? g.measured_us / g.modelled_us : 0.0,
+                       g.asked / n / 1e3);
+  }
+  out += fmt::format(
+      "\n  {} tiles weighed, RMS residual {:.4f} us, rel RMS {:.2f} %, {} round{}\n"
+      "\n  (time = fixed + blocks' cost x max(1, asked / bandwidth) for a decode tile, + per saved\n"
+      "  row x rows for a piece; asked: what the trace's decode tiles streaming beside it asked,\n"
+      "  each its bytes over its blocks' cost; measured and modelled per tile, hand-off included;\n"
+      "  from the traces at one CTA per SM, the tile costs held)\n",
+      f.samples, f.rms_residual_us, 100.0 * f.relative_rms_error, f.iterations,
+      f.iterations == 1 ? "" : "s");
+  return out;
+}
+
 std::string format_cost_fit_report(const CostFitReport& r) {
   std::string out = fmt::format(
       "fitted cost model '{}' (time = fixed + per block * unmasked + "
@@ -361,10 +475,13 @@ std::string format_cost_fit_report(const CostFitReport& r) {
         "keys, rescaled to them\n\n",
         r.model.block_n, r.base_block_n_rescaled_from);
   out += !r.fits.empty() ? format_tile_costs(r)
-         : r.paged.empty()
-             ? "  tile costs and sharing: kept from the base (only the launch fitted)\n"
-             : "  tile costs and sharing: kept from the base (only paged traces)\n";
+         : !r.paged.empty()
+             ? "  tile costs and sharing: kept from the base (only paged traces)\n"
+         : r.streams
+             ? "  tile costs and sharing: kept from the base (only decoding traces and pieces)\n"
+             : "  tile costs and sharing: kept from the base (only the launch fitted)\n";
   if (!r.paged.empty()) out += format_paged_factors(r);
+  if (r.streams) out += format_stream_costs(r);
   out +=
       "\nCTA launch (from a slot's CTA exit to the next CTA's first tile, beyond the tile "
       "costs):\n";

@@ -58,6 +58,16 @@ struct HeadDimPaged {
   sim::PagedFit fit;
 };
 
+// What decode tiles' streams and pieces' saves take beyond the tile costs (sim::fit_streams),
+// from the traces with decode tiles or pieces of split tiles.
+struct StreamCosts {
+  // true: the tile costs they are measured against are the base's (no trace of their head dims
+  // fitted tile costs); false: this fit's.
+  bool tiles_from_base = false;
+  sim::StreamFit fit;
+  double model_hbm_bytes_per_us = 0;  // what the written table holds: the fit's, else the base's
+};
+
 // What `fit` fits: everything the traces determine; only the CTA launch against the base's tile
 // costs (to add it to a profile whose tile costs were fitted elsewhere); or the tile costs of one
 // scheduler kind's kernel (its `schedulers` entry at each head_dim's own tile height), the rest
@@ -70,7 +80,7 @@ struct MakespanComparison {
   std::string strategy;
   bool fitted = true;  // false: its head_dim kept the base model's coefficients
   double measured_us = 0;
-  double predicted_us = 0;
+  double predicted_us = 0;  // a GPU trace's without the combine of split tiles, which it does not see
 };
 
 struct CostFitReport {
@@ -93,6 +103,11 @@ struct CostFitReport {
   // "head_dim 128, 8 boxes: factor = 140", one per fitted paged factor outside (0, 100]: cost
   // files reject it, and the contiguous costs it scales are not of the same kernel.
   std::vector<std::string> invalid_paged_factors;
+  // Fitted where the traces have decode tiles or pieces of split tiles (FitScope::Everything).
+  std::optional<StreamCosts> streams;
+  // "hbm_gbps = 0.5", "head_dim 128: us_per_saved_row = -0.3": fitted values a cost file cannot
+  // hold (the tile costs they are measured against are not of the traces' kernel or device).
+  std::vector<std::string> invalid_streams;
   // "cannot fit head_dim 64: ...", one per head_dim the traces do not determine. Those keep the
   // base model's coefficients; the others are still fitted.
   std::vector<std::string> skipped;
@@ -118,6 +133,13 @@ struct CostFitReport {
 // std::invalid_argument names the first that is not) at each head_dim's own tile height (the
 // base's block_m; traces at another height are refused alike) into by_scheduler[d][kind], and
 // keeps everything else from the base.
+// Traces of decoding workloads take no part in the tile costs, sharing or launch either (their
+// tiles stream their K and V from HBM, or run beside tiles that do), nor do pieces of split
+// tiles: with FitScope::Everything, the traces' decode tiles and pieces fit the HBM bandwidth and
+// each head dim's us_per_saved_row (sim::fit_streams) against the tile costs fitted here, or the
+// base's for head dims without prefill traces when `base_named` (else std::invalid_argument names
+// the head dims), starting from the base's bandwidth; a bandwidth no decode tile ran past keeps
+// the base's.
 // Paged traces (page_size != 0) take no part in the tile costs, sharing or launch: with
 // FitScope::Everything they fit paged_by_head_dim[d][boxes] (sim::fit_paged_factor), one per
 // head_dim and TMA boxes per K/V block, against the per-block costs fitted from the head_dim's

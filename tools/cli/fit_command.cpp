@@ -114,6 +114,16 @@ void check_fit_report(const CostFitReport& report, const std::string& out_file) 
         sim::kMaxPagedFactor, fmt::join(report.invalid_paged_factors, "; "), out_file));
   }
 
+  if (!report.invalid_streams.empty()) {
+    // The decode tiles ran at a bandwidth no HBM has, or pieces faster than tiles of their
+    // blocks: the tile costs they are measured against are of another kernel or device.
+    throw std::runtime_error(fmt::format(
+        "fitted stream costs a cost file cannot hold ({}): not writing '{}'; fit the decoding "
+        "traces and pieces against tile costs of the same kernel and device (prefill traces "
+        "beside them, or the --base fitted to those)",
+        fmt::join(report.invalid_streams, "; "), out_file));
+  }
+
   if (!report.invalid_rates.empty()) {
     // A rate above 1 says a CTA ran faster beside another than alone: the solo costs or the
     // shared traces are off (a kernel change between them, clocks), not a model worth writing.
@@ -162,6 +172,15 @@ int run_fit(const FitOptions& o) {
   const std::string paged_note =
       paged.empty() ? std::string()
                     : fmt::format("; paged factors of head_dims {}", fmt::join(paged, ", "));
+  std::string streams_note;
+  if (report.streams) {
+    std::vector<std::string> fitted;
+    if (report.streams->fit.bound_tiles > 0) fitted.push_back("the HBM bandwidth");
+    for (const auto& [d, us] : report.streams->fit.saved_row_us)
+      fitted.push_back(fmt::format("head_dim {}'s us_per_saved_row", d));
+    if (!fitted.empty())
+      streams_note = fmt::format("{} fitted to the decode tiles and pieces", fmt::join(fitted, ", "));
+  }
   j["note"] =
       o.scheduler ? fmt::format(
                         "the {} scheduler's coefficients of head_dims {} fitted by "
@@ -174,6 +193,11 @@ int run_fit(const FitOptions& o) {
                 "cta_launch_us of head_dims {} fitted by `tilesched fit --launch-only` to "
                 "{} trace(s); everything else from '{}'",
                 fmt::join(launch_dims, ", "), traces.size(), base_name)
+      : fitted_dims.empty() && !streams_note.empty()
+          ? fmt::format(
+                "{} of {} trace(s) by `tilesched fit`, against the tile costs of '{}'{}; "
+                "everything else from it",
+                streams_note, traces.size(), base_name, paged_note)
       : fitted_dims.empty()
           ? fmt::format(
                 "paged factors of head_dims {} fitted by `tilesched fit` to {} "
@@ -181,9 +205,10 @@ int run_fit(const FitOptions& o) {
                 "else from it",
                 fmt::join(paged, ", "), traces.size(), base_name)
           : fmt::format(
-                "head_dims {} fitted by `tilesched fit` to {} trace(s){}{}; others "
+                "head_dims {} fitted by `tilesched fit` to {} trace(s){}{}{}; others "
                 "from '{}'",
-                fmt::join(fitted_dims, ", "), traces.size(), launch_note, paged_note, base_name);
+                fmt::join(fitted_dims, ", "), traces.size(), launch_note, paged_note,
+                streams_note.empty() ? std::string() : "; " + streams_note, base_name);
   // Write only what `--cost-model` reads back: the reader holds the ranges (value_limits.hpp).
   try {
     sim::CostModel::from_json(j);
@@ -245,10 +270,15 @@ void add_fit_command(CLI::App& app, Action& action) {
       "(`run --page-size N`) fit the paged factor per head_dim and TMA boxes per K/V block "
       "against the contiguous per-block costs: those of the same head_dim's traces without pages "
       "given beside them, else those of a --base or --base-model named explicitly (refused "
-      "otherwise). Exit status: 0 success, 1 a trace could not be read or is not from a GPU, no "
+      "otherwise). Traces of decoding workloads (decode tiles, which stream their K and V from "
+      "HBM) and pieces of split tiles take no part in the tile costs: they fit the HBM bandwidth "
+      "the decode tiles share (hbm_gbps) and what a piece saves per row (us_per_saved_row), "
+      "against the tile costs fitted beside them or those of a --base or --base-model named "
+      "explicitly. Exit status: 0 success, 1 a trace could not be read or is not from a GPU, no "
       "head_dim could be fitted, or a fit gave coefficients a cost file cannot hold (negative, "
-      "or above one second), sharing rates outside (0, 1], a negative CTA launch or paged "
-      "factors outside (0, 100] (nothing is written then), 2 bad flags.");
+      "or above one second), sharing rates outside (0, 1], a negative CTA launch, paged "
+      "factors outside (0, 100], or a bandwidth or save a cost file cannot hold (nothing is "
+      "written then), 2 bad flags.");
   cmd->callback([options, base, base_model, &action] {
     options->base_named = base->count() > 0 || base_model->count() > 0;
     action = [options] { return run_fit(*options); };

@@ -229,7 +229,9 @@ struct CostModel {
   // blocks of one size (their workloads' block_n), which the model records; traces of several
   // sizes throw std::invalid_argument naming them. The coefficients come from the contiguous
   // traces; the paged ones (page_size != 0) fit paged_by_head_dim against them
-  // (fit_paged_factor); paged traces of a head_dim without contiguous ones throw.
+  // (fit_paged_factor); paged traces of a head_dim without contiguous ones throw. Decode tiles and
+  // pieces of split tiles fit the HBM bandwidth and saved_row_us_by_head_dim against them
+  // (fit_streams); a bandwidth no decode tile ran past stays the default.
   static CostModel fit(const std::vector<Trace>& traces, const std::string& device);
 };
 
@@ -279,9 +281,10 @@ struct CostFit {
 };
 
 // Fits fixed_us, us_per_block and us_per_masked_block for `head_dim` by least squares over every
-// event (end_us - start_us) of the contiguous traces (page_size 0: a paged cache's cost is
-// fit_paged_factor's) whose workload has that head_dim and that ran one CTA per SM (max_busy_per_sm
-// == 1): a tile that shared its SM took longer than its cost. The replay runs a CTA's tiles back to
+// whole tile (end_us - start_us) of the contiguous prefill traces (page_size 0: a paged cache's
+// cost is fit_paged_factor's; not decoding: decode tiles stream, and fit_streams fits them and
+// the pieces of split tiles) whose workload has that head_dim and that ran one CTA per SM
+// (max_busy_per_sm == 1): a tile that shared its SM took longer than its cost. The replay runs a CTA's tiles back to
 // back, so fixed_us then gets the mean gap between a CTA's consecutive tiles in those traces added
 // (CostFit::handoff_us). Throws std::invalid_argument when there are fewer than 3 samples (naming
 // the traces skipped for sharing their SMs) or the counts do not determine the three coefficients;
@@ -314,6 +317,64 @@ struct PagedFit {
 // holds included.
 PagedFit fit_paged_factor(const std::vector<Trace>& traces, u32 head_dim, u32 boxes,
                           const CostModel& contiguous);
+
+// Tiles of one kind that fit_streams looked at: their measured time against the model's (summed
+// over the tiles, hand-off included), what was fitted in it.
+struct StreamGroup {
+  bool decode = false;  // decode tiles (they stream); else prefill tiles of a decoding workload,
+                        // or pieces of split prefill tiles (they read through the L2)
+  enum Part { Whole, FirstPiece, LaterPiece } part = Whole;
+  // A decode tile: its streams asked more than the fitted bandwidth. Any other: decode tiles
+  // streamed beside it.
+  bool pressed = false;
+  std::size_t tiles = 0;
+  double blocks = 0, measured_us = 0, modelled_us = 0;
+  double asked = 0;  // bytes per µs the streaming tiles asked while it ran, summed over the tiles
+};
+
+// Result of fitting what decode tiles' streams and pieces' saves take beyond the tile costs.
+struct StreamFit {
+  // The HBM bandwidth the streaming decode tiles shared, bytes per µs, as fitted (outside what a
+  // cost file holds included); 0 when none of them ran past it (the traces cannot tell it).
+  double hbm_bytes_per_us = 0;
+  std::size_t bound_tiles = 0;  // decode tiles and pieces whose streams asked more than it
+  std::size_t decode_tiles = 0;     // decode tiles and pieces of the traces
+  std::size_t decoding_traces = 0;  // traces with decode tiles
+  // us_per_saved_row of each head dim whose traces have pieces of split tiles, as fitted, and
+  // how many pieces it came from.
+  std::map<u32, double> saved_row_us;
+  std::map<u32, std::size_t> pieces;
+  std::size_t samples = 0;         // tiles of the least-squares problem
+  double rms_residual_us = 0;      // RMS of (measured - modelled) time over them
+  double relative_rms_error = 0;   // rms_residual_us / RMS of their measured times
+  std::size_t iterations = 0;      // rounds until no tile changed sides
+  // Every decode tile, piece and prefill tile of a decoding workload of the traces, by kind, the
+  // model as fitted (ordered: prefill before decode, whole before pieces).
+  std::vector<StreamGroup> groups;
+};
+
+// Fits the HBM bandwidth (CostModel::hbm_bytes_per_us) and each head dim's us_per_saved_row by
+// least squares over the traces that ran one CTA per SM, against the tile costs of `tiles`
+// (coefficients(w) of each trace's workload; its fixed_us holds a hand-off, so each measured
+// tile has its trace's mean hand-off added, as fit_cost does). The replay's model of a tile,
+// applied to what the trace measured:
+// - a decode tile or piece (stream_bytes > 0) runs its fixed part (fixed_us, and a piece's save),
+//   then streams its blocks; its solo demand is its stream bytes over its blocks' cost. `asked`
+//   is the mean, over its streaming part, of the demands of the trace's tiles streaming then.
+//   When asked exceeds the bandwidth: time - fixed_us = blocks' cost x asked / bandwidth +
+//   us_per_saved_row x rows (for a piece);
+// - any other piece (of a prefill tile, or a decode piece that streamed within the bandwidth):
+//   time - its tile cost = us_per_saved_row x rows (rows: tile_output_rows).
+// Which tiles ran past the bandwidth depends on it: the fit starts at `start_hbm_bytes_per_us`
+// and repeats until no tile changes sides (at most 50 rounds). Throws std::invalid_argument when
+// the traces have no such tile. A bandwidth no tile ran past stays 0; a head dim without pieces
+// gets no us_per_saved_row.
+StreamFit fit_streams(const std::vector<Trace>& traces, const CostModel& tiles,
+                      double start_hbm_bytes_per_us);
+
+// Whether `traces` hold a tile fit_streams fits: a decode tile (stream_bytes > 0) or a piece of a
+// split tile, in a trace that ran one CTA per SM.
+bool has_streams_or_pieces(const std::vector<Trace>& traces);
 
 // The (head_dim, boxes) pairs of the paged traces of `traces`, in ascending order.
 std::vector<std::pair<u32, u32>> paged_groups(const std::vector<Trace>& traces);
