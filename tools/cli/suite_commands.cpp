@@ -171,9 +171,9 @@ void add_report_command(CLI::App& app, Action& action) {
       ->type_name("FILE")
       ->excludes(profile);
   add_number_flag(*cmd, "--hbm-gbps", o->hbm_gbps,
-                  "HBM bandwidth of the device that ran the suite, GB/s: decode tiles end no sooner "
-                  "than their K/V bytes take at it (default: the cost model's, 4800, an H200; an "
-                  "H100 SXM has 3350)",
+                  "HBM bandwidth of the device that ran the suite, GB/s, which the decode tiles "
+                  "streaming at once share (default: the cost model's, which the h100 profile "
+                  "fits to H100 traces; 4800, an H200's, where a table gives none)",
                   1, 100000);
   add_max_tiles_flag(*cmd, o->max_tiles);
   cmd->footer(
