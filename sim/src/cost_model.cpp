@@ -108,13 +108,13 @@ struct VersionedField {
 };
 // The top level's fields and a head_dims entry's, in the order errors list them.
 constexpr VersionedField kTableFields[] = {
-    {"format", 1}, {"version", 1}, {"device", 1},  {"units", 1},    {"note", 1},
+    {"format", 1}, {"version", 1},  {"device", 1},  {"units", 1},    {"note", 1},
     {"sms", 2},    {"l2_bytes", 2}, {"block_n", 5}, {"hbm_gbps", 8}, {"head_dims", 1}};
 constexpr VersionedField kEntryFields[] = {
-    {"fixed_us", 1},      {"us_per_block", 1}, {"us_per_masked_block", 1},
-    {"ctas_per_sm", 2},   {"shared_rates", 2}, {"cta_launch_us", 3},
-    {"block_m", 4},       {"tile_heights", 4}, {"schedulers", 6},
-    {"paged", 7},         {"us_per_saved_row", 8}};
+    {"fixed_us", 1},    {"us_per_block", 1},    {"us_per_masked_block", 1},
+    {"ctas_per_sm", 2}, {"shared_rates", 2},    {"cta_launch_us", 3},
+    {"block_m", 4},     {"tile_heights", 4},    {"schedulers", 6},
+    {"paged", 7},       {"us_per_saved_row", 8}};
 
 // The names of `fields` a file of `version` may hold.
 template <std::size_t N>

@@ -163,8 +163,8 @@ void fit_stream_costs(const std::vector<Trace>& traces, bool base_named, CostFit
         without_costs.size() == 1 ? "" : "s", fmt::join(without_costs, ", "),
         without_costs.size() == 1 ? "it" : "them"));
   StreamCosts costs;
-  costs.tiles_from_base = std::any_of(dims.begin(), dims.end(),
-                                      [&](u32 d) { return fitted_dims.count(d) == 0; });
+  costs.tiles_from_base =
+      std::any_of(dims.begin(), dims.end(), [&](u32 d) { return fitted_dims.count(d) == 0; });
   try {
     costs.fit = sim::fit_streams(traces, report.model, report.model.hbm_bytes_per_us);
   } catch (const std::invalid_argument& e) {
@@ -415,14 +415,13 @@ std::string format_paged_factors(const CostFitReport& r) {
   return out;
 }
 
-
 // The HBM bandwidth and the pieces' saves fitted from decode tiles and pieces.
 std::string format_stream_costs(const CostFitReport& r) {
   const StreamCosts& c = *r.streams;
   const sim::StreamFit& f = c.fit;
-  std::string out = fmt::format(
-      "\ndecode streams and pieces of split tiles (against the tile costs of {}):\n",
-      c.tiles_from_base ? "the base" : "this fit");
+  std::string out =
+      fmt::format("\ndecode streams and pieces of split tiles (against the tile costs of {}):\n",
+                  c.tiles_from_base ? "the base" : "this fit");
   if (f.bound_tiles > 0)
     out += fmt::format(
         "  HBM bandwidth: fitted: {:.1f} GB/s ({} of the {} decode tiles and pieces of {} "
@@ -432,9 +431,9 @@ std::string format_stream_costs(const CostFitReport& r) {
   else
     out += fmt::format(
         "  HBM bandwidth: kept from the base: {:.1f} GB/s ({})\n", c.model_hbm_bytes_per_us / 1e3,
-        f.decode_tiles == 0 ? "no decode tile in the traces"
-                            : fmt::format("none of the {} decode tiles and pieces asked more",
-                                          f.decode_tiles));
+        f.decode_tiles == 0
+            ? "no decode tile in the traces"
+            : fmt::format("none of the {} decode tiles and pieces asked more", f.decode_tiles));
   for (const auto& [d, us] : f.saved_row_us)
     out += fmt::format("  {:>8}: {:.4f} us per saved row ({} pieces)\n", d, us, f.pieces.at(d));
   if (f.saved_row_us.empty()) out += "  us per saved row: kept from the base (no piece)\n";
@@ -450,15 +449,14 @@ std::string format_stream_costs(const CostFitReport& r) {
     out += fmt::format("  {:<42} {:>7} {:>8.1f} {:>12.2f} {:>12.2f} {:>11.3f} {:>11.1f}\n",
                        fmt::format("{}, {}, {}", g.decode ? "decode" : "prefill", part, pressed),
                        g.tiles, g.blocks / n, g.measured_us / n, g.modelled_us / n,
-                       g.modelled_us > 0 ? g.measured_us / g.modelled_us : 0.0,
-                       g.asked / n / 1e3);
+                       g.modelled_us > 0 ? g.measured_us / g.modelled_us : 0.0, g.asked / n / 1e3);
   }
   out += fmt::format(
       "\n  {} tiles weighed, RMS residual {:.4f} us, rel RMS {:.2f} %, {} round{}\n"
-      "\n  (time = fixed + blocks' cost x max(1, asked / bandwidth) for a decode tile, + per saved\n"
-      "  row x rows for a piece; asked: what the trace's decode tiles streaming beside it asked,\n"
-      "  each its bytes over its blocks' cost; measured and modelled per tile, hand-off included;\n"
-      "  from the traces at one CTA per SM, the tile costs held)\n",
+      "\n  (time = fixed + blocks' cost x max(1, asked / bandwidth) for a decode tile, + per\n"
+      "  saved row x rows for a piece; asked: what the trace's decode tiles streaming beside it\n"
+      "  asked, each its bytes over its blocks' cost; measured and modelled per tile, hand-off\n"
+      "  included; from the traces at one CTA per SM, the tile costs held)\n",
       f.samples, f.rms_residual_us, 100.0 * f.relative_rms_error, f.iterations,
       f.iterations == 1 ? "" : "s");
   return out;
@@ -474,9 +472,8 @@ std::string format_cost_fit_report(const CostFitReport& r) {
         "  KV blocks of {} keys, as the traces count them; the base's per-block costs, per {} "
         "keys, rescaled to them\n\n",
         r.model.block_n, r.base_block_n_rescaled_from);
-  out += !r.fits.empty() ? format_tile_costs(r)
-         : !r.paged.empty()
-             ? "  tile costs and sharing: kept from the base (only paged traces)\n"
+  out += !r.fits.empty()    ? format_tile_costs(r)
+         : !r.paged.empty() ? "  tile costs and sharing: kept from the base (only paged traces)\n"
          : r.streams
              ? "  tile costs and sharing: kept from the base (only decoding traces and pieces)\n"
              : "  tile costs and sharing: kept from the base (only the launch fitted)\n";

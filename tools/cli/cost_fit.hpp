@@ -80,7 +80,8 @@ struct MakespanComparison {
   std::string strategy;
   bool fitted = true;  // false: its head_dim kept the base model's coefficients
   double measured_us = 0;
-  double predicted_us = 0;  // a GPU trace's without the combine of split tiles, which it does not see
+  // A GPU trace's without the combine of split tiles, which the trace does not see.
+  double predicted_us = 0;
 };
 
 struct CostFitReport {

@@ -179,7 +179,8 @@ int run_fit(const FitOptions& o) {
     for (const auto& [d, us] : report.streams->fit.saved_row_us)
       fitted.push_back(fmt::format("head_dim {}'s us_per_saved_row", d));
     if (!fitted.empty())
-      streams_note = fmt::format("{} fitted to the decode tiles and pieces", fmt::join(fitted, ", "));
+      streams_note =
+          fmt::format("{} fitted to the decode tiles and pieces", fmt::join(fitted, ", "));
   }
   j["note"] =
       o.scheduler ? fmt::format(

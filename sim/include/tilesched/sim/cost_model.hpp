@@ -284,15 +284,15 @@ struct CostFit {
 // whole tile (end_us - start_us) of the contiguous prefill traces (page_size 0: a paged cache's
 // cost is fit_paged_factor's; not decoding: decode tiles stream, and fit_streams fits them and
 // the pieces of split tiles) whose workload has that head_dim and that ran one CTA per SM
-// (max_busy_per_sm == 1): a tile that shared its SM took longer than its cost. The replay runs a CTA's tiles back to
-// back, so fixed_us then gets the mean gap between a CTA's consecutive tiles in those traces added
-// (CostFit::handoff_us). Throws std::invalid_argument when there are fewer than 3 samples (naming
-// the traces skipped for sharing their SMs) or the counts do not determine the three coefficients;
-// the message names the coefficient left open (e.g. us_per_masked_block when no tile has masked
-// blocks). Coefficients are returned as fitted, negative ones included: the caller decides whether
-// a negative cost is acceptable. `block_m` > 0 restricts the fit to the traces whose workload has
-// that tile height (0: every height, which mixes the costs of different tiles when a head_dim ran
-// several).
+// (max_busy_per_sm == 1): a tile that shared its SM took longer than its cost. The replay runs a
+// CTA's tiles back to back, so fixed_us then gets the mean gap between a CTA's consecutive tiles in
+// those traces added (CostFit::handoff_us). Throws std::invalid_argument when there are fewer than
+// 3 samples (naming the traces skipped for sharing their SMs) or the counts do not determine the
+// three coefficients; the message names the coefficient left open (e.g. us_per_masked_block when no
+// tile has masked blocks). Coefficients are returned as fitted, negative ones included: the caller
+// decides whether a negative cost is acceptable. `block_m` > 0 restricts the fit to the traces
+// whose workload has that tile height (0: every height, which mixes the costs of different tiles
+// when a head_dim ran several).
 CostFit fit_cost(const std::vector<Trace>& traces, u32 head_dim, u32 block_m = 0);
 
 // Result of fitting the paged factor of one head_dim and box count.
@@ -337,17 +337,17 @@ struct StreamFit {
   // The HBM bandwidth the streaming decode tiles shared, bytes per µs, as fitted (outside what a
   // cost file holds included); 0 when none of them ran past it (the traces cannot tell it).
   double hbm_bytes_per_us = 0;
-  std::size_t bound_tiles = 0;  // decode tiles and pieces whose streams asked more than it
+  std::size_t bound_tiles = 0;      // decode tiles and pieces whose streams asked more than it
   std::size_t decode_tiles = 0;     // decode tiles and pieces of the traces
   std::size_t decoding_traces = 0;  // traces with decode tiles
   // us_per_saved_row of each head dim whose traces have pieces of split tiles, as fitted, and
   // how many pieces it came from.
   std::map<u32, double> saved_row_us;
   std::map<u32, std::size_t> pieces;
-  std::size_t samples = 0;         // tiles of the least-squares problem
-  double rms_residual_us = 0;      // RMS of (measured - modelled) time over them
-  double relative_rms_error = 0;   // rms_residual_us / RMS of their measured times
-  std::size_t iterations = 0;      // rounds until no tile changed sides
+  std::size_t samples = 0;        // tiles of the least-squares problem
+  double rms_residual_us = 0;     // RMS of (measured - modelled) time over them
+  double relative_rms_error = 0;  // rms_residual_us / RMS of their measured times
+  std::size_t iterations = 0;     // rounds until no tile changed sides
   // Every decode tile, piece and prefill tile of a decoding workload of the traces, by kind, the
   // model as fitted (ordered: prefill before decode, whole before pieces).
   std::vector<StreamGroup> groups;
