@@ -1020,13 +1020,16 @@ void average_demands(std::vector<StreamSample>& samples, const std::map<u32, dou
 
 }  // namespace
 
+bool has_streams_or_pieces(const Trace& t) {
+  if (max_busy_per_sm(t) > 1) return false;
+  return std::any_of(t.events.begin(), t.events.end(), [&](const TraceEvent& e) {
+    return stream_bytes(t.workload, e) > 0 || is_piece(t.workload, e);
+  });
+}
+
 bool has_streams_or_pieces(const std::vector<Trace>& traces) {
-  for (const Trace& t : traces) {
-    if (max_busy_per_sm(t) > 1) continue;
-    for (const TraceEvent& e : t.events)
-      if (stream_bytes(t.workload, e) > 0 || is_piece(t.workload, e)) return true;
-  }
-  return false;
+  return std::any_of(traces.begin(), traces.end(),
+                     [](const Trace& t) { return has_streams_or_pieces(t); });
 }
 
 StreamFit fit_streams(const std::vector<Trace>& traces, const CostModel& tiles,

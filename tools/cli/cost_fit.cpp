@@ -91,16 +91,41 @@ std::optional<sim::CostFit> fit_tile_costs(const std::vector<Trace>& traces, u32
   return fit;
 }
 
+// The head dims whose tile costs this fit gave (their own entry, not a scheduler kind's).
+std::set<u32> fitted_tile_dims(const CostFitReport& report) {
+  std::set<u32> dims;
+  for (const HeadDimFit& f : report.fits)
+    if (f.own_entry && !f.scheduler) dims.insert(f.head_dim);
+  return dims;
+}
+
+// Of `dims`, those whose tile costs neither this fit (`fitted`) nor a named base gives: a term
+// fitted against the tile costs (a paged factor, the streams' costs) cannot be fitted there.
+std::set<u32> without_tile_costs(const std::set<u32>& dims, const std::set<u32>& fitted,
+                                 bool base_named) {
+  std::set<u32> out;
+  if (!base_named)
+    for (const u32 d : dims)
+      if (fitted.count(d) == 0) out.insert(d);
+  return out;
+}
+
+// A cost file holds a head dim's fitted terms (paged factors, saves) in its entry: a head dim
+// the base interpolates gets an entry of the coefficients it had.
+void give_entry(sim::CostModel& model, u32 head_dim) {
+  if (model.by_head_dim.count(head_dim) == 0)
+    model.by_head_dim[head_dim] = model.coefficients(head_dim);
+}
+
 // The paged factors of `traces`' paged ones (sim::fit_paged_factor), against report.model's
 // per-block costs: the head dim's own fit where its contiguous traces gave one, else the base's
 // when `base_named`. A (head dim, boxes) whose tiles cannot tell is listed in report.skipped.
 void fit_paged_factors(const std::vector<Trace>& traces, bool base_named, CostFitReport& report) {
   const std::vector<std::pair<u32, u32>> groups = sim::paged_groups(traces);
-  std::set<u32> fitted_dims, without_costs;
-  for (const HeadDimFit& f : report.fits)
-    if (f.own_entry && !f.scheduler) fitted_dims.insert(f.head_dim);
-  for (const auto& [d, boxes] : groups)
-    if (fitted_dims.count(d) == 0 && !base_named) without_costs.insert(d);
+  const std::set<u32> fitted_dims = fitted_tile_dims(report);
+  std::set<u32> dims;
+  for (const auto& [d, boxes] : groups) dims.insert(d);
+  const std::set<u32> without_costs = without_tile_costs(dims, fitted_dims, base_named);
   if (!without_costs.empty())
     throw std::invalid_argument(fmt::format(
         "cannot fit the paged factor of head_dim{} {}: the factor scales the contiguous "
@@ -126,10 +151,7 @@ void fit_paged_factors(const std::vector<Trace>& traces, bool base_named, CostFi
       report.invalid_paged_factors.push_back(fmt::format("head_dim {}, {} box{}: factor = {:.4g}",
                                                          d, boxes, boxes == 1 ? "" : "es",
                                                          p.fit.factor));
-    // A cost file holds paged factors in head dims' entries: one the base interpolates gets an
-    // entry of the coefficients it had.
-    if (report.model.by_head_dim.count(d) == 0)
-      report.model.by_head_dim[d] = report.model.coefficients(d);
+    give_entry(report.model, d);
     report.model.paged_by_head_dim[d][boxes] = p.fit.factor;
     report.paged.push_back(p);
   }
@@ -140,20 +162,12 @@ void fit_paged_factors(const std::vector<Trace>& traces, bool base_named, CostFi
 // prefill traces gave one, else the base's when `base_named`. Nothing when the traces hold no
 // decode tile or piece.
 void fit_stream_costs(const std::vector<Trace>& traces, bool base_named, CostFitReport& report) {
-  if (!sim::has_streams_or_pieces(traces)) return;
-  std::set<u32> fitted_dims, dims, without_costs;
-  for (const HeadDimFit& f : report.fits)
-    if (f.own_entry && !f.scheduler) fitted_dims.insert(f.head_dim);
-  for (const Trace& t : traces) {
-    if (sim::max_busy_per_sm(t) > 1) continue;
-    const Workload& w = t.workload;
-    if (std::any_of(t.events.begin(), t.events.end(), [&](const TraceEvent& e) {
-          return sim::stream_bytes(w, e) > 0 || sim::processes_part(e, sim::whole_tile_cost(w, e));
-        }))
-      dims.insert(w.head_dim);
-  }
-  for (const u32 d : dims)
-    if (fitted_dims.count(d) == 0 && !base_named) without_costs.insert(d);
+  std::set<u32> dims;
+  for (const Trace& t : traces)
+    if (sim::has_streams_or_pieces(t)) dims.insert(t.workload.head_dim);
+  if (dims.empty()) return;
+  const std::set<u32> fitted_dims = fitted_tile_dims(report);
+  const std::set<u32> without_costs = without_tile_costs(dims, fitted_dims, base_named);
   if (!without_costs.empty())
     throw std::invalid_argument(fmt::format(
         "cannot fit the HBM bandwidth and the pieces' saves of head_dim{} {}: they are measured "
@@ -182,10 +196,7 @@ void fit_stream_costs(const std::vector<Trace>& traces, bool base_named, CostFit
     if (!sim::saved_row_problem(us).empty())
       report.invalid_streams.push_back(
           fmt::format("head_dim {}: us_per_saved_row = {:.4g}", d, us));
-    // A cost file holds the save in head dims' entries: one the base interpolates gets an entry
-    // of the coefficients it had.
-    if (report.model.by_head_dim.count(d) == 0)
-      report.model.by_head_dim[d] = report.model.coefficients(d);
+    give_entry(report.model, d);
     report.model.saved_row_us_by_head_dim[d] = us;
   }
   report.streams = costs;

@@ -375,6 +375,8 @@ StreamFit fit_streams(const std::vector<Trace>& traces, const CostModel& tiles,
 // Whether `traces` hold a tile fit_streams fits: a decode tile (stream_bytes > 0) or a piece of a
 // split tile, in a trace that ran one CTA per SM.
 bool has_streams_or_pieces(const std::vector<Trace>& traces);
+// The same of one trace.
+bool has_streams_or_pieces(const Trace& t);
 
 // The (head_dim, boxes) pairs of the paged traces of `traces`, in ascending order.
 std::vector<std::pair<u32, u32>> paged_groups(const std::vector<Trace>& traces);
