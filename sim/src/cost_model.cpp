@@ -85,6 +85,18 @@ std::map<u32, double> paged_from_json(const json& members, const std::string& fi
   return factors;
 }
 
+// Member `key` of `object` (whose fields are named from `prefix`), a number that `problem` (one
+// of value_limits.hpp's) accepts, or nothing where the object has no such member.
+std::optional<double> checked_number(const json& object, const std::string& prefix, const char* key,
+                                     std::string (*problem)(double)) {
+  if (!object.contains(key)) return std::nullopt;
+  const std::string field = prefix + key;
+  const double value = detail::as_double(object[key], field);
+  const std::string why = problem(value);
+  if (!why.empty()) detail::fail(field, why);
+  return value;
+}
+
 CostCoefficients scaled(const CostCoefficients& c, double f) {
   return CostCoefficients{c.fixed_us * f, c.us_per_block * f, c.us_per_masked_block * f};
 }
@@ -363,12 +375,9 @@ CostModel CostModel::from_json(const json& j) {
       fail("block_n",
            fmt::format("must be in 1..{} (keys per KV block), got {}", kMaxBlockN, m.block_n));
   }
-  if (version >= 8 && j.contains("hbm_gbps")) {
-    const double gbps = as_double(j["hbm_gbps"], "hbm_gbps");
-    const std::string problem = hbm_bandwidth_problem(gbps);
-    if (!problem.empty()) fail("hbm_gbps", problem);
-    m.hbm_bytes_per_us = gbps * 1e3;  // GB/s = 1e3 bytes per us
-  }
+  if (version >= 8)
+    if (const auto gbps = checked_number(j, "", "hbm_gbps", hbm_bandwidth_problem))
+      m.hbm_bytes_per_us = *gbps * 1e3;  // GB/s = 1e3 bytes per us
   if (version >= 2) {
     m.multiprocessors = as_u32(require(j, "sms", ""), "sms");
     if (m.multiprocessors == 0 || m.multiprocessors > 100000) fail("sms", "must be in 1..100000");
@@ -422,20 +431,12 @@ CostModel CostModel::from_json(const json& j) {
       std::map<u32, double> factors = paged_from_json(it.value()["paged"], prefix + "paged");
       if (!factors.empty()) m.paged_by_head_dim[d] = std::move(factors);
     }
-    if (version >= 8 && it.value().contains("us_per_saved_row")) {
-      const std::string field = prefix + "us_per_saved_row";
-      const double us = as_double(it.value()["us_per_saved_row"], field);
-      const std::string problem = saved_row_problem(us);
-      if (!problem.empty()) fail(field, problem);
-      m.saved_row_us_by_head_dim[d] = us;
-    }
-    if (version >= 3 && it.value().contains("cta_launch_us")) {
-      const std::string field = prefix + "cta_launch_us";
-      const double us = as_double(it.value()["cta_launch_us"], field);
-      const std::string problem = cta_launch_problem(us);
-      if (!problem.empty()) fail(field, problem);
-      m.cta_launch_us_by_head_dim[d] = us;
-    }
+    if (version >= 8)
+      if (const auto us = checked_number(it.value(), prefix, "us_per_saved_row", saved_row_problem))
+        m.saved_row_us_by_head_dim[d] = *us;
+    if (version >= 3)
+      if (const auto us = checked_number(it.value(), prefix, "cta_launch_us", cta_launch_problem))
+        m.cta_launch_us_by_head_dim[d] = *us;
   }
   return m;
 }
